@@ -1,0 +1,6 @@
+//! Analyses over graphs and traces: bounds, hotspots, classification.
+//! Nothing here knows about terminals; the explorer and the headless
+//! reports call the same functions.
+
+pub mod bounds;
+pub mod runs;

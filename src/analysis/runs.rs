@@ -1,0 +1,174 @@
+//! The per-run summary (`sim --format json` contract) and its renderings as
+//! a text table, markdown and JSON, from one function each so the CLI, the
+//! explorer and reports print the same numbers.
+
+use crate::trace::Trace;
+use crate::units::{fmt_bytes, fmt_ms};
+use serde::{Deserialize, Serialize};
+
+/// One row of `runs` in `sim --format json`. The first twelve fields are the
+/// contract; the rest are extensions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRow {
+    pub policy: String,
+    pub capacity_bytes: u64,
+    pub latency_ns: u64,
+    pub spill_count: u64,
+    pub spilled_bytes: u64,
+    pub reloaded_bytes: u64,
+    pub traffic_bytes: u64,
+    pub stall_ns: u64,
+    pub peak_live_bytes: u64,
+    pub peak_resident_bytes: u64,
+    pub lower_bound_traffic_bytes: u64,
+    pub throughput_fps: f64,
+    /// Extension: traffic above the lower bound, bytes.
+    pub gap_to_bound_bytes: u64,
+    pub weight_traffic_bytes: u64,
+    pub streamed_bytes: u64,
+    pub energy_uj: f64,
+    pub read_bandwidth: f64,
+    pub write_bandwidth: f64,
+}
+
+/// The whole `sim --format json` document.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunsReport {
+    pub model: String,
+    pub runs: Vec<RunRow>,
+}
+
+impl RunRow {
+    pub fn from_trace(tr: &Trace) -> RunRow {
+        let s = &tr.summary;
+        let bw = |k: &str| {
+            tr.meta
+                .hardware
+                .get("dram")
+                .and_then(|d| d.get(k))
+                .and_then(|v| v.as_f64())
+                .unwrap_or(0.0)
+        };
+        RunRow {
+            policy: tr.meta.policy.clone(),
+            capacity_bytes: s.capacity_bytes,
+            latency_ns: s.latency_ns,
+            spill_count: s.spill_count,
+            spilled_bytes: s.spilled_bytes,
+            reloaded_bytes: s.reloaded_bytes,
+            traffic_bytes: s.traffic_bytes,
+            stall_ns: s.stall_ns,
+            peak_live_bytes: s.peak_live_bytes,
+            peak_resident_bytes: s.peak_resident_bytes,
+            lower_bound_traffic_bytes: s.lower_bound_traffic_bytes,
+            throughput_fps: s.throughput_fps,
+            gap_to_bound_bytes: s.traffic_bytes.saturating_sub(s.lower_bound_traffic_bytes),
+            weight_traffic_bytes: s.weight_traffic_bytes,
+            streamed_bytes: s.streamed_bytes,
+            energy_uj: s.energy_uj,
+            read_bandwidth: bw("read_bandwidth"),
+            write_bandwidth: bw("write_bandwidth"),
+        }
+    }
+}
+
+const HEADERS: [&str; 10] = [
+    "policy",
+    "latency",
+    "spills",
+    "spilled",
+    "reloaded",
+    "stall",
+    "fps",
+    "peak live / cap",
+    "lower bound",
+    "gap",
+];
+
+fn cells(r: &RunRow) -> [String; 10] {
+    let ratio = if r.capacity_bytes > 0 {
+        format!(
+            "{} / {} ({:.0}%)",
+            fmt_bytes(r.peak_live_bytes),
+            fmt_bytes(r.capacity_bytes),
+            r.peak_live_bytes as f64 * 100.0 / r.capacity_bytes as f64
+        )
+    } else {
+        fmt_bytes(r.peak_live_bytes)
+    };
+    [
+        r.policy.clone(),
+        fmt_ms(r.latency_ns),
+        r.spill_count.to_string(),
+        fmt_bytes(r.spilled_bytes),
+        fmt_bytes(r.reloaded_bytes),
+        fmt_ms(r.stall_ns),
+        format!("{:.1}", r.throughput_fps),
+        ratio,
+        fmt_bytes(r.lower_bound_traffic_bytes),
+        if r.policy == "ideal" {
+            "-".into()
+        } else {
+            fmt_bytes(r.gap_to_bound_bytes)
+        },
+    ]
+}
+
+/// A plain aligned table for terminals and logs.
+pub fn render_table(rep: &RunsReport) -> String {
+    let rows: Vec<[String; 10]> = rep.runs.iter().map(cells).collect();
+    let mut width = HEADERS.map(|h| h.chars().count());
+    for r in &rows {
+        for (i, c) in r.iter().enumerate() {
+            width[i] = width[i].max(c.chars().count());
+        }
+    }
+    let mut out = format!("model: {}\n", rep.model);
+    let line = |cols: &[String]| -> String {
+        cols.iter()
+            .enumerate()
+            .map(|(i, c)| {
+                if i == 0 {
+                    format!("{c:<w$}", w = width[i])
+                } else {
+                    format!("{c:>w$}", w = width[i])
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("  ")
+    };
+    out += &line(&HEADERS.map(String::from));
+    out.push('\n');
+    out += &width
+        .iter()
+        .map(|&w| "-".repeat(w))
+        .collect::<Vec<_>>()
+        .join("  ");
+    out.push('\n');
+    for r in &rows {
+        out += &line(r);
+        out.push('\n');
+    }
+    out
+}
+
+/// A GitHub-flavoured markdown table.
+pub fn render_markdown(rep: &RunsReport) -> String {
+    let mut out = format!(
+        "**model:** `{}`\n\n| {} |\n|",
+        rep.model,
+        HEADERS.join(" | ")
+    );
+    for i in 0..HEADERS.len() {
+        out += if i == 0 { "---|" } else { "---:|" };
+    }
+    out.push('\n');
+    for r in &rep.runs {
+        out += &format!("| {} |\n", cells(r).join(" | "));
+    }
+    out
+}
+
+pub fn render_json(rep: &RunsReport) -> String {
+    serde_json::to_string_pretty(rep).unwrap_or_default()
+}

@@ -1,0 +1,158 @@
+//! The clap definitions: every flag documented, sizes and bandwidths with units.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+/// spillscope: make memory SPILL in neural-network graphs measurable.
+///
+/// Simulates a model (ONNX or graph JSON) against on-chip memory with
+/// eviction policies and a DRAM cost model, writes `spillscope.trace/1`
+/// traces, and checks them. Run without arguments to see the bundled sample.
+#[derive(Debug, Parser)]
+#[command(name = "spillscope", version, about, long_about = None, propagate_version = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Simulate a model under one or more spill policies and print a summary.
+    Sim(SimArgs),
+    /// Replay a trace and check every invariant of the trace contract.
+    Verify(VerifyArgs),
+    /// List or print the built-in hardware profiles.
+    Hw(HwArgs),
+    /// Print the summary of the bundled sample (what `spillscope` alone does off a terminal).
+    Sample(SampleArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    Table,
+    Json,
+    Markdown,
+}
+
+/// Hardware selection shared by commands that simulate.
+#[derive(Debug, Args, Clone)]
+pub struct HwOpts {
+    /// Hardware profile: a TOML file (partial files patch the default) or a
+    /// preset name (`seed-npu`, `edge-npu-16m`).
+    #[arg(long, value_name = "FILE|PRESET", default_value = "seed-npu")]
+    pub hw: String,
+    /// Override the on-chip capacity, e.g. `32MiB`, `16MB`, `4096`.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size_arg)]
+    pub capacity: Option<u64>,
+    /// Override DRAM read and write bandwidth, e.g. `60GB/s`.
+    #[arg(long, value_name = "RATE", value_parser = parse_bw_arg)]
+    pub bandwidth: Option<f64>,
+}
+
+/// How a model file is read.
+#[derive(Debug, Args, Clone)]
+pub struct ModelOpts {
+    /// Value for a symbolic dimension, e.g. `--dim N=8` (repeatable).
+    #[arg(long = "dim", value_name = "NAME=VALUE", value_parser = parse_dim_arg)]
+    pub dims: Vec<(String, u64)>,
+    /// Override the batch (leading) dimension of every graph input.
+    #[arg(long, value_name = "N")]
+    pub batch: Option<u64>,
+}
+
+#[derive(Debug, Args)]
+pub struct SimArgs {
+    /// Model: `.onnx` (external weight files need not exist) or graph JSON.
+    pub model: PathBuf,
+    /// Policies to run: comma-separated `ideal,lru,belady,lifetime`, or `all`.
+    #[arg(long, default_value = "all", value_name = "LIST")]
+    pub policy: String,
+    #[command(flatten)]
+    pub hw: HwOpts,
+    #[command(flatten)]
+    pub model_opts: ModelOpts,
+    /// Weights: `stream` (loaded per use), `resident` (kept like activations) or `ignore`.
+    #[arg(long, default_value = "stream", value_name = "MODE")]
+    pub weights: String,
+    /// Keep this tensor resident, never evicted (repeatable).
+    #[arg(long = "pin", value_name = "TENSOR")]
+    pub pins: Vec<String>,
+    /// Reload/weight prefetch distance in ops (overrides the profile; needs async DMA).
+    #[arg(long, value_name = "OPS")]
+    pub prefetch: Option<usize>,
+    /// Write the trace here; with several policies, one file per policy
+    /// (`out.json` becomes `out.lru.json`, ...).
+    #[arg(short = 'o', long = "output", value_name = "TRACE.json")]
+    pub output: Option<PathBuf>,
+    /// Overwrite existing output files.
+    #[arg(long)]
+    pub force: bool,
+    /// Output format of the summary on stdout.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: Format,
+}
+
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// A `spillscope.trace/1` JSON file.
+    pub trace: PathBuf,
+    /// Show at most this many violations.
+    #[arg(long, default_value_t = 20)]
+    pub limit: usize,
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: Format,
+}
+
+#[derive(Debug, Args)]
+pub struct HwArgs {
+    /// Print this preset (or file, merged over the default) as TOML; omit to list presets.
+    pub profile: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct SampleArgs {
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: Format,
+}
+
+fn parse_size_arg(s: &str) -> Result<u64, String> {
+    crate::units::parse_size(s).map_err(|e| e.to_string())
+}
+fn parse_bw_arg(s: &str) -> Result<f64, String> {
+    crate::units::parse_bandwidth(s).map_err(|e| e.to_string())
+}
+fn parse_dim_arg(s: &str) -> Result<(String, u64), String> {
+    let (k, v) = s
+        .split_once('=')
+        .ok_or_else(|| format!("expected NAME=VALUE, got {s:?}"))?;
+    let v: u64 = v
+        .trim()
+        .parse()
+        .map_err(|_| format!("dimension value {v:?} is not a whole number"))?;
+    if k.trim().is_empty() {
+        return Err("dimension name is empty".into());
+    }
+    Ok((k.trim().to_string(), v))
+}
+
+impl HwOpts {
+    pub fn resolve(&self) -> crate::Result<crate::cost::HardwareProfile> {
+        let mut hw = crate::cost::HardwareProfile::load(&self.hw)?;
+        if let Some(c) = self.capacity {
+            hw = hw.with_capacity(c)?;
+        }
+        if let Some(b) = self.bandwidth {
+            hw = hw.with_bandwidth(b);
+        }
+        Ok(hw)
+    }
+}
+
+impl ModelOpts {
+    pub fn load_options(&self) -> crate::graph::LoadOptions {
+        crate::graph::LoadOptions {
+            dims: self.dims.clone(),
+            batch: self.batch,
+        }
+    }
+}

@@ -1,0 +1,9 @@
+//! Command-line front end. Each subcommand is a thin shell over library calls;
+//! the binary prints one clear line on error and exits non-zero.
+
+pub mod args;
+pub mod sample;
+pub mod sim_cmd;
+pub mod verify_cmd;
+
+pub use args::{Cli, Command};

@@ -1,0 +1,36 @@
+//! The bundled sample: the seed's experiment set-up run on a real
+//! architecture, embedded in the binary so `spillscope` works from anywhere.
+
+use super::args::Format;
+use crate::analysis::runs::{RunRow, RunsReport};
+use crate::trace::Trace;
+use crate::{Error, Result};
+
+/// The sample traces (one per policy), embedded at build time.
+pub const SAMPLE_TRACES: &[(&str, &str)] = &[];
+
+pub fn traces() -> Result<Vec<Trace>> {
+    SAMPLE_TRACES
+        .iter()
+        .map(|(name, text)| {
+            serde_json::from_str::<Trace>(text).map_err(|e| Error::Trace {
+                path: (*name).into(),
+                detail: e.to_string(),
+            })
+        })
+        .collect()
+}
+
+/// The sample's summary table.
+pub fn summary(format: Format) -> Result<String> {
+    let trs = traces()?;
+    let model = trs
+        .first()
+        .map(|t| t.meta.model.clone())
+        .unwrap_or_default();
+    let rep = RunsReport {
+        model,
+        runs: trs.iter().map(RunRow::from_trace).collect(),
+    };
+    Ok(super::sim_cmd::render(&rep, format))
+}

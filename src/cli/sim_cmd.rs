@@ -1,0 +1,100 @@
+//! `spillscope sim`: one simulation per policy, summary on stdout, traces to files.
+
+use super::args::{Format, SimArgs};
+use crate::analysis::runs::{render_json, render_markdown, render_table, RunRow, RunsReport};
+use crate::sim::{simulate, EvictionPolicy, SimConfig, WeightMode};
+use crate::trace::Trace;
+use crate::{Error, Result};
+use std::path::{Path, PathBuf};
+
+/// Where the trace of `policy` goes when several policies share one `-o`.
+pub fn output_path_for(base: &Path, policy: EvictionPolicy, several: bool) -> PathBuf {
+    if !several {
+        return base.to_path_buf();
+    }
+    let stem = base
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let ext = base
+        .extension()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "json".into());
+    base.with_file_name(format!("{stem}.{}.{ext}", policy.as_str()))
+}
+
+/// Writes `text` to `path` atomically (temp file + rename); refuses to
+/// overwrite unless `force`.
+pub fn write_atomic(path: &Path, text: &str, force: bool) -> Result<()> {
+    if path.exists() && !force {
+        return Err(Error::Config(format!(
+            "{} exists; pass --force to overwrite it",
+            path.display()
+        )));
+    }
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let tmp = dir.join(format!(
+        ".{}.tmp{}",
+        path.file_name()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        std::process::id()
+    ));
+    std::fs::write(&tmp, text).map_err(|e| Error::io(&tmp, e))?;
+    std::fs::rename(&tmp, path).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        Error::io(path, e)
+    })
+}
+
+/// Renders a runs report in the chosen format.
+pub fn render(rep: &RunsReport, format: Format) -> String {
+    match format {
+        Format::Table => render_table(rep),
+        Format::Json => render_json(rep) + "\n",
+        Format::Markdown => render_markdown(rep),
+    }
+}
+
+pub fn run(a: &SimArgs) -> Result<String> {
+    let policies = EvictionPolicy::parse_list(&a.policy).map_err(Error::Config)?;
+    let weights: WeightMode = a.weights.parse().map_err(Error::Config)?;
+    let hw = a.hw.resolve()?;
+    let g = crate::graph::load(&a.model, &a.model_opts.load_options())?;
+    let several = policies.len() > 1;
+    if let Some(out) = &a.output {
+        for &p in &policies {
+            let path = output_path_for(out, p, several);
+            if path.exists() && !a.force {
+                return Err(Error::Config(format!(
+                    "{} exists; pass --force to overwrite it",
+                    path.display()
+                )));
+            }
+        }
+    }
+    let mut traces: Vec<Trace> = Vec::new();
+    for &p in &policies {
+        let cfg = SimConfig {
+            policy: p,
+            weights,
+            pins: a.pins.clone(),
+            prefetch_distance: a.prefetch,
+            free_at: Vec::new(),
+        };
+        traces.push(simulate(&g, &hw, &cfg)?);
+    }
+    if let Some(out) = &a.output {
+        for (tr, &p) in traces.iter().zip(&policies) {
+            write_atomic(&output_path_for(out, p, several), &tr.to_json(), a.force)?;
+        }
+    }
+    let rep = RunsReport {
+        model: g.name.clone(),
+        runs: traces.iter().map(RunRow::from_trace).collect(),
+    };
+    Ok(render(&rep, a.format))
+}

@@ -1,0 +1,10 @@
+//! Turning bytes and FLOPs into time and energy. Every number comes from a
+//! [`HardwareProfile`]; the formulas are documented in `docs/cost-model.md`.
+
+pub mod bus;
+pub mod hardware;
+pub mod roofline;
+
+pub use bus::BusModel;
+pub use hardware::{AllocatorFit, HardwareProfile};
+pub use roofline::{op_time_ns, Bound, Roofline};

@@ -1,0 +1,183 @@
+//! The spillscope graph JSON format, for IRs that are not ONNX (MLIR dumps,
+//! in-house compilers). Documented in `docs/graph-json.md`:
+//!
+//! ```json
+//! { "name": "toy",
+//!   "tensors": [ {"name": "x", "bytes": 4096, "kind": "input"},
+//!                {"name": "w", "shape": [64, 3, 3, 3], "dtype": "f32", "kind": "weight"},
+//!                {"name": "y", "bytes": 8192} ],
+//!   "ops": [ {"name": "conv", "op_type": "Conv", "inputs": ["x", "w"], "outputs": ["y"]} ],
+//!   "outputs": ["y"] }
+//! ```
+//! Edges are implied by tensor names: an op's output feeds every op that lists
+//! it as an input. Ops are taken in file order when that order is topological.
+
+use super::{Graph, GraphBuilder, OpSpec, TensorKind, TensorSpec};
+use crate::{Error, Result};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GraphJson {
+    #[serde(default)]
+    pub name: Option<String>,
+    pub tensors: Vec<TensorJson>,
+    pub ops: Vec<OpJson>,
+    #[serde(default)]
+    pub outputs: Vec<String>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TensorJson {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shape: Option<Vec<u64>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dtype: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<TensorKind>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OpJson {
+    pub name: String,
+    #[serde(default = "default_op_type")]
+    pub op_type: String,
+    #[serde(default)]
+    pub inputs: Vec<String>,
+    #[serde(default)]
+    pub outputs: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flops: Option<f64>,
+}
+
+fn default_op_type() -> String {
+    "Unknown".into()
+}
+
+/// Bytes per element of a dtype name (ONNX and numpy spellings).
+pub fn dtype_size(dtype: &str) -> Option<u64> {
+    Some(match dtype.to_ascii_lowercase().as_str() {
+        "f64" | "float64" | "double" | "i64" | "int64" | "u64" | "uint64" | "c64" | "complex64" => {
+            8
+        }
+        "f32" | "float32" | "float" | "i32" | "int32" | "u32" | "uint32" => 4,
+        "f16" | "float16" | "half" | "bf16" | "bfloat16" | "i16" | "int16" | "u16" | "uint16" => 2,
+        "i8" | "int8" | "u8" | "uint8" | "bool" | "f8" | "float8" | "fp8" => 1,
+        "c128" | "complex128" => 16,
+        _ => return None,
+    })
+}
+
+/// Lowers parsed graph JSON into the IR; `origin` names the file in errors.
+pub fn graph_from_json(doc: GraphJson, origin: &str) -> Result<Graph> {
+    let mut b = GraphBuilder::new(doc.name.unwrap_or_else(|| origin.to_string()));
+    for t in doc.tensors {
+        let bytes = match (t.bytes, &t.shape, &t.dtype) {
+            (Some(b), _, _) => b,
+            (None, Some(shape), dtype) => {
+                let dt = dtype.as_deref().unwrap_or("f32");
+                let size = dtype_size(dt).ok_or_else(|| Error::Tensor {
+                    tensor: t.name.clone(),
+                    detail: format!("unsupported dtype {dt:?}"),
+                })?;
+                shape
+                    .iter()
+                    .try_fold(size, |acc, &d| acc.checked_mul(d))
+                    .ok_or_else(|| Error::Tensor {
+                        tensor: t.name.clone(),
+                        detail: "size overflows 64 bits".into(),
+                    })?
+            }
+            (None, None, _) => {
+                return Err(Error::Tensor {
+                    tensor: t.name.clone(),
+                    detail: "has neither `bytes` nor `shape`: its size is unknown".into(),
+                })
+            }
+        };
+        b.tensor(TensorSpec {
+            name: t.name,
+            bytes,
+            kind: t.kind,
+            shape: t.shape,
+            dtype: t.dtype,
+        });
+    }
+    for o in doc.ops {
+        b.op(OpSpec {
+            name: o.name,
+            op_type: o.op_type,
+            inputs: o.inputs,
+            outputs: o.outputs,
+            flops: o.flops,
+        });
+    }
+    for o in doc.outputs {
+        b.output(o);
+    }
+    b.build()
+}
+
+/// Reads a graph JSON file.
+pub fn load_graph_json(path: &Path) -> Result<Graph> {
+    let text = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    let doc: GraphJson =
+        serde_json::from_slice(&text).map_err(|e| Error::parse(path, "graph JSON", e))?;
+    let origin = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    graph_from_json(doc, &origin)
+}
+
+/// Writes a graph back out in the JSON format (used by `gen` and tests).
+pub fn graph_to_json(g: &Graph) -> GraphJson {
+    GraphJson {
+        name: Some(g.name.clone()),
+        tensors: g
+            .tensors
+            .iter()
+            .map(|t| TensorJson {
+                name: t.name.clone(),
+                bytes: Some(t.bytes),
+                shape: t.shape.clone(),
+                dtype: t.dtype.clone(),
+                kind: match t.kind {
+                    TensorKind::Output | TensorKind::Activation => None,
+                    k => Some(k),
+                },
+            })
+            .collect(),
+        ops: g
+            .ops
+            .iter()
+            .map(|o| OpJson {
+                name: o.name.clone(),
+                op_type: o.op_type.clone(),
+                inputs: o
+                    .inputs
+                    .iter()
+                    .map(|&t| g.tensors[t].name.clone())
+                    .collect(),
+                outputs: o
+                    .outputs
+                    .iter()
+                    .map(|&t| g.tensors[t].name.clone())
+                    .collect(),
+                flops: Some(o.flops),
+            })
+            .collect(),
+        outputs: g
+            .tensors
+            .iter()
+            .filter(|t| t.kind == TensorKind::Output)
+            .map(|t| t.name.clone())
+            .collect(),
+    }
+}

@@ -1,0 +1,145 @@
+//! The graph IR: ops in a schedule order, tensors with byte sizes and def-use
+//! links, and a petgraph DAG over the ops. Every front end (ONNX, graph JSON,
+//! generated graphs) lowers into this one shape so the simulator sees one IR.
+
+pub mod builder;
+pub mod flops;
+pub mod json;
+pub mod liveness;
+#[cfg(feature = "onnx")]
+pub mod onnx;
+
+pub use builder::{GraphBuilder, OpSpec, TensorSpec};
+pub use liveness::{LiveInterval, Liveness};
+
+use petgraph::graph::DiGraph;
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+pub type TensorId = usize;
+pub type OpId = usize;
+
+/// Role of a tensor; decides where it starts (DRAM or on chip) and whether a
+/// DRAM copy already exists (weights and inputs can be dropped without a write).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TensorKind {
+    Input,
+    Activation,
+    Weight,
+    Output,
+}
+
+impl TensorKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TensorKind::Input => "input",
+            TensorKind::Activation => "activation",
+            TensorKind::Weight => "weight",
+            TensorKind::Output => "output",
+        }
+    }
+}
+
+/// A value flowing between ops.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Tensor {
+    pub id: TensorId,
+    pub name: String,
+    pub bytes: u64,
+    pub kind: TensorKind,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shape: Option<Vec<u64>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dtype: Option<String>,
+    pub producer: Option<OpId>,
+    pub consumers: Vec<OpId>,
+}
+
+impl Tensor {
+    pub fn elements(&self) -> Option<u64> {
+        self.shape.as_ref().map(|s| s.iter().product())
+    }
+}
+
+/// One operator at one step of the schedule.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Op {
+    pub id: OpId,
+    pub name: String,
+    pub op_type: String,
+    pub inputs: Vec<TensorId>,
+    pub outputs: Vec<TensorId>,
+    /// Floating-point operations, for the roofline time.
+    pub flops: f64,
+}
+
+/// A computation graph in schedule order (op index = step).
+#[derive(Debug, Clone)]
+pub struct Graph {
+    pub name: String,
+    pub tensors: Vec<Tensor>,
+    pub ops: Vec<Op>,
+    /// Data dependencies between ops (edge weight = the tensor carried).
+    pub dag: DiGraph<OpId, TensorId>,
+}
+
+impl Graph {
+    pub fn tensor_by_name(&self, name: &str) -> Option<&Tensor> {
+        self.tensors.iter().find(|t| t.name == name)
+    }
+    pub fn op_by_name(&self, name: &str) -> Option<&Op> {
+        self.ops.iter().find(|o| o.name == name)
+    }
+    /// Bytes of all weights (initializers), streamed or resident.
+    pub fn weight_bytes(&self) -> u64 {
+        self.tensors
+            .iter()
+            .filter(|t| t.kind == TensorKind::Weight)
+            .map(|t| t.bytes)
+            .sum()
+    }
+    /// Distinct operand tensors of an op (inputs then outputs), in order.
+    pub fn operands(&self, op: OpId) -> Vec<TensorId> {
+        let o = &self.ops[op];
+        let mut v: Vec<TensorId> = Vec::with_capacity(o.inputs.len() + o.outputs.len());
+        for &t in o.inputs.iter().chain(o.outputs.iter()) {
+            if !v.contains(&t) {
+                v.push(t);
+            }
+        }
+        v
+    }
+}
+
+/// Options that shape how a model file is lowered.
+#[derive(Debug, Clone, Default)]
+pub struct LoadOptions {
+    /// Values for symbolic dimensions (`--dim N=8`).
+    pub dims: Vec<(String, u64)>,
+    /// Override the leading (batch) dimension of every graph input.
+    pub batch: Option<u64>,
+}
+
+/// Loads a model by file type: `.onnx` through tract, otherwise graph JSON.
+pub fn load(path: &Path, opts: &LoadOptions) -> crate::Result<Graph> {
+    let is_onnx = path
+        .extension()
+        .map(|e| e.eq_ignore_ascii_case("onnx"))
+        .unwrap_or(false);
+    if is_onnx {
+        #[cfg(feature = "onnx")]
+        {
+            return onnx::load_onnx(path, opts);
+        }
+        #[cfg(not(feature = "onnx"))]
+        {
+            let _ = opts;
+            return Err(crate::Error::Unsupported(format!(
+                "{}: ONNX support was not compiled in (build with the `onnx` feature)",
+                path.display()
+            )));
+        }
+    }
+    json::load_graph_json(path)
+}

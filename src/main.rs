@@ -1,0 +1,63 @@
+//! The `spillscope` binary: parses arguments, calls the library, prints one
+//! clear line on error and exits non-zero.
+
+use clap::Parser;
+use spillscope::cli::{args::Format, sim_cmd, verify_cmd, Cli, Command};
+use std::io::Write;
+use std::process::ExitCode;
+
+fn print(text: &str) {
+    let mut out = std::io::stdout().lock();
+    // A closed pipe (`| head`) is not an error worth a message.
+    let _ = out.write_all(text.as_bytes());
+    let _ = out.flush();
+}
+
+fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        None => {
+            print(&spillscope::cli::sample::summary(Format::Table)?);
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Sample(a)) => {
+            print(&spillscope::cli::sample::summary(a.format)?);
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Sim(a)) => {
+            print(&sim_cmd::run(&a)?);
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Verify(a)) => {
+            let (text, ok) = verify_cmd::run(&a)?;
+            print(&text);
+            Ok(if ok {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
+        }
+        Some(Command::Hw(a)) => {
+            match a.profile {
+                None => {
+                    for name in spillscope::cost::hardware::PRESETS {
+                        let hw = spillscope::cost::HardwareProfile::preset(name)?;
+                        print(&format!("{name:<14} {}\n", hw.description));
+                    }
+                }
+                Some(p) => print(&spillscope::cost::HardwareProfile::load(&p)?.to_toml()),
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("spillscope: error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,13 @@
+//! Replays a schedule against a model of on-chip memory: allocation,
+//! eviction by policy, reloads (on demand or prefetched), tiled streaming of
+//! ops that cannot fit, all timed by the cost model. Output is a [`Trace`].
+
+pub mod allocator;
+pub mod config;
+pub mod engine;
+pub mod policy;
+
+pub use allocator::Allocator;
+pub use config::{SimConfig, WeightMode};
+pub use engine::simulate;
+pub use policy::EvictionPolicy;

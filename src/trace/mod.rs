@@ -1,0 +1,190 @@
+//! The one data model: `spillscope.trace/1` (DESIGN.md). Simulator output and
+//! imported runtime traces both land here; the explorer, verify, diff and
+//! reports only read this. Field names are a contract: extend, never rename.
+
+pub mod verify;
+
+use crate::{Error, Result};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+pub const SCHEMA: &str = "spillscope.trace/1";
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Trace {
+    pub schema: String,
+    /// `simulator` or `instrumented`.
+    pub source: String,
+    pub meta: Meta,
+    pub pools: Vec<Pool>,
+    pub tensors: Vec<TraceTensor>,
+    pub ops: Vec<TraceOp>,
+    pub events: Vec<Event>,
+    #[serde(default)]
+    pub counters: Vec<Counter>,
+    pub summary: Summary,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct Meta {
+    pub model: String,
+    pub policy: String,
+    #[serde(default)]
+    pub hardware: serde_json::Value,
+    #[serde(default)]
+    pub config: serde_json::Value,
+    pub tool_version: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Pool {
+    pub name: String,
+    pub capacity_bytes: u64,
+    pub alignment: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TraceTensor {
+    pub id: usize,
+    pub name: String,
+    pub bytes: u64,
+    /// `input`, `activation`, `weight` or `output`.
+    pub kind: String,
+    pub pool: String,
+    pub producer: Option<usize>,
+    #[serde(default)]
+    pub consumers: Vec<usize>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TraceOp {
+    pub id: usize,
+    pub name: String,
+    pub op_type: String,
+    pub start_ns: u64,
+    pub end_ns: u64,
+    #[serde(default)]
+    pub stall_ns: u64,
+    #[serde(default)]
+    pub inputs: Vec<usize>,
+    #[serde(default)]
+    pub outputs: Vec<usize>,
+    /// Operands read or written in DRAM by tiled streaming (did not fit).
+    #[serde(default)]
+    pub streamed: Vec<usize>,
+    /// Extension: estimated FLOPs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flops: Option<f64>,
+    /// Extension: roofline bound, `compute` or `memory`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bound: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EventKind {
+    Alloc,
+    Free,
+    Evict,
+    Reload,
+    Recompute,
+}
+
+impl EventKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventKind::Alloc => "alloc",
+            EventKind::Free => "free",
+            EventKind::Evict => "evict",
+            EventKind::Reload => "reload",
+            EventKind::Recompute => "recompute",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    pub t_ns: u64,
+    pub kind: EventKind,
+    pub tensor: usize,
+    pub bytes: u64,
+    pub pool: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offset: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub op: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dma_start_ns: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dma_end_ns: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread: Option<u64>,
+    /// Extension: live bytes (working demand) at this step, for classifying spills.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub live_bytes: Option<u64>,
+    /// Extension: why it happened (`capacity`, `fragmentation`, `prefetch`, `weight-load`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Counter {
+    pub name: String,
+    pub unit: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pool: Option<String>,
+    pub samples: Vec<(u64, f64)>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct Summary {
+    pub latency_ns: u64,
+    /// Evictions.
+    pub spill_count: u64,
+    /// Bytes written out (eviction write-backs and streamed outputs).
+    pub spilled_bytes: u64,
+    /// Bytes read back (reloads and streamed inputs).
+    pub reloaded_bytes: u64,
+    pub traffic_bytes: u64,
+    #[serde(default)]
+    pub recompute_saved_bytes: u64,
+    pub stall_ns: u64,
+    pub peak_live_bytes: u64,
+    pub peak_resident_bytes: u64,
+    pub lower_bound_traffic_bytes: u64,
+    /// Extension: frames per second at this latency.
+    #[serde(default)]
+    pub throughput_fps: f64,
+    /// Extension: DRAM bytes moved for weights (not spill).
+    #[serde(default)]
+    pub weight_traffic_bytes: u64,
+    /// Extension: part of the traffic due to tiled streaming of ops that did not fit.
+    #[serde(default)]
+    pub streamed_bytes: u64,
+    /// Extension: energy of DRAM and SRAM traffic, microjoules.
+    #[serde(default)]
+    pub energy_uj: f64,
+    /// Extension: the capacity the run was simulated at.
+    #[serde(default)]
+    pub capacity_bytes: u64,
+}
+
+impl Trace {
+    pub fn load(path: &Path) -> Result<Trace> {
+        let f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+        let t: Trace = serde_json::from_reader(std::io::BufReader::new(f))
+            .map_err(|e| Error::parse(path, "spillscope trace", e))?;
+        if t.schema != SCHEMA {
+            return Err(Error::parse(
+                path,
+                "spillscope trace",
+                format!("schema {:?}, expected {SCHEMA:?}", t.schema),
+            ));
+        }
+        Ok(t)
+    }
+
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+}

@@ -1,0 +1,296 @@
+//! Human-friendly quantities: sizes (`32MiB`, `16MB`, `4096`), bandwidths
+//! (`60GB/s`) and durations. Users type these on command lines and in TOML
+//! profiles, so both accept the same spellings and errors quote the input.
+
+use serde::{Deserialize, Deserializer};
+use std::fmt;
+
+/// Why a quantity could not be read; carries the offending text.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("cannot read {what} {text:?}: {why}")]
+pub struct QuantityError {
+    pub what: &'static str,
+    pub text: String,
+    pub why: String,
+}
+
+fn split_number(text: &str) -> (&str, &str) {
+    let t = text.trim();
+    let end = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '_'))
+        .unwrap_or(t.len());
+    (t[..end].trim(), t[end..].trim())
+}
+
+fn unit_factor(unit: &str) -> Option<f64> {
+    let u = unit.trim();
+    Some(match u {
+        "" | "B" | "b" => 1.0,
+        "K" | "k" | "KB" | "kB" | "kb" => 1e3,
+        "M" | "MB" | "mb" => 1e6,
+        "G" | "GB" | "gb" => 1e9,
+        "T" | "TB" | "tb" => 1e12,
+        "KiB" | "Ki" | "kib" => 1024.0,
+        "MiB" | "Mi" | "mib" => 1024.0 * 1024.0,
+        "GiB" | "Gi" | "gib" => 1024.0 * 1024.0 * 1024.0,
+        "TiB" | "Ti" | "tib" => 1024.0f64.powi(4),
+        _ => return None,
+    })
+}
+
+/// Parses a byte size such as `32MiB`, `16MB`, `1.5GiB` or `4096`.
+pub fn parse_size(text: &str) -> Result<u64, QuantityError> {
+    let err = |why: &str| QuantityError {
+        what: "size",
+        text: text.to_string(),
+        why: why.to_string(),
+    };
+    let (num, unit) = split_number(text);
+    if num.is_empty() {
+        return Err(err("expected a number such as 32MiB, 16MB or 4096"));
+    }
+    let value: f64 = num
+        .replace('_', "")
+        .parse()
+        .map_err(|_| err("not a number"))?;
+    let factor =
+        unit_factor(unit).ok_or_else(|| err("unknown unit (use B, KB, MB, GB, KiB, MiB, GiB)"))?;
+    let bytes = value * factor;
+    if !bytes.is_finite() || bytes < 0.0 || bytes > u64::MAX as f64 {
+        return Err(err("out of range"));
+    }
+    Ok(bytes.round() as u64)
+}
+
+/// Parses a bandwidth such as `60GB/s`, `12.5GiB/s` or `1e9` (bytes per second).
+pub fn parse_bandwidth(text: &str) -> Result<f64, QuantityError> {
+    let err = |why: &str| QuantityError {
+        what: "bandwidth",
+        text: text.to_string(),
+        why: why.to_string(),
+    };
+    let t = text.trim();
+    if let Ok(v) = t.parse::<f64>() {
+        return if v.is_finite() && v > 0.0 {
+            Ok(v)
+        } else {
+            Err(err("must be positive"))
+        };
+    }
+    let body = t
+        .strip_suffix("/s")
+        .or_else(|| t.strip_suffix("ps"))
+        .ok_or_else(|| err("expected a rate such as 60GB/s"))?;
+    let (num, unit) = split_number(body);
+    let value: f64 = num.parse().map_err(|_| err("not a number"))?;
+    let factor = unit_factor(unit).ok_or_else(|| err("unknown unit (use MB/s, GB/s, GiB/s)"))?;
+    let bw = value * factor;
+    if !bw.is_finite() || bw <= 0.0 {
+        return Err(err("must be positive"));
+    }
+    Ok(bw)
+}
+
+/// Parses a compute rate such as `4TFLOP/s`, `500GFLOPS` or a plain number of FLOP/s.
+pub fn parse_flops(text: &str) -> Result<f64, QuantityError> {
+    let err = |why: &str| QuantityError {
+        what: "compute rate",
+        text: text.to_string(),
+        why: why.to_string(),
+    };
+    let t = text.trim();
+    if let Ok(v) = t.parse::<f64>() {
+        return if v.is_finite() && v > 0.0 {
+            Ok(v)
+        } else {
+            Err(err("must be positive"))
+        };
+    }
+    let body = t
+        .strip_suffix("FLOP/s")
+        .or_else(|| t.strip_suffix("FLOPS"))
+        .or_else(|| t.strip_suffix("OPS"))
+        .ok_or_else(|| err("expected a rate such as 4TFLOP/s"))?;
+    let (num, unit) = split_number(body);
+    let value: f64 = num.parse().map_err(|_| err("not a number"))?;
+    let factor = match unit {
+        "" => 1.0,
+        "K" | "k" => 1e3,
+        "M" => 1e6,
+        "G" => 1e9,
+        "T" => 1e12,
+        "P" => 1e15,
+        _ => return Err(err("unknown prefix (use G, T)")),
+    };
+    Ok(value * factor)
+}
+
+/// Parses a duration such as `200ns`, `1.5us`, `2ms` or `1s` into nanoseconds.
+pub fn parse_duration_ns(text: &str) -> Result<f64, QuantityError> {
+    let err = |why: &str| QuantityError {
+        what: "duration",
+        text: text.to_string(),
+        why: why.to_string(),
+    };
+    let (num, unit) = split_number(text);
+    let value: f64 = num.parse().map_err(|_| err("not a number"))?;
+    let factor = match unit {
+        "" | "ns" => 1.0,
+        "us" | "µs" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        _ => return Err(err("unknown unit (use ns, us, ms, s)")),
+    };
+    if value < 0.0 || !value.is_finite() {
+        return Err(err("must not be negative"));
+    }
+    Ok(value * factor)
+}
+
+/// Formats bytes with binary units, e.g. `27.6 MiB`, so tables stay narrow.
+pub fn fmt_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = bytes as f64;
+    let mut i = 0;
+    while v >= 1024.0 && i + 1 < UNITS.len() {
+        v /= 1024.0;
+        i += 1;
+    }
+    if i == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{v:.1} {}", UNITS[i])
+    }
+}
+
+/// Formats nanoseconds as milliseconds with three decimals (`21.800 ms`).
+pub fn fmt_ms(ns: u64) -> String {
+    format!("{:.3} ms", ns as f64 / 1e6)
+}
+
+/// A size in a TOML file: either an integer number of bytes or a string with a unit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Size(pub u64);
+
+impl<'de> Deserialize<'de> for Size {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            N(u64),
+            S(String),
+        }
+        match Raw::deserialize(d)? {
+            Raw::N(n) => Ok(Size(n)),
+            Raw::S(s) => parse_size(&s).map(Size).map_err(serde::de::Error::custom),
+        }
+    }
+}
+
+impl serde::Serialize for Size {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(self.0)
+    }
+}
+
+/// A bandwidth in a TOML file: bytes/s as a number or a string such as `60GB/s`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Bandwidth(pub f64);
+
+impl<'de> Deserialize<'de> for Bandwidth {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            N(f64),
+            S(String),
+        }
+        match Raw::deserialize(d)? {
+            Raw::N(n) if n > 0.0 && n.is_finite() => Ok(Bandwidth(n)),
+            Raw::N(n) => Err(serde::de::Error::custom(format!(
+                "bandwidth must be positive, got {n}"
+            ))),
+            Raw::S(s) => parse_bandwidth(&s)
+                .map(Bandwidth)
+                .map_err(serde::de::Error::custom),
+        }
+    }
+}
+
+impl serde::Serialize for Bandwidth {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(self.0)
+    }
+}
+
+/// A compute rate in a TOML file (FLOP/s): number or string such as `4TFLOP/s`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FlopRate(pub f64);
+
+impl<'de> Deserialize<'de> for FlopRate {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            N(f64),
+            S(String),
+        }
+        match Raw::deserialize(d)? {
+            Raw::N(n) if n > 0.0 && n.is_finite() => Ok(FlopRate(n)),
+            Raw::N(n) => Err(serde::de::Error::custom(format!(
+                "compute rate must be positive, got {n}"
+            ))),
+            Raw::S(s) => parse_flops(&s)
+                .map(FlopRate)
+                .map_err(serde::de::Error::custom),
+        }
+    }
+}
+
+impl serde::Serialize for FlopRate {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(self.0)
+    }
+}
+
+impl fmt::Display for Size {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&fmt_bytes(self.0))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("32MiB").unwrap(), 32 * 1024 * 1024);
+        assert_eq!(parse_size("16MB").unwrap(), 16_000_000);
+        assert_eq!(parse_size("4096").unwrap(), 4096);
+        assert_eq!(parse_size("1.5KiB").unwrap(), 1536);
+        assert_eq!(parse_size(" 2 GiB ").unwrap(), 2 << 30);
+        assert!(parse_size("12 parsecs").is_err());
+        assert!(parse_size("").is_err());
+        assert!(parse_size("-5MB").is_err());
+    }
+
+    #[test]
+    fn bandwidths() {
+        assert_eq!(parse_bandwidth("60GB/s").unwrap(), 60e9);
+        assert_eq!(parse_bandwidth("1GiB/s").unwrap(), 1073741824.0);
+        assert_eq!(parse_bandwidth("5e9").unwrap(), 5e9);
+        assert!(parse_bandwidth("0GB/s").is_err());
+        assert!(parse_bandwidth("60GB").is_err());
+    }
+
+    #[test]
+    fn rates_and_durations() {
+        assert_eq!(parse_flops("4TFLOP/s").unwrap(), 4e12);
+        assert_eq!(parse_flops("500GFLOPS").unwrap(), 500e9);
+        assert_eq!(parse_duration_ns("1.5us").unwrap(), 1500.0);
+        assert_eq!(parse_duration_ns("2ms").unwrap(), 2e6);
+        assert_eq!(fmt_bytes(1536), "1.5 KiB");
+        assert_eq!(fmt_ms(21_800_000), "21.800 ms");
+    }
+}
