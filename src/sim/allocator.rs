@@ -21,6 +21,7 @@ pub struct Allocator {
     holes: BTreeMap<u64, u64>,
     blocks: BTreeMap<u64, Block>,
     used: u64,
+    high_water: u64,
 }
 
 impl Allocator {
@@ -38,6 +39,7 @@ impl Allocator {
             holes,
             blocks: BTreeMap::new(),
             used: 0,
+            high_water: 0,
         }
     }
 
@@ -54,6 +56,10 @@ impl Allocator {
     /// so every resident tensor has an address).
     pub fn aligned(&self, bytes: u64) -> u64 {
         bytes.max(1).div_ceil(self.alignment) * self.alignment
+    }
+    /// The highest address ever used (end of the topmost block).
+    pub fn high_water(&self) -> u64 {
+        self.high_water
     }
     pub fn largest_hole(&self) -> u64 {
         self.holes.values().copied().max().unwrap_or(0)
@@ -81,6 +87,7 @@ impl Allocator {
         }
         self.blocks.insert(off, Block { tensor, size });
         self.used += size;
+        self.high_water = self.high_water.max(off + size);
         Some(off)
     }
 

@@ -722,7 +722,7 @@ pub fn simulate(g: &Graph, hw: &HardwareProfile, cfg: &SimConfig) -> Result<Trac
     let bucket = (latency / 1000).max(1);
     let occupancy = sim.bus.occupancy(latency.max(1), bucket);
     let pool_capacity_reported = if ideal {
-        capacity.max(sim.peak_resident)
+        capacity.max(sim.alloc.high_water())
     } else {
         sim.alloc.capacity()
     };

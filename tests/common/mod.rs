@@ -1,0 +1,87 @@
+#![allow(dead_code)]
+//! Shared helpers for the integration tests.
+
+use spillscope::cost::HardwareProfile;
+use spillscope::graph::{Graph, GraphBuilder, OpSpec, TensorKind, TensorSpec};
+use std::path::PathBuf;
+
+/// `../shared/data/<sub>` if present; otherwise prints why the test is skipped.
+pub fn shared_data(sub: &str) -> Option<PathBuf> {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/data")
+        .join(sub);
+    if p.exists() {
+        Some(p)
+    } else {
+        eprintln!(
+            "SKIP: {} is absent (tests that read ../shared/data are skipped)",
+            p.display()
+        );
+        None
+    }
+}
+
+/// A deterministic profile: sync DMA (no prefetch), no penalties, 32-byte
+/// alignment, `capacity` bytes.
+pub fn test_hw(capacity: u64) -> HardwareProfile {
+    let mut hw = HardwareProfile::preset("seed-npu").unwrap();
+    hw.memory.capacity.0 = capacity;
+    hw.memory.alignment = 32;
+    hw.dma.async_dma = false;
+    hw.dma.prefetch_distance = 0;
+    hw.dma.sync_penalty_ns = 0.0;
+    hw.dma.fragmentation_penalty_ns = 0.0;
+    hw
+}
+
+/// Builds a graph from `(name, inputs, outputs)` with every tensor `unit` bytes
+/// unless listed in `sizes`; tensors with no producer are graph inputs.
+pub fn graph(
+    ops: &[(&str, &[&str], &[&str])],
+    unit: u64,
+    sizes: &[(&str, u64)],
+    outputs: &[&str],
+) -> Graph {
+    let mut b = GraphBuilder::new("test");
+    let mut seen = std::collections::BTreeSet::new();
+    let mut names = Vec::new();
+    for (_, ins, outs) in ops {
+        for t in ins.iter().chain(outs.iter()) {
+            if seen.insert(t.to_string()) {
+                names.push(t.to_string());
+            }
+        }
+    }
+    for n in names {
+        let bytes = sizes
+            .iter()
+            .find(|(s, _)| *s == n)
+            .map(|(_, b)| *b)
+            .unwrap_or(unit);
+        let kind = if n.starts_with('w') {
+            Some(TensorKind::Weight)
+        } else {
+            None
+        };
+        b.tensor(TensorSpec {
+            name: n,
+            bytes,
+            kind,
+            shape: None,
+            dtype: None,
+        });
+    }
+    for (name, ins, outs) in ops {
+        b.op(OpSpec {
+            name: name.to_string(),
+            op_type: "Add".into(),
+            inputs: ins.iter().map(|s| s.to_string()).collect(),
+            outputs: outs.iter().map(|s| s.to_string()).collect(),
+            flops: Some(1000.0),
+        });
+    }
+    for o in outputs {
+        b.output(*o);
+    }
+    b.build().unwrap()
+}

@@ -1,0 +1,237 @@
+//! Property tests over random DAGs: every simulated trace replays cleanly
+//! (no overlap, never past capacity, operands resident), bytes add up, the
+//! lower bound is never beaten, ideal is never slower, and Belady never
+//! reloads more than LRU when all tensors have one size.
+
+mod common;
+use common::test_hw;
+use proptest::prelude::*;
+use spillscope::graph::{Graph, GraphBuilder, OpSpec, TensorSpec};
+use spillscope::sim::{simulate, EvictionPolicy, SimConfig, WeightMode};
+use spillscope::trace::{verify::verify, EventKind, Trace};
+
+/// A random DAG: op i reads 1-3 earlier tensors (or graph inputs) and writes 1-2.
+fn arb_graph(unit_sizes: bool) -> impl Strategy<Value = Graph> {
+    (2usize..25, any::<u64>()).prop_map(move |(n, seed)| {
+        let mut rng = seed;
+        let mut next = move |m: u64| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng % m.max(1)
+        };
+        let mut b = GraphBuilder::new("random");
+        let mut tensors: Vec<String> = Vec::new();
+        let mut declare = |b: &mut GraphBuilder, name: String, size: u64| {
+            b.tensor(TensorSpec {
+                name,
+                bytes: size,
+                kind: None,
+                shape: None,
+                dtype: None,
+            });
+        };
+        for k in 0..2 {
+            let name = format!("in{k}");
+            declare(
+                &mut b,
+                name.clone(),
+                if unit_sizes { 256 } else { 64 * (1 + next(16)) },
+            );
+            tensors.push(name);
+        }
+        for i in 0..n {
+            let n_in = 1 + next(3) as usize;
+            let mut ins = Vec::new();
+            for _ in 0..n_in {
+                // Favour recent tensors, sometimes reach far back (long lifetimes).
+                let len = tensors.len() as u64;
+                let idx = if next(4) == 0 {
+                    next(len)
+                } else {
+                    len - 1 - next(len.min(4))
+                };
+                let t = tensors[idx as usize].clone();
+                if !ins.contains(&t) {
+                    ins.push(t);
+                }
+            }
+            let n_out = 1 + next(2) as usize;
+            let mut outs = Vec::new();
+            for k in 0..n_out {
+                let name = format!("t{i}_{k}");
+                declare(
+                    &mut b,
+                    name.clone(),
+                    if unit_sizes { 256 } else { 64 * (1 + next(32)) },
+                );
+                outs.push(name.clone());
+            }
+            b.op(OpSpec {
+                name: format!("op{i}"),
+                op_type: "Add".into(),
+                inputs: ins,
+                outputs: outs.clone(),
+                flops: Some(1000.0 * (1 + next(100)) as f64),
+            });
+            tensors.extend(outs);
+        }
+        let last = tensors.last().cloned().unwrap_or_default();
+        b.output(last);
+        b.build().expect("random graphs are valid DAGs")
+    })
+}
+
+fn check_trace(tr: &Trace, cap: u64, policy: EvictionPolicy) -> Result<(), TestCaseError> {
+    let rep = verify(tr, 5);
+    prop_assert!(rep.ok(), "{policy} at {cap}: {:?}", rep.violations);
+    // Bytes add up: summary totals equal what the events and streams say.
+    let evict_written: u64 = tr
+        .events
+        .iter()
+        .filter(|e| e.kind == EventKind::Evict && e.dma_start_ns.is_some())
+        .map(|e| e.bytes)
+        .sum();
+    let reloaded: u64 = tr
+        .events
+        .iter()
+        .filter(|e| e.kind == EventKind::Reload)
+        .map(|e| e.bytes)
+        .sum();
+    let mut streamed_out = 0;
+    let mut streamed_in = 0;
+    for op in &tr.ops {
+        for &t in &op.streamed {
+            if op.outputs.contains(&t) {
+                streamed_out += tr.tensors[t].bytes;
+            } else if tr.tensors[t].kind != "weight" {
+                streamed_in += tr.tensors[t].bytes;
+            }
+        }
+    }
+    prop_assert_eq!(tr.summary.spilled_bytes, evict_written + streamed_out);
+    prop_assert_eq!(tr.summary.reloaded_bytes, reloaded + streamed_in);
+    prop_assert_eq!(
+        tr.summary.traffic_bytes,
+        tr.summary.spilled_bytes + tr.summary.reloaded_bytes
+    );
+    prop_assert_eq!(
+        tr.summary.spill_count,
+        tr.events
+            .iter()
+            .filter(|e| e.kind == EventKind::Evict)
+            .count() as u64
+    );
+    // Every placement is eventually released: allocs+reloads == frees+evicts.
+    let placed = tr
+        .events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::Alloc | EventKind::Reload))
+        .count();
+    let released = tr
+        .events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::Free | EventKind::Evict))
+        .count();
+    prop_assert_eq!(placed, released);
+    // A tensor comes back at most as often as it left (evicted or streamed out).
+    let mut out = vec![0i64; tr.tensors.len()];
+    for e in &tr.events {
+        match e.kind {
+            EventKind::Evict => out[e.tensor] += 1,
+            EventKind::Reload => out[e.tensor] -= 1,
+            _ => {}
+        }
+    }
+    for op in &tr.ops {
+        for &t in &op.streamed {
+            if op.outputs.contains(&t) {
+                out[t] += 1;
+            }
+        }
+    }
+    prop_assert!(out.iter().all(|&x| x >= 0));
+    if policy != EvictionPolicy::Ideal {
+        prop_assert!(tr.summary.peak_resident_bytes <= cap);
+        prop_assert!(
+            tr.summary.traffic_bytes >= tr.summary.lower_bound_traffic_bytes,
+            "{policy}: traffic {} below bound {}",
+            tr.summary.traffic_bytes,
+            tr.summary.lower_bound_traffic_bytes
+        );
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+    #[test]
+    fn traces_replay_cleanly_and_bound_holds(g in arb_graph(false), cap_units in 1u64..64, async_dma in any::<bool>()) {
+        let cap = cap_units * 128;
+        let mut hw = test_hw(cap);
+        hw.dma.async_dma = async_dma;
+        hw.dma.prefetch_distance = if async_dma { 2 } else { 0 };
+        let mut ideal_latency = 0;
+        for p in EvictionPolicy::ALL {
+            let cfg = SimConfig { policy: p, weights: WeightMode::Ignore, ..Default::default() };
+            let tr = simulate(&g, &hw, &cfg).unwrap();
+            check_trace(&tr, cap, p)?;
+            if p == EvictionPolicy::Ideal {
+                ideal_latency = tr.summary.latency_ns;
+                prop_assert_eq!(tr.summary.traffic_bytes, 0);
+                prop_assert_eq!(tr.summary.peak_live_bytes, spillscope::graph::Liveness::compute(&g).peak_bytes);
+            } else {
+                prop_assert!(ideal_latency <= tr.summary.latency_ns, "ideal {} slower than {p} {}", ideal_latency, tr.summary.latency_ns);
+            }
+        }
+    }
+
+    #[test]
+    fn belady_never_reloads_more_than_lru_on_unit_sizes(g in arb_graph(true), cap_units in 3u64..12) {
+        let hw = test_hw(cap_units * 256);
+        let reloads = |p| {
+            let tr = simulate(&g, &hw, &SimConfig { policy: p, weights: WeightMode::Ignore, ..Default::default() }).unwrap();
+            tr.events.iter().filter(|e| e.kind == EventKind::Reload).count()
+        };
+        let (b, l) = (reloads(EvictionPolicy::Belady), reloads(EvictionPolicy::Lru));
+        prop_assert!(b <= l, "belady {b} > lru {l}");
+    }
+}
+
+/// Guards the properties above against being vacuous: the generated graphs
+/// and capacities do produce evictions, reloads and streaming.
+#[test]
+fn random_cases_exercise_spills() {
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::TestRunner;
+    let mut runner = TestRunner::deterministic();
+    let (mut evicts, mut reloads, mut streamed, mut frag) = (0, 0, 0, 0);
+    for _ in 0..100 {
+        let g = arb_graph(false).new_tree(&mut runner).unwrap().current();
+        let tr = simulate(
+            &g,
+            &test_hw(1024),
+            &SimConfig {
+                policy: EvictionPolicy::Lru,
+                weights: WeightMode::Ignore,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        evicts += tr.summary.spill_count;
+        reloads += tr
+            .events
+            .iter()
+            .filter(|e| e.kind == EventKind::Reload)
+            .count();
+        streamed += tr.ops.iter().filter(|o| !o.streamed.is_empty()).count();
+        frag += tr
+            .events
+            .iter()
+            .filter(|e| e.reason.as_deref() == Some("fragmentation"))
+            .count();
+    }
+    eprintln!("100 random graphs at 1 KiB: {evicts} evictions, {reloads} reloads, {streamed} streamed ops, {frag} fragmentation evictions");
+    assert!(evicts > 50 && reloads > 50 && streamed > 10 && frag > 0);
+}
