@@ -547,46 +547,53 @@ pub fn simulate(g: &Graph, hw: &HardwareProfile, cfg: &SimConfig) -> Result<Trac
             }
         }
 
-        // 4. Wait, then run.
-        let mut start = wait_until;
-        if start > now {
-            start += hw.dma.sync_penalty_ns.round() as u64;
-        }
-        start += (frag_evictions as f64 * hw.dma.fragmentation_penalty_ns).round() as u64;
-        let stall = start - now;
-        total_stall += stall;
+        // 4. Run. Sync DMA: the op starts once every transfer it needs is
+        // done, then streams (compute + stream). Async DMA: transfers are
+        // pipelined with compute tile by tile (double buffering), so the op
+        // ends at the later of its compute and its last transfer.
+        let frag_ns = (frag_evictions as f64 * hw.dma.fragmentation_penalty_ns).round() as u64;
+        let sync_penalty = hw.dma.sync_penalty_ns.round() as u64;
         let operand_bytes: u64 = operands.iter().map(|&t| g.tensors[t].bytes).sum();
         let roof = op_time_ns(hw, op.flops, operand_bytes);
         let compute = roof.time_ns.ceil().max(1.0) as u64;
-        let mut duration = compute;
-        if !streamed.is_empty() {
-            let (mut rd, mut wr) = (0u64, 0u64);
-            for &t in &streamed {
-                let b = g.tensors[t].bytes;
-                if is_input(t) {
-                    rd += b;
-                    if g.tensors[t].kind == TensorKind::Weight {
-                        sim.weight_bytes += b;
-                    } else {
-                        sim.reloaded_bytes += b;
-                        sim.streamed_bytes += b;
-                    }
+        let (mut rd, mut wr) = (0u64, 0u64);
+        for &t in &streamed {
+            let b = g.tensors[t].bytes;
+            if is_input(t) {
+                rd += b;
+                if g.tensors[t].kind == TensorKind::Weight {
+                    sim.weight_bytes += b;
                 } else {
-                    wr += b;
-                    sim.spilled_bytes += b;
+                    sim.reloaded_bytes += b;
                     sim.streamed_bytes += b;
                 }
-            }
-            let st = sim.bus.stream_ns(rd, wr);
-            let (_, e) = sim.bus.occupy(start, st);
-            let span = e - start;
-            duration = if hw.dma.async_dma {
-                compute.max(span)
             } else {
-                compute + span
-            };
+                wr += b;
+                sim.spilled_bytes += b;
+                sim.streamed_bytes += b;
+            }
         }
-        let end = start + duration;
+        let stream_ns = sim.bus.stream_ns(rd, wr);
+        let (start, end, stall) = if hw.dma.async_dma {
+            let start = now + frag_ns;
+            let mut end = start + compute;
+            let (_, stream_end) = sim.bus.occupy(start, stream_ns);
+            let data_end = wait_until.max(stream_end);
+            if data_end > end {
+                end = data_end + sync_penalty;
+            }
+            (start, end, end - start - compute + frag_ns)
+        } else {
+            let mut start = wait_until;
+            if start > now {
+                start += sync_penalty;
+            }
+            start += frag_ns;
+            let (_, stream_end) = sim.bus.occupy(start, stream_ns);
+            let end = stream_end.max(start) + compute;
+            (start, end, start - now + (stream_end.max(start) - start))
+        };
+        total_stall += stall;
         live_samples.push((start, sim.live.live_bytes[i] as f64));
         sram_bytes_total += operand_bytes;
 
