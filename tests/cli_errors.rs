@@ -12,14 +12,25 @@ fn bin() -> Command {
 /// Runs and returns (exit code, stdout, stderr).
 fn run(args: &[&str]) -> (i32, String, String) {
     let o = bin().args(args).output().unwrap();
-    (o.status.code().unwrap_or(-1), String::from_utf8_lossy(&o.stdout).into(), String::from_utf8_lossy(&o.stderr).into())
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into(),
+        String::from_utf8_lossy(&o.stderr).into(),
+    )
 }
 
 fn one_line_error(args: &[&str], needles: &[&str]) {
     let (code, _, err) = run(args);
     assert_ne!(code, 0, "{args:?} should fail");
-    assert!(!err.contains("panicked") && !err.contains("RUST_BACKTRACE"), "{args:?}: {err}");
-    assert_eq!(err.trim().lines().count(), 1, "{args:?}: one line expected, got {err:?}");
+    assert!(
+        !err.contains("panicked") && !err.contains("RUST_BACKTRACE"),
+        "{args:?}: {err}"
+    );
+    assert_eq!(
+        err.trim().lines().count(),
+        1,
+        "{args:?}: one line expected, got {err:?}"
+    );
     for n in needles {
         assert!(err.contains(n), "{args:?}: {err:?} lacks {n:?}");
     }
@@ -33,7 +44,20 @@ fn help_is_complete() {
         assert!(out.contains(sub), "{sub} missing from --help");
     }
     let (_, sim, _) = run(&["sim", "--help"]);
-    for flag in ["--policy", "--hw", "--capacity", "--bandwidth", "--dim", "--batch", "--weights", "--pin", "--prefetch", "--output", "--format", "--force"] {
+    for flag in [
+        "--policy",
+        "--hw",
+        "--capacity",
+        "--bandwidth",
+        "--dim",
+        "--batch",
+        "--weights",
+        "--pin",
+        "--prefetch",
+        "--output",
+        "--format",
+        "--force",
+    ] {
         assert!(sim.contains(flag), "sim --help lacks {flag}");
     }
     let (_, ver, _) = run(&["verify", "--help"]);
@@ -44,18 +68,30 @@ fn help_is_complete() {
 fn bad_inputs_get_one_clear_line() {
     let dir = tempfile::tempdir().unwrap();
     let d = |n: &str| dir.path().join(n).to_string_lossy().into_owned();
-    one_line_error(&["sim", &d("missing.onnx")], &["missing.onnx", "No such file"]);
+    one_line_error(
+        &["sim", &d("missing.onnx")],
+        &["missing.onnx", "No such file"],
+    );
     one_line_error(&["sim", &d("missing.json")], &["missing.json"]);
     std::fs::write(d("text.onnx"), "this is not a protobuf at all, just words").unwrap();
-    one_line_error(&["sim", &d("text.onnx")], &["text.onnx", "not a valid ONNX model"]);
+    one_line_error(
+        &["sim", &d("text.onnx")],
+        &["text.onnx", "not a valid ONNX model"],
+    );
     std::fs::write(d("g.json"), "{\"tensors\": [], \"ops\": [").unwrap();
     one_line_error(&["sim", &d("g.json")], &["g.json", "graph JSON"]);
     let good = r#"{"tensors":[{"name":"x","bytes":64},{"name":"y","bytes":64}],"ops":[{"name":"n","inputs":["x"],"outputs":["y"]}],"outputs":["y"]}"#;
     std::fs::write(d("ok.json"), good).unwrap();
     one_line_error(&["sim", &d("ok.json"), "--capacity", "0"], &["capacity"]);
     one_line_error(&["sim", &d("ok.json"), "--capacity=-5MB"], &["size"]);
-    one_line_error(&["sim", &d("ok.json"), "--hw", "warp-drive"], &["unknown preset", "warp-drive"]);
-    one_line_error(&["sim", &d("ok.json"), "--hw", &d("nope.toml")], &["nope.toml"]);
+    one_line_error(
+        &["sim", &d("ok.json"), "--hw", "warp-drive"],
+        &["unknown preset", "warp-drive"],
+    );
+    one_line_error(
+        &["sim", &d("ok.json"), "--hw", &d("nope.toml")],
+        &["nope.toml"],
+    );
     one_line_error(&["sim", &d("ok.json"), "--policy", "fifo"], &["fifo"]);
     one_line_error(&["sim", &d("ok.json"), "--pin", "ghost"], &["ghost"]);
     let dt = r#"{"tensors":[{"name":"x","shape":[4],"dtype":"quaternion"}],"ops":[]}"#;
@@ -75,7 +111,9 @@ fn bad_inputs_get_one_clear_line() {
 #[cfg(feature = "onnx")]
 #[test]
 fn truncated_and_odd_onnx_files() {
-    let Some(models) = common::shared_data("models") else { return };
+    let Some(models) = common::shared_data("models") else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
     let bytes = std::fs::read(models.join("squeezenet1_1.shapes.onnx")).unwrap();
     let cut = dir.path().join("cut.onnx");
@@ -91,7 +129,14 @@ fn sim_writes_traces_that_verify_and_refuses_to_overwrite() {
     let dir = tempfile::tempdir().unwrap();
     let g = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/encoder_decoder.json");
     let out = dir.path().join("t.json");
-    let (code, table, err) = run(&["sim", g.to_str().unwrap(), "--capacity", "2MiB", "-o", out.to_str().unwrap()]);
+    let (code, table, err) = run(&[
+        "sim",
+        g.to_str().unwrap(),
+        "--capacity",
+        "2MiB",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
     assert_eq!(code, 0, "{err}");
     for p in ["ideal", "lru", "belady", "lifetime"] {
         assert!(table.contains(p));
@@ -104,26 +149,59 @@ fn sim_writes_traces_that_verify_and_refuses_to_overwrite() {
     let (code, _, err) = run(&["sim", g.to_str().unwrap(), "-o", out.to_str().unwrap()]);
     assert_ne!(code, 0);
     assert!(err.contains("--force"), "{err}");
-    let (code, _, _) = run(&["sim", g.to_str().unwrap(), "-o", out.to_str().unwrap(), "--force"]);
+    let (code, _, _) = run(&[
+        "sim",
+        g.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--force",
+    ]);
     assert_eq!(code, 0);
 }
 
 #[test]
 fn sim_json_follows_the_contract() {
     let g = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/encoder_decoder.json");
-    let (code, out, err) = run(&["sim", g.to_str().unwrap(), "--capacity", "2MiB", "--format", "json"]);
+    let (code, out, err) = run(&[
+        "sim",
+        g.to_str().unwrap(),
+        "--capacity",
+        "2MiB",
+        "--format",
+        "json",
+    ]);
     assert_eq!(code, 0, "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert!(v["model"].is_string());
     let runs = v["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 4);
     for r in runs {
-        for k in ["policy", "capacity_bytes", "latency_ns", "spill_count", "spilled_bytes", "reloaded_bytes", "traffic_bytes", "stall_ns", "peak_live_bytes", "peak_resident_bytes", "lower_bound_traffic_bytes", "throughput_fps"] {
+        for k in [
+            "policy",
+            "capacity_bytes",
+            "latency_ns",
+            "spill_count",
+            "spilled_bytes",
+            "reloaded_bytes",
+            "traffic_bytes",
+            "stall_ns",
+            "peak_live_bytes",
+            "peak_resident_bytes",
+            "lower_bound_traffic_bytes",
+            "throughput_fps",
+        ] {
             assert!(!r[k].is_null(), "run lacks {k}");
         }
         assert_eq!(r["capacity_bytes"], 2 * 1024 * 1024);
     }
-    let (_, md, _) = run(&["sim", g.to_str().unwrap(), "--format", "markdown", "--policy", "lru"]);
+    let (_, md, _) = run(&[
+        "sim",
+        g.to_str().unwrap(),
+        "--format",
+        "markdown",
+        "--policy",
+        "lru",
+    ]);
     assert!(md.contains("| lru |"));
 }
 
@@ -132,16 +210,29 @@ fn verify_flags_a_broken_trace_with_exit_code_1() {
     let dir = tempfile::tempdir().unwrap();
     let g = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/encoder_decoder.json");
     let out = dir.path().join("t.json");
-    let (code, _, _) = run(&["sim", g.to_str().unwrap(), "--capacity", "2MiB", "--policy", "lru", "-o", out.to_str().unwrap()]);
+    let (code, _, _) = run(&[
+        "sim",
+        g.to_str().unwrap(),
+        "--capacity",
+        "2MiB",
+        "--policy",
+        "lru",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
     assert_eq!(code, 0);
-    let mut tr: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let mut tr: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
     // Shrink the pool so placements pass capacity.
     tr["pools"][0]["capacity_bytes"] = 4096.into();
     let bad = dir.path().join("bad.json");
     std::fs::write(&bad, tr.to_string()).unwrap();
     let (code, text, _) = run(&["verify", bad.to_str().unwrap(), "--limit", "3"]);
     assert_eq!(code, 1);
-    assert!(text.contains("[capacity]") && text.contains("passes pool"), "{text}");
+    assert!(
+        text.contains("[capacity]") && text.contains("passes pool"),
+        "{text}"
+    );
     assert!(text.contains("more"), "{text}");
 }
 
@@ -152,4 +243,13 @@ fn hw_lists_and_prints_presets() {
     assert!(out.contains("seed-npu") && out.contains("edge-npu-16m"));
     let (_, toml, _) = run(&["hw", "edge-npu-16m"]);
     assert!(toml.contains("capacity = 16777216"), "{toml}");
+}
+
+#[test]
+fn no_arguments_off_a_terminal_prints_the_sample_table() {
+    let (code, out, err) = run(&[]);
+    assert_eq!(code, 0, "{err}");
+    for p in ["ideal", "lru", "belady", "lifetime", "resnet50"] {
+        assert!(out.contains(p), "{out}");
+    }
 }

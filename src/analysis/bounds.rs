@@ -6,8 +6,10 @@
 //!   `ws_i - capacity` bytes of them cross the DRAM bus *during op i*. These
 //!   transfers are disjoint across ops, so `sum_i max(0, ws_i - C)` is valid.
 //! * Live excess: at step `i`, at least `live_i - C` bytes of live tensors are
-//!   off chip; each such byte crosses the bus at least once (written out, or
-//!   read back for its next use). So `max_i max(0, live_i - C)` is valid.
+//!   off chip; each such byte crosses the bus at least once (an activation
+//!   off chip was written out; a graph input off chip is read back for its
+//!   use at or after `i`). A graph input nobody reads never has to move, so
+//!   it is left out of `live_i` here. So `max_i max(0, live_i - C)` is valid.
 //!
 //! The bound reported is the larger of the two. Raw (unaligned) sizes are
 //! used, which only lowers it, so it stays valid under any alignment.
@@ -35,9 +37,19 @@ pub fn working_set_bound(g: &Graph, capacity: u64) -> u64 {
         .sum()
 }
 
-/// `max_i max(0, live_i - C)`.
-pub fn live_excess_bound(live: &Liveness, capacity: u64) -> u64 {
-    live.live_bytes
+/// `max_i max(0, live_i - C)`, with unread graph inputs left out of `live_i`.
+pub fn live_excess_bound(g: &Graph, live: &Liveness, capacity: u64) -> u64 {
+    let mut profile = live.live_bytes.clone();
+    for t in &g.tensors {
+        if t.kind == TensorKind::Input && t.consumers.is_empty() {
+            if let Some(iv) = live.intervals[t.id] {
+                for bytes in &mut profile[iv.start..=iv.end] {
+                    *bytes -= t.bytes;
+                }
+            }
+        }
+    }
+    profile
         .iter()
         .map(|&l| l.saturating_sub(capacity))
         .max()
@@ -47,5 +59,5 @@ pub fn live_excess_bound(live: &Liveness, capacity: u64) -> u64 {
 /// The reported lower bound on spill traffic at `capacity`.
 pub fn lower_bound_traffic(g: &Graph, capacity: u64) -> u64 {
     let live = Liveness::compute(g);
-    working_set_bound(g, capacity).max(live_excess_bound(&live, capacity))
+    working_set_bound(g, capacity).max(live_excess_bound(g, &live, capacity))
 }

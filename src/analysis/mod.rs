@@ -3,4 +3,10 @@
 //! reports call the same functions.
 
 pub mod bounds;
+pub mod classify;
+pub mod diff;
+pub mod hotspots;
+pub mod memmap;
+pub mod roundtrips;
 pub mod runs;
+pub mod timeline;

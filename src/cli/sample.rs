@@ -6,8 +6,26 @@ use crate::analysis::runs::{RunRow, RunsReport};
 use crate::trace::Trace;
 use crate::{Error, Result};
 
-/// The sample traces (one per policy), embedded at build time.
-pub const SAMPLE_TRACES: &[(&str, &str)] = &[];
+/// The sample traces (one per policy), embedded at build time. Regenerate
+/// with `scripts/regen-samples.sh`; a test checks they match a fresh run.
+pub const SAMPLE_TRACES: &[(&str, &str)] = &[
+    (
+        "edge-resnet50-b3.ideal.json",
+        include_str!("../../sample-traces/edge-resnet50-b3.ideal.json"),
+    ),
+    (
+        "edge-resnet50-b3.lru.json",
+        include_str!("../../sample-traces/edge-resnet50-b3.lru.json"),
+    ),
+    (
+        "edge-resnet50-b3.belady.json",
+        include_str!("../../sample-traces/edge-resnet50-b3.belady.json"),
+    ),
+    (
+        "edge-resnet50-b3.lifetime.json",
+        include_str!("../../sample-traces/edge-resnet50-b3.lifetime.json"),
+    ),
+];
 
 pub fn traces() -> Result<Vec<Trace>> {
     SAMPLE_TRACES

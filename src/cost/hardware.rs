@@ -39,8 +39,8 @@ pub struct DramSpec {
     pub latency_ns: f64,
     /// Transfers move whole bursts; sizes round up to this.
     pub burst_bytes: u64,
-    /// >= 1: divides bandwidth for traffic the model does not see (other
-    /// masters, refresh).
+    /// At least 1: divides bandwidth for traffic the model does not see
+    /// (other masters, refresh).
     pub contention: f64,
     /// Cores sharing the bus; each gets 1/n of it.
     pub cores_sharing_bus: u32,

@@ -38,10 +38,7 @@ impl Liveness {
             if t.kind == TensorKind::Weight {
                 continue;
             }
-            let start = match t.producer {
-                Some(p) => p,
-                None => 0,
-            };
+            let start = t.producer.unwrap_or(0);
             let last_use = t.consumers.iter().copied().max();
             let end = if t.kind == TensorKind::Output {
                 last

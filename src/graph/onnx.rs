@@ -190,7 +190,6 @@ pub fn load_onnx(path: &Path, opts: &LoadOptions) -> Result<Graph> {
                     })),
                 }),
                 doc_string: String::new(),
-                ..Default::default()
             });
             false
         } else {

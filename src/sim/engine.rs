@@ -416,6 +416,7 @@ pub fn simulate(g: &Graph, hw: &HardwareProfile, cfg: &SimConfig) -> Result<Trac
     let mut dram_bytes_total: u64 = 0;
     let mut sram_bytes_total: u64 = 0;
 
+    #[allow(clippy::needless_range_loop)] // i is the step, used in many places
     for i in 0..n {
         let op = &g.ops[i];
         let operands: Vec<TensorId> = g
@@ -574,25 +575,28 @@ pub fn simulate(g: &Graph, hw: &HardwareProfile, cfg: &SimConfig) -> Result<Trac
             }
         }
         let stream_ns = sim.bus.stream_ns(rd, wr);
-        let (start, end, stall) = if hw.dma.async_dma {
-            let start = now + frag_ns;
-            let mut end = start + compute;
+        // An op's interval starts when it is dispatched (the previous op
+        // ended) and includes its stall, so op intervals tile the timeline.
+        let start = now;
+        let end = if hw.dma.async_dma {
             let (_, stream_end) = sim.bus.occupy(start, stream_ns);
             let data_end = wait_until.max(stream_end);
-            if data_end > end {
-                end = data_end + sync_penalty;
+            let compute_end = start + frag_ns + compute;
+            if data_end > compute_end {
+                data_end + sync_penalty
+            } else {
+                compute_end
             }
-            (start, end, end - start - compute + frag_ns)
         } else {
-            let mut start = wait_until;
-            if start > now {
-                start += sync_penalty;
+            let mut ready = wait_until;
+            if ready > now {
+                ready += sync_penalty;
             }
-            start += frag_ns;
-            let (_, stream_end) = sim.bus.occupy(start, stream_ns);
-            let end = stream_end.max(start) + compute;
-            (start, end, start - now + (stream_end.max(start) - start))
+            ready += frag_ns;
+            let (_, stream_end) = sim.bus.occupy(ready, stream_ns);
+            stream_end.max(ready) + compute
         };
+        let stall = end - start - compute;
         total_stall += stall;
         live_samples.push((start, sim.live.live_bytes[i] as f64));
         sram_bytes_total += operand_bytes;

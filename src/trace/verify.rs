@@ -43,9 +43,12 @@ enum State {
     },
 }
 
+/// Per pool: capacity and resident blocks (offset -> (end, tensor)).
+type PoolState = (u64, BTreeMap<u64, (u64, usize)>);
+
 struct Replay<'a> {
     tr: &'a Trace,
-    pools: HashMap<&'a str, (u64, BTreeMap<u64, (u64, usize)>)>,
+    pools: HashMap<&'a str, PoolState>,
     state: Vec<State>,
     report: VerifyReport,
     limit: usize,
@@ -78,16 +81,9 @@ impl<'a> Replay<'a> {
         }
     }
 
-    fn place(
-        &mut self,
-        idx: usize,
-        t: usize,
-        pool: &str,
-        offset: Option<u64>,
-        bytes: u64,
-        t_ns: u64,
-        op: Option<usize>,
-    ) {
+    fn place(&mut self, idx: usize, e: &super::Event) {
+        let (t, pool, offset, bytes, t_ns, op) =
+            (e.tensor, e.pool.as_str(), e.offset, e.bytes, e.t_ns, e.op);
         let Some(offset) = offset else {
             // Placement unknown (some instrumented traces): track residency only.
             self.state[t] = State::Resident {
@@ -278,7 +274,7 @@ pub fn verify(tr: &Trace, limit: usize) -> VerifyReport {
                     );
                     r.unplace(t, &e.pool);
                 }
-                r.place(idx, t, &e.pool, e.offset, e.bytes, e.t_ns, e.op);
+                r.place(idx, e);
             }
             EventKind::Reload => {
                 match r.state[t] {
@@ -299,13 +295,13 @@ pub fn verify(tr: &Trace, limit: usize) -> VerifyReport {
                         format!("reload of {name:?}, which was never evicted{on}"),
                     ),
                 }
-                r.place(idx, t, &e.pool, e.offset, e.bytes, e.t_ns, e.op);
+                r.place(idx, e);
             }
             EventKind::Recompute => {
                 if matches!(r.state[t], State::Resident { .. }) {
                     r.unplace(t, &e.pool);
                 }
-                r.place(idx, t, &e.pool, e.offset, e.bytes, e.t_ns, e.op);
+                r.place(idx, e);
             }
             EventKind::Evict | EventKind::Free => {
                 if !matches!(r.state[t], State::Resident { .. }) {

@@ -1,0 +1,129 @@
+//! Differences between two traces (LRU vs planned, simulated vs measured,
+//! before vs after): per op by name, per tensor by name, largest change first.
+
+use super::hotspots::hotspots;
+use super::roundtrips::round_trips;
+use crate::trace::Trace;
+use serde::Serialize;
+use std::collections::HashMap;
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OpDelta {
+    pub name: String,
+    pub a_spilled: u64,
+    pub b_spilled: u64,
+    pub a_stall_ns: u64,
+    pub b_stall_ns: u64,
+    pub a_duration_ns: u64,
+    pub b_duration_ns: u64,
+}
+
+impl OpDelta {
+    /// Size of the change, for sorting: bytes plus stall in ns.
+    pub fn magnitude(&self) -> u64 {
+        self.a_spilled.abs_diff(self.b_spilled)
+            + self.a_stall_ns.abs_diff(self.b_stall_ns)
+            + self.a_duration_ns.abs_diff(self.b_duration_ns)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TensorDelta {
+    pub name: String,
+    pub a_trips: usize,
+    pub b_trips: usize,
+    pub a_bytes_moved: u64,
+    pub b_bytes_moved: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TraceDiff {
+    pub ops: Vec<OpDelta>,
+    pub tensors: Vec<TensorDelta>,
+    /// Op names present in only one of the traces.
+    pub only_in_a: Vec<String>,
+    pub only_in_b: Vec<String>,
+    pub latency_delta_ns: i64,
+    pub traffic_delta_bytes: i64,
+}
+
+pub fn diff(a: &Trace, b: &Trace) -> TraceDiff {
+    let ha = hotspots(a);
+    let hb = hotspots(b);
+    let ib: HashMap<&str, usize> = hb
+        .iter()
+        .enumerate()
+        .map(|(i, h)| (h.name.as_str(), i))
+        .collect();
+    let ia: HashMap<&str, usize> = ha
+        .iter()
+        .enumerate()
+        .map(|(i, h)| (h.name.as_str(), i))
+        .collect();
+    let mut ops = Vec::new();
+    let mut only_in_a = Vec::new();
+    for h in &ha {
+        match ib.get(h.name.as_str()) {
+            Some(&j) => {
+                let g = &hb[j];
+                ops.push(OpDelta {
+                    name: h.name.clone(),
+                    a_spilled: h.spilled_bytes + h.reloaded_bytes,
+                    b_spilled: g.spilled_bytes + g.reloaded_bytes,
+                    a_stall_ns: h.stall_ns,
+                    b_stall_ns: g.stall_ns,
+                    a_duration_ns: h.duration_ns,
+                    b_duration_ns: g.duration_ns,
+                });
+            }
+            None => only_in_a.push(h.name.clone()),
+        }
+    }
+    let only_in_b = hb
+        .iter()
+        .filter(|h| !ia.contains_key(h.name.as_str()))
+        .map(|h| h.name.clone())
+        .collect();
+    ops.sort_by(|x, y| y.magnitude().cmp(&x.magnitude()).then(x.name.cmp(&y.name)));
+    let ra = round_trips(a);
+    let rb = round_trips(b);
+    let mut tm: HashMap<String, TensorDelta> = HashMap::new();
+    for t in &ra {
+        tm.entry(t.name.clone()).or_insert_with(|| TensorDelta {
+            name: t.name.clone(),
+            a_trips: 0,
+            b_trips: 0,
+            a_bytes_moved: 0,
+            b_bytes_moved: 0,
+        });
+        let e = tm.get_mut(&t.name).expect("just inserted");
+        e.a_trips = t.trips.len();
+        e.a_bytes_moved = t.bytes_moved;
+    }
+    for t in &rb {
+        let e = tm.entry(t.name.clone()).or_insert_with(|| TensorDelta {
+            name: t.name.clone(),
+            a_trips: 0,
+            b_trips: 0,
+            a_bytes_moved: 0,
+            b_bytes_moved: 0,
+        });
+        e.b_trips = t.trips.len();
+        e.b_bytes_moved = t.bytes_moved;
+    }
+    let mut tensors: Vec<TensorDelta> = tm.into_values().collect();
+    tensors.sort_by(|x, y| {
+        y.a_bytes_moved
+            .abs_diff(y.b_bytes_moved)
+            .cmp(&x.a_bytes_moved.abs_diff(x.b_bytes_moved))
+            .then(x.name.cmp(&y.name))
+    });
+    TraceDiff {
+        ops,
+        tensors,
+        only_in_a,
+        only_in_b,
+        latency_delta_ns: b.summary.latency_ns as i64 - a.summary.latency_ns as i64,
+        traffic_delta_bytes: b.summary.traffic_bytes as i64 - a.summary.traffic_bytes as i64,
+    }
+}

@@ -1,0 +1,429 @@
+//! A pre-aggregated, multi-resolution index of a trace's timeline, so a
+//! frame at any zoom costs O(columns), never a walk over every event: a
+//! pyramid of time buckets (each level halves the resolution) for wide views
+//! and binary search over the sorted intervals for deep zoom.
+
+use crate::trace::{EventKind, Trace};
+
+/// Activity inside one time bucket.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Bucket {
+    pub compute_ns: u64,
+    pub stall_ns: u64,
+    pub read_ns: u64,
+    pub write_ns: u64,
+    pub evicts: u32,
+    pub reloads: u32,
+    /// The op busiest in this bucket, and for how long.
+    pub top_op: u32,
+    pub top_op_ns: u64,
+}
+
+impl Bucket {
+    fn merge(&mut self, o: &Bucket) {
+        self.compute_ns += o.compute_ns;
+        self.stall_ns += o.stall_ns;
+        self.read_ns += o.read_ns;
+        self.write_ns += o.write_ns;
+        self.evicts += o.evicts;
+        self.reloads += o.reloads;
+        if o.top_op_ns > self.top_op_ns {
+            self.top_op = o.top_op;
+            self.top_op_ns = o.top_op_ns;
+        }
+    }
+}
+
+/// What one screen column shows: busy fractions (0..1) and counts.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Column {
+    pub compute: f64,
+    pub stall: f64,
+    pub read: f64,
+    pub write: f64,
+    pub evicts: u32,
+    pub reloads: u32,
+    pub op: Option<usize>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Span {
+    start: u64,
+    end: u64,
+    /// op index for op spans; event index for DMA spans.
+    id: usize,
+    stall: u64,
+    write: bool,
+}
+
+/// The index. Built once per trace (O(n + buckets)); queried per frame.
+#[derive(Debug, Clone)]
+pub struct TimelineIndex {
+    pub end_ns: u64,
+    base_ns: u64,
+    levels: Vec<Vec<Bucket>>,
+    ops: Vec<Span>,
+    ops_max_len: u64,
+    dma: Vec<Span>,
+    dma_max_len: u64,
+    /// (time, event index) of every evict and reload, sorted.
+    spills: Vec<(u64, usize)>,
+    /// Point events (evict/reload issue times) for deep zoom counts.
+    points: Vec<(u64, bool)>,
+}
+
+fn add_span(b: &mut [Bucket], base: u64, s: u64, e: u64, f: impl Fn(&mut Bucket, u64)) {
+    if e <= s || b.is_empty() {
+        return;
+    }
+    let last = b.len() - 1;
+    let first = ((s / base) as usize).min(last);
+    let lastb = (((e - 1) / base) as usize).min(last);
+    for (i, bucket) in b.iter_mut().enumerate().take(lastb + 1).skip(first) {
+        let bs = i as u64 * base;
+        let be = if i == last { u64::MAX } else { bs + base };
+        let ov = e.min(be).saturating_sub(s.max(bs));
+        f(bucket, ov);
+    }
+}
+
+impl TimelineIndex {
+    pub fn build(tr: &Trace) -> TimelineIndex {
+        let mut end_ns = tr.summary.latency_ns;
+        for o in &tr.ops {
+            end_ns = end_ns.max(o.end_ns);
+        }
+        for e in &tr.events {
+            end_ns = end_ns.max(e.dma_end_ns.unwrap_or(e.t_ns));
+        }
+        let end_ns = end_ns.max(1);
+        let items = tr.ops.len() + tr.events.len();
+        let n_base = items.clamp(256, 1 << 16).next_power_of_two();
+        let base_ns = end_ns.div_ceil(n_base as u64).max(1);
+        let mut base = vec![Bucket::default(); n_base];
+        let mut ops: Vec<Span> = tr
+            .ops
+            .iter()
+            .enumerate()
+            .map(|(i, o)| Span {
+                start: o.start_ns,
+                end: o.end_ns.max(o.start_ns),
+                id: i,
+                stall: o.stall_ns,
+                write: false,
+            })
+            .collect();
+        ops.sort_by_key(|s| (s.start, s.id));
+        for s in &ops {
+            let dur = s.end - s.start;
+            let frac_stall = if dur > 0 {
+                s.stall.min(dur) as f64 / dur as f64
+            } else {
+                0.0
+            };
+            let id = s.id as u32;
+            add_span(&mut base, base_ns, s.start, s.end, |b, ov| {
+                let st = (ov as f64 * frac_stall) as u64;
+                b.stall_ns += st;
+                b.compute_ns += ov - st;
+                if ov > b.top_op_ns {
+                    b.top_op_ns = ov;
+                    b.top_op = id;
+                }
+            });
+        }
+        let mut dma = Vec::new();
+        let mut spills = Vec::new();
+        let mut points = Vec::new();
+        for (i, e) in tr.events.iter().enumerate() {
+            let write = e.kind == EventKind::Evict;
+            if matches!(e.kind, EventKind::Evict | EventKind::Reload) {
+                spills.push((e.t_ns, i));
+                points.push((e.t_ns, write));
+                let b = ((e.t_ns / base_ns) as usize).min(n_base - 1);
+                if write {
+                    base[b].evicts += 1;
+                } else {
+                    base[b].reloads += 1;
+                }
+            }
+            if let (Some(s), Some(en)) = (e.dma_start_ns, e.dma_end_ns) {
+                if en > s {
+                    dma.push(Span {
+                        start: s,
+                        end: en,
+                        id: i,
+                        stall: 0,
+                        write,
+                    });
+                    add_span(&mut base, base_ns, s, en, |b, ov| {
+                        if write {
+                            b.write_ns += ov
+                        } else {
+                            b.read_ns += ov
+                        }
+                    });
+                }
+            }
+        }
+        // Streamed operands keep the bus busy during their op.
+        for (i, o) in tr.ops.iter().enumerate() {
+            if o.streamed.is_empty() {
+                continue;
+            }
+            let write = o.streamed.iter().any(|t| o.outputs.contains(t));
+            dma.push(Span {
+                start: o.start_ns,
+                end: o.end_ns,
+                id: i,
+                stall: 0,
+                write,
+            });
+        }
+        dma.sort_by_key(|s| (s.start, s.id));
+        spills.sort_unstable();
+        points.sort_unstable_by_key(|p| p.0);
+        let ops_max_len = ops.iter().map(|s| s.end - s.start).max().unwrap_or(0);
+        let dma_max_len = dma.iter().map(|s| s.end - s.start).max().unwrap_or(0);
+        let mut levels = vec![base];
+        while levels.last().map(|l| l.len()).unwrap_or(0) > 1 {
+            let prev = levels.last().expect("non-empty");
+            let next: Vec<Bucket> = prev
+                .chunks(2)
+                .map(|c| {
+                    let mut b = c[0];
+                    if let Some(o) = c.get(1) {
+                        b.merge(o);
+                    }
+                    b
+                })
+                .collect();
+            levels.push(next);
+        }
+        TimelineIndex {
+            end_ns,
+            base_ns,
+            levels,
+            ops,
+            ops_max_len,
+            dma,
+            dma_max_len,
+            spills,
+            points,
+        }
+    }
+
+    /// Columns for the window `[t0, t1)` split into `width` columns.
+    pub fn columns(&self, t0: u64, t1: u64, width: usize) -> Vec<Column> {
+        let width = width.max(1);
+        let t1 = t1.max(t0 + 1);
+        let dt = ((t1 - t0) as f64 / width as f64).max(1e-9);
+        let mut cols = vec![Column::default(); width];
+        if dt >= self.base_ns as f64 {
+            // Coarsest level whose bucket still fits in a column.
+            let mut lvl = 0;
+            while lvl + 1 < self.levels.len() && (self.base_ns << (lvl + 1)) as f64 <= dt {
+                lvl += 1;
+            }
+            let bw = self.base_ns << lvl;
+            let buckets = &self.levels[lvl];
+            // Each bucket goes to exactly one column (by its midpoint).
+            let mut acc = vec![Bucket::default(); width];
+            let mut count = vec![0u64; width];
+            let b0 = (t0 / bw) as usize;
+            let b1 = (t1.div_ceil(bw) as usize).min(buckets.len());
+            for (b, bucket) in buckets.iter().enumerate().take(b1).skip(b0) {
+                let mid = b as f64 * bw as f64 + bw as f64 / 2.0;
+                if mid < t0 as f64 || mid >= t1 as f64 {
+                    continue;
+                }
+                let c = (((mid - t0 as f64) / dt) as usize).min(width - 1);
+                acc[c].merge(bucket);
+                count[c] += 1;
+            }
+            for (c, col) in cols.iter_mut().enumerate() {
+                let a = &acc[c];
+                let span = (count[c] as f64 * bw as f64).max(1.0);
+                col.compute = (a.compute_ns as f64 / span).min(1.0);
+                col.stall = (a.stall_ns as f64 / span).min(1.0);
+                col.read = (a.read_ns as f64 / span).min(1.0);
+                col.write = (a.write_ns as f64 / span).min(1.0);
+                col.evicts = a.evicts;
+                col.reloads = a.reloads;
+                col.op = (a.top_op_ns > 0).then_some(a.top_op as usize);
+            }
+            return cols;
+        }
+        // Deep zoom: walk only the spans that touch the window.
+        let col_of =
+            |t: u64| -> usize { (((t.saturating_sub(t0)) as f64 / dt) as usize).min(width - 1) };
+        let visit = |spans: &[Span], max_len: u64, f: &mut dyn FnMut(&Span, usize, f64)| {
+            let from = spans.partition_point(|s| s.start < t0.saturating_sub(max_len));
+            for s in &spans[from..] {
+                if s.start >= t1 {
+                    break;
+                }
+                if s.end <= t0 {
+                    continue;
+                }
+                let a = s.start.max(t0);
+                let b = s.end.min(t1);
+                let (ca, cb) = (col_of(a), col_of(b.saturating_sub(1)));
+                for c in ca..=cb {
+                    let cs = t0 as f64 + c as f64 * dt;
+                    let ov = (b as f64).min(cs + dt) - (a as f64).max(cs);
+                    if ov > 0.0 {
+                        f(s, c, ov);
+                    }
+                }
+            }
+        };
+        let mut best = vec![0f64; width];
+        visit(&self.ops, self.ops_max_len, &mut |s, c, ov| {
+            let dur = (s.end - s.start).max(1);
+            let st = s.stall.min(dur) as f64 / dur as f64;
+            cols[c].stall += ov * st / dt;
+            cols[c].compute += ov * (1.0 - st) / dt;
+            if ov > best[c] {
+                best[c] = ov;
+                cols[c].op = Some(s.id);
+            }
+        });
+        visit(&self.dma, self.dma_max_len, &mut |s, c, ov| {
+            if s.write {
+                cols[c].write += ov / dt;
+            } else {
+                cols[c].read += ov / dt;
+            }
+        });
+        let from = self.points.partition_point(|p| p.0 < t0);
+        for p in &self.points[from..] {
+            if p.0 >= t1 {
+                break;
+            }
+            let c = col_of(p.0);
+            if p.1 {
+                cols[c].evicts += 1;
+            } else {
+                cols[c].reloads += 1;
+            }
+        }
+        for c in &mut cols {
+            c.compute = c.compute.min(1.0);
+            c.stall = c.stall.min(1.0);
+            c.read = c.read.min(1.0);
+            c.write = c.write.min(1.0);
+        }
+        cols
+    }
+
+    /// The first evict/reload strictly after `t`: (time, event index).
+    pub fn next_spill(&self, t: u64) -> Option<(u64, usize)> {
+        let i = self.spills.partition_point(|s| s.0 <= t);
+        self.spills.get(i).copied()
+    }
+
+    /// The last evict/reload strictly before `t`.
+    pub fn prev_spill(&self, t: u64) -> Option<(u64, usize)> {
+        let i = self.spills.partition_point(|s| s.0 < t);
+        i.checked_sub(1).and_then(|i| self.spills.get(i)).copied()
+    }
+
+    /// Mean of a counter's samples per column (step-wise: a sample holds
+    /// until the next), for sparklines.
+    pub fn counter_columns(samples: &[(u64, f64)], t0: u64, t1: u64, width: usize) -> Vec<f64> {
+        let width = width.max(1);
+        let dt = ((t1.max(t0 + 1) - t0) as f64 / width as f64).max(1e-9);
+        (0..width)
+            .map(|c| {
+                let cs = t0 as f64 + c as f64 * dt;
+                let ce = cs + dt;
+                // Samples are sorted by time; take the max within the column, or
+                // the value holding at its start.
+                let i0 = samples.partition_point(|s| (s.0 as f64) <= cs);
+                let mut v = i0.checked_sub(1).map(|i| samples[i].1).unwrap_or(0.0);
+                let mut j = i0;
+                while j < samples.len() && (samples[j].0 as f64) < ce {
+                    v = v.max(samples[j].1);
+                    j += 1;
+                }
+                v
+            })
+            .collect()
+    }
+}
+
+/// A step-function counter (e.g. bus occupancy, live bytes) pre-aggregated
+/// as a max-pyramid, so a sparkline at any zoom costs O(columns).
+#[derive(Debug, Clone)]
+pub struct SeriesIndex {
+    base_ns: u64,
+    levels: Vec<Vec<f64>>,
+    samples: Vec<(u64, f64)>,
+}
+
+impl SeriesIndex {
+    pub fn build(samples: &[(u64, f64)], end_ns: u64) -> SeriesIndex {
+        let mut samples: Vec<(u64, f64)> = samples.to_vec();
+        samples.sort_by_key(|s| s.0);
+        let n_base = samples.len().clamp(256, 1 << 16).next_power_of_two();
+        let end_ns = end_ns.max(samples.last().map(|s| s.0 + 1).unwrap_or(1));
+        let base_ns = end_ns.div_ceil(n_base as u64).max(1);
+        let mut base = vec![0.0f64; n_base];
+        // Value holding at each bucket start, then the max of samples inside.
+        let mut j = 0;
+        let mut cur = 0.0;
+        for (b, slot) in base.iter_mut().enumerate() {
+            let bs = b as u64 * base_ns;
+            let be = bs + base_ns;
+            while j < samples.len() && samples[j].0 <= bs {
+                cur = samples[j].1;
+                j += 1;
+            }
+            let mut m = cur;
+            while j < samples.len() && samples[j].0 < be {
+                cur = samples[j].1;
+                m = m.max(cur);
+                j += 1;
+            }
+            *slot = m;
+        }
+        let mut levels = vec![base];
+        while levels.last().map(|l| l.len()).unwrap_or(0) > 1 {
+            let prev = levels.last().expect("non-empty");
+            let next = prev
+                .chunks(2)
+                .map(|c| c.iter().cloned().fold(f64::MIN, f64::max))
+                .collect();
+            levels.push(next);
+        }
+        SeriesIndex {
+            base_ns,
+            levels,
+            samples,
+        }
+    }
+
+    /// Max value per column over `[t0, t1)`.
+    pub fn columns(&self, t0: u64, t1: u64, width: usize) -> Vec<f64> {
+        let width = width.max(1);
+        let dt = ((t1.max(t0 + 1) - t0) as f64 / width as f64).max(1e-9);
+        if dt < self.base_ns as f64 {
+            return TimelineIndex::counter_columns(&self.samples, t0, t1, width);
+        }
+        let mut lvl = 0;
+        while lvl + 1 < self.levels.len() && (self.base_ns << (lvl + 1)) as f64 <= dt {
+            lvl += 1;
+        }
+        let bw = (self.base_ns << lvl) as f64;
+        let l = &self.levels[lvl];
+        (0..width)
+            .map(|c| {
+                let cs = t0 as f64 + c as f64 * dt;
+                let b0 = (cs / bw) as usize;
+                let b1 = (((cs + dt) / bw).ceil() as usize).min(l.len());
+                l.iter().take(b1).skip(b0).cloned().fold(0.0, f64::max)
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,272 @@
+//! Analyses with known answers on hand-built graphs: round trips and
+//! oscillation, classification, hotspots, the timeline index, diff.
+
+mod common;
+use common::{graph, test_hw};
+use spillscope::analysis::{classify, diff, hotspots, memmap, roundtrips, timeline::TimelineIndex};
+use spillscope::sim::{simulate, EvictionPolicy, SimConfig, WeightMode};
+use spillscope::trace::Trace;
+
+const K: u64 = 1024;
+
+fn run(g: &spillscope::graph::Graph, cap: u64, p: EvictionPolicy) -> Trace {
+    simulate(
+        g,
+        &test_hw(cap),
+        &SimConfig {
+            policy: p,
+            weights: WeightMode::Ignore,
+            ..Default::default()
+        },
+    )
+    .unwrap()
+}
+
+/// `m` is read by the last op of each of `k` blocks; each block's first op
+/// needs the whole pool (1 + 2 units of 3), so `m` is pushed out and brought
+/// back exactly once per block.
+fn oscillating_graph(k: usize) -> spillscope::graph::Graph {
+    let mut ops: Vec<(String, Vec<String>, Vec<String>)> = vec![(
+        "op0".into(),
+        vec!["x".into()],
+        vec!["m".into(), "r0".into()],
+    )];
+    for j in 1..=k {
+        ops.push((
+            format!("a{j}"),
+            vec![format!("r{}", j - 1)],
+            vec![format!("p{j}")],
+        ));
+        ops.push((
+            format!("b{j}"),
+            vec![format!("p{j}")],
+            vec![format!("q{j}")],
+        ));
+        ops.push((
+            format!("c{j}"),
+            vec![format!("q{j}"), "m".into()],
+            vec![format!("r{j}")],
+        ));
+    }
+    let owned: Vec<(&str, Vec<&str>, Vec<&str>)> = ops
+        .iter()
+        .map(|(n, i, o)| {
+            (
+                n.as_str(),
+                i.iter().map(|s| s.as_str()).collect(),
+                o.iter().map(|s| s.as_str()).collect(),
+            )
+        })
+        .collect();
+    let refs: Vec<(&str, &[&str], &[&str])> = owned
+        .iter()
+        .map(|(n, i, o)| (*n, i.as_slice(), o.as_slice()))
+        .collect();
+    let sizes: Vec<(String, u64)> = (1..=k).map(|j| (format!("p{j}"), 2 * K)).collect();
+    let sizes: Vec<(&str, u64)> = sizes.iter().map(|(n, b)| (n.as_str(), *b)).collect();
+    let last = format!("r{k}");
+    graph(&refs, K, &sizes, &[last.as_str()])
+}
+
+#[test]
+fn a_tensor_oscillates_exactly_k_times() {
+    for k in [1usize, 2, 5] {
+        let g = oscillating_graph(k);
+        for p in [
+            EvictionPolicy::Lru,
+            EvictionPolicy::Belady,
+            EvictionPolicy::Lifetime,
+        ] {
+            let tr = run(&g, 3 * K, p);
+            assert!(spillscope::trace::verify::verify(&tr, 5).ok());
+            let rts = roundtrips::round_trips(&tr);
+            assert_eq!(rts.len(), 1, "{p} k={k}: only m moves");
+            let m = &rts[0];
+            assert_eq!(m.name, "m");
+            assert_eq!(m.trips.len(), k, "{p}");
+            // Trip j is reloaded by c_j (op 3j), after being pushed out by a_j
+            // or b_j (first-fit may leave a_j's 2-unit output no hole beside
+            // r_{j-1} and stream it; b_j then evicts m to bring it back).
+            for (j, t) in m.trips.iter().enumerate() {
+                let j = j + 1;
+                assert_eq!(t.reload_op, Some(3 * j), "{p} k={k}: {:#?}", m.trips);
+                assert!(t.evict_op == Some(3 * j - 2) || t.evict_op == Some(3 * j - 1));
+                assert_eq!(t.ops_skipped, 3 * j - t.evict_op.unwrap() - 1);
+            }
+            assert!(
+                m.trips[0].written && m.trips[1..].iter().all(|t| !t.written),
+                "written once, then DRAM stays valid"
+            );
+            assert_eq!(m.oscillating, k >= roundtrips::OSCILLATION_TRIPS);
+            // Written once (then the DRAM copy stays valid), read back k times.
+            assert_eq!(m.bytes_moved, K + k as u64 * K);
+            assert_eq!(m.evicted_by.iter().map(|x| x.1).sum::<usize>(), k);
+        }
+    }
+}
+
+#[test]
+fn classification_splits_capacity_from_lifetime() {
+    // Capacity: the LRU case of sim_policies (live 4 units > 3).
+    let g = graph(
+        &[
+            ("op0", &["x"], &["a"]),
+            ("op1", &["a"], &["b"]),
+            ("op2", &["b"], &["c"]),
+            ("op3", &["c"], &["d"]),
+            ("op4", &["d", "a"], &["e"]),
+            ("op5", &["e", "b"], &["f"]),
+            ("op6", &["f"], &["g"]),
+        ],
+        K,
+        &[],
+        &["g"],
+    );
+    let c = classify::classify(&run(&g, 3 * K, EvictionPolicy::Lru));
+    assert_eq!((c.capacity_count, c.lifetime_count), (2, 0));
+    assert_eq!(c.capacity_bytes, 2 * K);
+    // Lifetime: the fragmentation case (live 4 units = capacity).
+    let g = graph(
+        &[
+            ("op0", &["x"], &["a", "b", "c"]),
+            ("op1", &["a"], &["d"]),
+            ("op2", &["c"], &["e"]),
+            ("op3", &["d"], &["f"]),
+            ("op4", &["e"], &["gg"]),
+            ("op5", &["f"], &[]),
+            ("op6", &["gg"], &["k"]),
+            ("op7", &["b", "k"], &["out"]),
+        ],
+        K,
+        &[("k", 2 * K)],
+        &["out"],
+    );
+    let c = classify::classify(&run(&g, 4 * K, EvictionPolicy::Lru));
+    assert_eq!((c.capacity_count, c.lifetime_count), (0, 1));
+    assert_eq!(c.spills[0].cause, "fragmentation");
+}
+
+#[test]
+fn hotspots_add_up_to_the_summary() {
+    let g = oscillating_graph(4);
+    let tr = run(&g, 3 * K, EvictionPolicy::Lru);
+    let hs = hotspots::hotspots(&tr);
+    assert_eq!(
+        hs.iter().map(|h| h.spilled_bytes).sum::<u64>(),
+        tr.summary.spilled_bytes
+    );
+    assert_eq!(
+        hs.iter().map(|h| h.reloaded_bytes).sum::<u64>(),
+        tr.summary.reloaded_bytes
+    );
+    assert_eq!(
+        hs.iter().map(|h| h.stall_ns).sum::<u64>(),
+        tr.summary.stall_ns
+    );
+    let share: f64 = hs.iter().map(|h| h.latency_share).sum();
+    assert!((share - 1.0).abs() < 0.01, "{share}");
+    // Every c_j reloads m; reloads per op match the reload events.
+    let reload_events = tr
+        .events
+        .iter()
+        .filter(|e| e.kind == spillscope::trace::EventKind::Reload)
+        .count() as u64;
+    assert_eq!(hs.iter().map(|h| h.reloads).sum::<u64>(), reload_events);
+    assert!(hs
+        .iter()
+        .filter(|h| h.name.starts_with('c'))
+        .all(|h| h.reloads >= 1));
+    let mut sorted = hs.clone();
+    hotspots::sort_hotspots(&mut sorted, hotspots::HotspotKey::Reloads, false);
+    assert!(sorted.windows(2).all(|w| w[0].reloads >= w[1].reloads));
+    hotspots::sort_hotspots(&mut sorted, hotspots::HotspotKey::Reloads, true);
+    assert!(sorted.windows(2).all(|w| w[0].reloads <= w[1].reloads));
+    hotspots::sort_hotspots(&mut sorted, hotspots::HotspotKey::Stall, false);
+    assert!(sorted.windows(2).all(|w| w[0].stall_ns >= w[1].stall_ns));
+    let types = hotspots::by_op_type(&hs);
+    assert_eq!(types.len(), 1);
+    assert_eq!(types[0].ops, tr.ops.len());
+}
+
+#[test]
+fn timeline_index_agrees_at_every_zoom() {
+    let tr = run(&oscillating_graph(5), 3 * K, EvictionPolicy::Lru);
+    let idx = TimelineIndex::build(&tr);
+    let end = idx.end_ns;
+    let busy: u64 = tr.ops.iter().map(|o| o.end_ns - o.start_ns).sum();
+    for width in [7usize, 80, 300, 5000] {
+        let cols = idx.columns(0, end, width);
+        assert_eq!(cols.len(), width);
+        let dt = end as f64 / width as f64;
+        let got: f64 = cols.iter().map(|c| (c.compute + c.stall) * dt).sum();
+        assert!(
+            (got - busy as f64).abs() / (busy as f64) < 0.05,
+            "width {width}: {got} vs {busy}"
+        );
+        let ev: u32 = cols.iter().map(|c| c.evicts).sum();
+        let rl: u32 = cols.iter().map(|c| c.reloads).sum();
+        let reloads = tr
+            .events
+            .iter()
+            .filter(|e| e.kind == spillscope::trace::EventKind::Reload)
+            .count() as u32;
+        assert_eq!((ev, rl), (tr.summary.spill_count as u32, reloads));
+    }
+    // Deep zoom into one op: that op fills the window.
+    let op = &tr.ops[4];
+    let cols = idx.columns(op.start_ns, op.end_ns, 10);
+    assert!(cols
+        .iter()
+        .all(|c| c.op == Some(4) && c.compute + c.stall > 0.99));
+    // Spill navigation.
+    let (t1, _) = idx.next_spill(0).unwrap();
+    let (t2, _) = idx.next_spill(t1).unwrap();
+    assert!(t2 > t1);
+    assert_eq!(idx.prev_spill(t2).unwrap().0, t1);
+    assert!(idx.prev_spill(t1).is_none());
+}
+
+#[test]
+fn memory_map_placements_never_overlap_in_time_and_space() {
+    let tr = run(&oscillating_graph(3), 3 * K, EvictionPolicy::Lru);
+    let ps = memmap::placements(&tr);
+    assert!(!ps.is_empty());
+    for (i, a) in ps.iter().enumerate() {
+        for b in &ps[i + 1..] {
+            let time = a.t0 < b.t1 && b.t0 < a.t1;
+            let space = a.offset < b.offset + b.bytes && b.offset < a.offset + a.bytes;
+            assert!(!(time && space), "{a:?} overlaps {b:?}");
+        }
+    }
+    // m is placed once initially plus once per reload.
+    let m = tr.tensors.iter().find(|t| t.name == "m").unwrap().id;
+    assert_eq!(ps.iter().filter(|p| p.tensor == m).count(), 4);
+}
+
+#[test]
+fn diff_names_the_tensors_and_ops_that_changed() {
+    let g = graph(
+        &[
+            ("op0", &["x"], &["a"]),
+            ("op1", &["a"], &["b"]),
+            ("op2", &["b"], &["c"]),
+            ("op3", &["c"], &["d"]),
+            ("op4", &["d", "a"], &["e"]),
+            ("op5", &["e", "b"], &["f"]),
+            ("op6", &["f"], &["g"]),
+        ],
+        K,
+        &[],
+        &["g"],
+    );
+    let a = run(&g, 3 * K, EvictionPolicy::Lru);
+    let b = run(&g, 3 * K, EvictionPolicy::Belady);
+    let d = diff::diff(&a, &b);
+    assert!(d.only_in_a.is_empty() && d.only_in_b.is_empty());
+    assert_eq!(d.ops.len(), 7);
+    assert_eq!(d.traffic_delta_bytes, -(2 * K as i64));
+    // a moved under LRU only; it leads the tensor list (or ties with b).
+    let ta = d.tensors.iter().find(|t| t.name == "a").unwrap();
+    assert_eq!((ta.a_trips, ta.b_trips), (1, 0));
+    assert!(d.ops[0].magnitude() >= d.ops[6].magnitude());
+}
