@@ -11,6 +11,7 @@ pub mod error;
 pub mod graph;
 pub mod sim;
 pub mod trace;
+pub mod tui;
 pub mod units;
 
 pub use error::{Error, Result};

@@ -16,7 +16,16 @@ fn print(text: &str) {
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         None => {
-            print(&spillscope::cli::sample::summary(Format::Table)?);
+            use std::io::IsTerminal;
+            if std::io::stdout().is_terminal() && std::io::stdin().is_terminal() {
+                spillscope::cli::view_cmd::run_sample(None, false)?;
+            } else {
+                print(&spillscope::cli::sample::summary(Format::Table)?);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::View(a)) => {
+            spillscope::cli::view_cmd::run_view(&a)?;
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Sample(a)) => {

@@ -323,6 +323,14 @@ impl TimelineIndex {
         self.spills.get(i).copied()
     }
 
+    /// Up to `n` spill events (time, event index) starting a few before `t`.
+    pub fn spills_around(&self, t: u64, n: usize) -> &[(u64, usize)] {
+        let i = self.spills.partition_point(|s| s.0 < t);
+        let from = i.saturating_sub(n / 3);
+        let to = (from + n).min(self.spills.len());
+        &self.spills[from..to]
+    }
+
     /// The last evict/reload strictly before `t`.
     pub fn prev_spill(&self, t: u64) -> Option<(u64, usize)> {
         let i = self.spills.partition_point(|s| s.0 < t);

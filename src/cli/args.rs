@@ -25,6 +25,45 @@ pub enum Command {
     Hw(HwArgs),
     /// Print the summary of the bundled sample (what `spillscope` alone does off a terminal).
     Sample(SampleArgs),
+    /// Open the terminal explorer on a trace, two traces (compare), or a model
+    /// that is re-simulated whenever it, the hardware or the schedule config changes.
+    View(ViewArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ViewArgs {
+    /// `TRACE [TRACE2]` (spillscope.trace/1 JSON), or one model (`.onnx` or graph JSON).
+    #[arg(num_args = 1..=2, required = true)]
+    pub inputs: Vec<PathBuf>,
+    #[command(flatten)]
+    pub hw: HwOpts,
+    #[command(flatten)]
+    pub model_opts: ModelOpts,
+    /// Schedule config (TOML: policy, pins, prefetch_distance, weights, free_at),
+    /// watched and re-applied on every save.
+    #[arg(long, value_name = "SCHED.toml")]
+    pub config: Option<PathBuf>,
+    /// Policy for a model (the config file's `policy` wins).
+    #[arg(long, default_value = "lru", value_name = "POLICY")]
+    pub policy: String,
+    /// Weights: `stream`, `resident` or `ignore` (for a model).
+    #[arg(long, default_value = "stream", value_name = "MODE")]
+    pub weights: String,
+    /// Keep this tensor resident (for a model; repeatable).
+    #[arg(long = "pin", value_name = "TENSOR")]
+    pub pins: Vec<String>,
+    /// Reload traces when another process rewrites them.
+    #[arg(long)]
+    pub watch: bool,
+    /// Theme: `dark`, `light`, `high-contrast` or a TOML file (partial files patch `dark`).
+    #[arg(long, value_name = "NAME|FILE")]
+    pub theme: Option<String>,
+    /// ASCII-only glyphs, for terminals without Unicode block and line characters.
+    #[arg(long)]
+    pub ascii: bool,
+    /// Enable the mouse (wheel scrolls lists).
+    #[arg(long)]
+    pub mouse: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

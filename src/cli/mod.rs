@@ -5,5 +5,6 @@ pub mod args;
 pub mod sample;
 pub mod sim_cmd;
 pub mod verify_cmd;
+pub mod view_cmd;
 
 pub use args::{Cli, Command};

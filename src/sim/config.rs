@@ -65,3 +65,58 @@ impl SimConfig {
         }
     }
 }
+
+/// The schedule config file (`SCHED.toml`) a user edits while the explorer
+/// watches it. Every key is optional; unknown keys are errors naming the key.
+///
+/// ```toml
+/// policy = "lru"            # ideal | lru | belady | lifetime
+/// weights = "stream"        # stream | resident | ignore
+/// pins = ["encoder_out"]    # tensors never evicted
+/// prefetch_distance = 2     # ops ahead (async DMA only)
+/// [free_at]                 # runtimes that free late: tensor -> last step
+/// "layer1/out" = 40
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScheduleFile {
+    pub policy: Option<EvictionPolicy>,
+    pub weights: Option<WeightMode>,
+    #[serde(default)]
+    pub pins: Vec<String>,
+    pub prefetch_distance: Option<usize>,
+    #[serde(default)]
+    pub free_at: std::collections::BTreeMap<String, usize>,
+}
+
+impl ScheduleFile {
+    pub fn load(path: &std::path::Path) -> crate::Result<ScheduleFile> {
+        let text = std::fs::read_to_string(path).map_err(|e| crate::Error::io(path, e))?;
+        toml::from_str(&text).map_err(|e| {
+            crate::Error::parse(path, "schedule config (TOML)", e.message().to_string())
+        })
+    }
+
+    /// Applies the file over `base` (file values win over defaults; flags
+    /// are applied by the caller after this).
+    pub fn apply(&self, mut base: SimConfig) -> SimConfig {
+        if let Some(p) = self.policy {
+            base.policy = p;
+        }
+        if let Some(w) = self.weights {
+            base.weights = w;
+        }
+        for p in &self.pins {
+            if !base.pins.contains(p) {
+                base.pins.push(p.clone());
+            }
+        }
+        if let Some(d) = self.prefetch_distance {
+            base.prefetch_distance = Some(d);
+        }
+        for (k, v) in &self.free_at {
+            base.free_at.push((k.clone(), *v));
+        }
+        base
+    }
+}

@@ -8,6 +8,6 @@ pub mod engine;
 pub mod policy;
 
 pub use allocator::Allocator;
-pub use config::{SimConfig, WeightMode};
+pub use config::{ScheduleFile, SimConfig, WeightMode};
 pub use engine::simulate;
 pub use policy::EvictionPolicy;

@@ -1,0 +1,543 @@
+//! Explorer state and its pure update: `update(&mut App, Msg)` changes the
+//! state and returns an optional effect for the runtime to carry out (a
+//! re-simulation, a reload). No terminal in here, so it is tested directly.
+
+use super::data::{compare, Dataset};
+use super::keys::{action_for, Action, Scope};
+use crate::analysis::diff::TraceDiff;
+use crate::analysis::hotspots::{sort_hotspots, HotspotKey};
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use fuzzy_matcher::skim::SkimMatcherV2;
+use fuzzy_matcher::FuzzyMatcher;
+use std::path::PathBuf;
+
+/// The six views, in Tab order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum View {
+    Overview,
+    Timeline,
+    Hotspots,
+    Tensor,
+    Memory,
+    Compare,
+}
+
+impl View {
+    pub const ALL: [View; 6] = [
+        View::Overview,
+        View::Timeline,
+        View::Hotspots,
+        View::Tensor,
+        View::Memory,
+        View::Compare,
+    ];
+    pub fn title(self) -> &'static str {
+        match self {
+            View::Overview => "Overview",
+            View::Timeline => "Timeline",
+            View::Hotspots => "Hotspots",
+            View::Tensor => "Tensor",
+            View::Memory => "Memory",
+            View::Compare => "Compare",
+        }
+    }
+    fn index(self) -> usize {
+        View::ALL.iter().position(|&v| v == self).unwrap_or(0)
+    }
+    /// Which key scopes apply in this view.
+    pub fn scopes(self) -> &'static [Scope] {
+        match self {
+            View::Overview => &[],
+            View::Timeline | View::Memory => &[Scope::TimeAxis],
+            View::Hotspots => &[Scope::List, Scope::Hotspots],
+            View::Tensor | View::Compare => &[Scope::TimeAxis, Scope::List],
+        }
+    }
+}
+
+/// What a search hit points at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    Op(usize),
+    Tensor(usize),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hit {
+    pub target: Target,
+    pub name: String,
+    pub score: i64,
+    /// Matched character indices (for highlighting).
+    pub indices: Vec<usize>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Search {
+    pub query: String,
+    pub hits: Vec<Hit>,
+    pub selected: usize,
+}
+
+/// Inputs to the loop: keys, file changes, finished background work, ticks.
+#[derive(Debug)]
+pub enum Msg {
+    Key(KeyEvent),
+    Resize(u16, u16),
+    /// A background load or simulation finished for slot 0 or 1.
+    Loaded {
+        slot: usize,
+        data: Box<Dataset>,
+    },
+    /// A background load or simulation failed: keep the last good view.
+    Failed(String),
+    /// A watched file changed.
+    FileChanged(PathBuf),
+    Tick,
+}
+
+/// Work for the runtime to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Effect {
+    /// Re-run the simulation (live mode) or reload the watched trace.
+    Refresh,
+}
+
+/// The whole explorer state.
+pub struct App {
+    pub data: Vec<Dataset>,
+    pub diff: Option<TraceDiff>,
+    pub view: View,
+    /// Visible time window `[t0, t1)` (shared by the time-axis views).
+    pub window: (u64, u64),
+    pub cursor: u64,
+    pub focus_op: Option<usize>,
+    pub hot_key: HotspotKey,
+    pub hot_ascending: bool,
+    /// Hotspot rows in display order (indices into `data[0].hotspots`).
+    pub hot_order: Vec<usize>,
+    pub hot_sel: usize,
+    /// Tensor view: the selected tensor and the list position.
+    pub tensor: Option<usize>,
+    pub tensor_sel: usize,
+    pub compare_sel: usize,
+    pub search: Option<Search>,
+    pub help: bool,
+    pub paused: bool,
+    /// Data that arrived while paused.
+    pub pending: Option<Box<Dataset>>,
+    pub live: bool,
+    pub refreshing: bool,
+    pub banner: Option<String>,
+    pub quit: bool,
+    pub ascii: bool,
+    /// Last known body width in columns, for pan steps (set by the view).
+    pub width: u16,
+    pub height: u16,
+    pub status: String,
+}
+
+impl App {
+    pub fn new(data: Vec<Dataset>) -> App {
+        let mut app = App {
+            data: Vec::new(),
+            diff: None,
+            view: View::Overview,
+            window: (0, 1),
+            cursor: 0,
+            focus_op: None,
+            hot_key: HotspotKey::Spilled,
+            hot_ascending: false,
+            hot_order: Vec::new(),
+            hot_sel: 0,
+            tensor: None,
+            tensor_sel: 0,
+            compare_sel: 0,
+            search: None,
+            help: false,
+            paused: false,
+            pending: None,
+            live: false,
+            refreshing: false,
+            banner: None,
+            quit: false,
+            ascii: false,
+            width: 80,
+            height: 24,
+            status: String::new(),
+        };
+        for (i, d) in data.into_iter().enumerate() {
+            app.install(i, d);
+        }
+        app.window = (0, app.end_ns());
+        app
+    }
+
+    pub fn end_ns(&self) -> u64 {
+        self.data
+            .iter()
+            .map(|d| d.end_ns())
+            .max()
+            .unwrap_or(1)
+            .max(1)
+    }
+
+    pub fn primary(&self) -> Option<&Dataset> {
+        self.data.first()
+    }
+
+    /// Puts a dataset in a slot, keeping the user's place where it still makes sense.
+    fn install(&mut self, slot: usize, d: Dataset) {
+        if slot < self.data.len() {
+            self.data[slot] = d;
+        } else {
+            self.data.push(d);
+        }
+        self.diff = if self.data.len() >= 2 {
+            Some(compare(&self.data[0], &self.data[1]))
+        } else {
+            None
+        };
+        self.resort_hotspots();
+        let end = self.end_ns();
+        if self.window.1 > end || self.window.0 >= end {
+            self.window = (0, end);
+        }
+        if self.tensor.is_none() {
+            self.tensor = self
+                .primary()
+                .and_then(|d| d.trips.first().map(|t| t.tensor));
+        }
+        if let Some(t) = self.tensor {
+            if self
+                .primary()
+                .map(|d| t >= d.trace.tensors.len())
+                .unwrap_or(true)
+            {
+                self.tensor = None;
+            }
+        }
+    }
+
+    fn resort_hotspots(&mut self) {
+        let Some(d) = self.data.first() else { return };
+        let mut hs = d.hotspots.clone();
+        sort_hotspots(&mut hs, self.hot_key, self.hot_ascending);
+        self.hot_order = hs.iter().map(|h| h.op).collect();
+        self.hot_sel = self.hot_sel.min(self.hot_order.len().saturating_sub(1));
+    }
+
+    /// Tensors listed in the Tensor view: those with round trips, busiest first.
+    pub fn tensor_list(&self) -> Vec<usize> {
+        self.primary()
+            .map(|d| d.trips.iter().map(|t| t.tensor).collect())
+            .unwrap_or_default()
+    }
+
+    fn span(&self) -> u64 {
+        self.window.1.saturating_sub(self.window.0).max(1)
+    }
+
+    fn set_window(&mut self, t0: i128, span: u64) {
+        let end = self.end_ns() as i128;
+        let span = (span.max(8) as i128).min(end.max(8));
+        let t0 = t0.clamp(0, (end - span).max(0));
+        self.window = (t0 as u64, (t0 + span) as u64);
+    }
+
+    /// Centres the window on `t`, keeping its span.
+    pub fn center_on(&mut self, t: u64) {
+        let span = self.span();
+        self.set_window(t as i128 - span as i128 / 2, span);
+        self.cursor = t;
+    }
+
+    fn zoom(&mut self, factor: f64) {
+        let span = self.span();
+        let new_span = ((span as f64 * factor).round() as u64).max(8);
+        let anchor = if self.cursor >= self.window.0 && self.cursor < self.window.1 {
+            self.cursor
+        } else {
+            self.window.0 + span / 2
+        };
+        let rel = (anchor - self.window.0) as f64 / span as f64;
+        let t0 = anchor as f64 - rel * new_span as f64;
+        self.set_window(t0 as i128, new_span);
+    }
+
+    fn pan(&mut self, dir: i128) {
+        let span = self.span();
+        let step = (span / 4).max(1) as i128;
+        self.set_window(self.window.0 as i128 + dir * step, span);
+        self.cursor = self.window.0 + span / 2;
+    }
+
+    fn jump_spill(&mut self, next: bool) {
+        let Some(d) = self.primary() else { return };
+        let found = if next {
+            d.index.next_spill(self.cursor)
+        } else {
+            d.index.prev_spill(self.cursor)
+        };
+        match found {
+            Some((t, ev)) => {
+                let e = &d.trace.events[ev];
+                let name = d
+                    .trace
+                    .tensors
+                    .get(e.tensor)
+                    .map(|t| t.name.clone())
+                    .unwrap_or_default();
+                self.status = format!("{} of {} ({} B)", e.kind.as_str(), name, e.bytes);
+                if t < self.window.0 || t >= self.window.1 {
+                    self.center_on(t);
+                }
+                self.cursor = t;
+            }
+            None => {
+                self.status = if next {
+                    "no later spill event".into()
+                } else {
+                    "no earlier spill event".into()
+                }
+            }
+        }
+    }
+
+    /// Shows op `o` in the timeline.
+    pub fn goto_op(&mut self, o: usize) {
+        let Some(op) = self.primary().and_then(|d| d.trace.ops.get(o)).cloned() else {
+            return;
+        };
+        let dur = op.end_ns.saturating_sub(op.start_ns).max(1);
+        let span = (dur * 16).max(self.span().min(dur * 64)).min(self.end_ns());
+        self.set_window(op.start_ns as i128 - span as i128 / 4, span);
+        self.cursor = op.start_ns;
+        self.focus_op = Some(o);
+        self.view = View::Timeline;
+        self.status = format!("op {} ({})", op.name, op.op_type);
+    }
+
+    /// Shows tensor `t` in the Tensor view.
+    pub fn goto_tensor(&mut self, t: usize) {
+        self.tensor = Some(t);
+        if let Some(pos) = self.tensor_list().iter().position(|&x| x == t) {
+            self.tensor_sel = pos;
+        }
+        self.view = View::Tensor;
+    }
+
+    fn list_len(&self) -> usize {
+        match self.view {
+            View::Hotspots => self.hot_order.len(),
+            View::Tensor => self.tensor_list().len(),
+            View::Compare => self.diff.as_ref().map(|d| d.ops.len()).unwrap_or(0),
+            _ => 0,
+        }
+    }
+
+    fn move_sel(&mut self, delta: i64) {
+        let len = self.list_len();
+        if len == 0 {
+            return;
+        }
+        let sel = match self.view {
+            View::Hotspots => &mut self.hot_sel,
+            View::Tensor => &mut self.tensor_sel,
+            View::Compare => &mut self.compare_sel,
+            _ => return,
+        };
+        *sel = (*sel as i64 + delta).clamp(0, len as i64 - 1) as usize;
+        if self.view == View::Tensor {
+            self.tensor = self.tensor_list().get(self.tensor_sel).copied();
+        }
+    }
+
+    fn run_search(&mut self) {
+        let Some(s) = self.search.as_mut() else {
+            return;
+        };
+        let Some(d) = self.data.first() else { return };
+        let m = SkimMatcherV2::default();
+        let mut hits: Vec<Hit> = Vec::new();
+        if !s.query.is_empty() {
+            let mut push = |target, name: &str| {
+                if let Some((score, indices)) = m.fuzzy_indices(name, &s.query) {
+                    hits.push(Hit {
+                        target,
+                        name: name.to_string(),
+                        score,
+                        indices,
+                    });
+                }
+            };
+            for o in &d.trace.ops {
+                push(Target::Op(o.id), &o.name);
+            }
+            for t in &d.trace.tensors {
+                push(Target::Tensor(t.id), &t.name);
+            }
+            hits.sort_by(|a, b| {
+                b.score
+                    .cmp(&a.score)
+                    .then(a.name.len().cmp(&b.name.len()))
+                    .then(a.name.cmp(&b.name))
+            });
+            hits.truncate(200);
+        }
+        s.hits = hits;
+        s.selected = 0;
+    }
+
+    fn search_key(&mut self, k: &KeyEvent) {
+        let Some(s) = self.search.as_mut() else {
+            return;
+        };
+        match k.code {
+            KeyCode::Esc => self.search = None,
+            KeyCode::Enter => {
+                let hit = s.hits.get(s.selected).map(|h| h.target);
+                self.search = None;
+                match hit {
+                    Some(Target::Op(o)) => self.goto_op(o),
+                    Some(Target::Tensor(t)) => self.goto_tensor(t),
+                    None => {}
+                }
+            }
+            KeyCode::Up => s.selected = s.selected.saturating_sub(1),
+            KeyCode::Down => s.selected = (s.selected + 1).min(s.hits.len().saturating_sub(1)),
+            KeyCode::Backspace => {
+                s.query.pop();
+                self.run_search();
+            }
+            KeyCode::Char(c) if !k.modifiers.contains(KeyModifiers::CONTROL) => {
+                s.query.push(c);
+                self.run_search();
+            }
+            _ => {}
+        }
+    }
+
+    fn act(&mut self, a: Action) -> Option<Effect> {
+        match a {
+            Action::Quit => self.quit = true,
+            Action::NextView => self.view = View::ALL[(self.view.index() + 1) % View::ALL.len()],
+            Action::PrevView => {
+                self.view = View::ALL[(self.view.index() + View::ALL.len() - 1) % View::ALL.len()]
+            }
+            Action::GotoView(i) => self.view = View::ALL[i.min(View::ALL.len() - 1)],
+            Action::PanLeft => self.pan(-1),
+            Action::PanRight => self.pan(1),
+            Action::ZoomIn => self.zoom(0.5),
+            Action::ZoomOut => self.zoom(2.0),
+            Action::ZoomFit => {
+                self.window = (0, self.end_ns());
+            }
+            Action::NextSpill => self.jump_spill(true),
+            Action::PrevSpill => self.jump_spill(false),
+            Action::Up => self.move_sel(-1),
+            Action::Down => self.move_sel(1),
+            Action::PageUp => self.move_sel(-(self.height.max(10) as i64 - 6)),
+            Action::PageDown => self.move_sel(self.height.max(10) as i64 - 6),
+            Action::Select => match self.view {
+                View::Hotspots => {
+                    if let Some(&o) = self.hot_order.get(self.hot_sel) {
+                        self.goto_op(o);
+                    }
+                }
+                View::Compare => {
+                    let name = self
+                        .diff
+                        .as_ref()
+                        .and_then(|d| d.ops.get(self.compare_sel))
+                        .map(|o| o.name.clone());
+                    if let Some(o) = name.and_then(|n| {
+                        self.primary()
+                            .and_then(|d| d.trace.ops.iter().position(|o| o.name == n))
+                    }) {
+                        self.goto_op(o);
+                    }
+                }
+                _ => {}
+            },
+            Action::SortCycle => {
+                self.hot_key = self.hot_key.next();
+                self.resort_hotspots();
+            }
+            Action::SortInvert => {
+                self.hot_ascending = !self.hot_ascending;
+                self.resort_hotspots();
+            }
+            Action::Search => {
+                self.search = Some(Search::default());
+                self.help = false;
+            }
+            Action::Help => self.help = !self.help,
+            Action::Close => {
+                if self.help {
+                    self.help = false;
+                } else {
+                    self.banner = None;
+                }
+            }
+            Action::Pause => {
+                self.paused = !self.paused;
+                if !self.paused {
+                    if let Some(d) = self.pending.take() {
+                        self.install(0, *d);
+                    }
+                }
+            }
+        }
+        None
+    }
+}
+
+/// Applies one message. Returns an effect for the runtime, if any.
+pub fn update(app: &mut App, msg: Msg) -> Option<Effect> {
+    match msg {
+        Msg::Key(k) => {
+            if k.code == KeyCode::Char('c') && k.modifiers.contains(KeyModifiers::CONTROL) {
+                app.quit = true;
+                return None;
+            }
+            if app.search.is_some() {
+                app.search_key(&k);
+                return None;
+            }
+            app.status.clear();
+            match action_for(&k, app.view.scopes()) {
+                Some(a) => app.act(a),
+                None => None,
+            }
+        }
+        Msg::Resize(w, h) => {
+            app.width = w;
+            app.height = h;
+            None
+        }
+        Msg::Loaded { slot, data } => {
+            app.refreshing = false;
+            app.banner = None;
+            if app.paused && slot == 0 && !app.data.is_empty() {
+                app.pending = Some(data);
+            } else {
+                let first = app.data.is_empty();
+                app.install(slot, *data);
+                if first {
+                    app.window = (0, app.end_ns());
+                }
+            }
+            None
+        }
+        Msg::Failed(e) => {
+            app.refreshing = false;
+            app.banner = Some(e);
+            None
+        }
+        Msg::FileChanged(_) => {
+            app.refreshing = true;
+            Some(Effect::Refresh)
+        }
+        Msg::Tick => None,
+    }
+}

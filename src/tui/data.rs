@@ -1,0 +1,97 @@
+//! A loaded trace with everything the views need, computed once (off the UI
+//! thread for big traces) so that frames only read.
+
+use crate::analysis::classify::{classify, Classification};
+use crate::analysis::diff::{diff, TraceDiff};
+use crate::analysis::hotspots::{hotspots, Hotspot};
+use crate::analysis::memmap::{placements, Placement};
+use crate::analysis::roundtrips::{round_trips, TensorTrips};
+use crate::analysis::timeline::{SeriesIndex, TimelineIndex};
+use crate::trace::Trace;
+
+/// One trace plus its analyses.
+#[derive(Debug, Clone)]
+pub struct Dataset {
+    pub label: String,
+    pub trace: Trace,
+    pub index: TimelineIndex,
+    pub bus: Option<SeriesIndex>,
+    pub hotspots: Vec<Hotspot>,
+    pub trips: Vec<TensorTrips>,
+    pub class: Classification,
+    /// Placements sorted by start time, and the longest one (for windowed queries).
+    pub placements: Vec<Placement>,
+    pub placement_max_len: u64,
+    /// Live bytes per op step (from the `live_bytes` counter).
+    pub live_by_step: Vec<u64>,
+    pub capacity: u64,
+}
+
+impl Dataset {
+    pub fn build(label: impl Into<String>, trace: Trace) -> Dataset {
+        let index = TimelineIndex::build(&trace);
+        let bus = trace
+            .counters
+            .iter()
+            .find(|c| c.name == "bus_occupancy")
+            .map(|c| SeriesIndex::build(&c.samples, index.end_ns));
+        let live_by_step = match trace.counters.iter().find(|c| c.name == "live_bytes") {
+            Some(c) if c.samples.len() == trace.ops.len() => {
+                c.samples.iter().map(|s| s.1 as u64).collect()
+            }
+            Some(c) => {
+                // Map samples to op steps by time.
+                trace
+                    .ops
+                    .iter()
+                    .map(|o| {
+                        let i = c.samples.partition_point(|s| s.0 <= o.start_ns);
+                        i.checked_sub(1).map(|i| c.samples[i].1 as u64).unwrap_or(0)
+                    })
+                    .collect()
+            }
+            None => Vec::new(),
+        };
+        let placements = placements(&trace);
+        let placement_max_len = placements.iter().map(|p| p.t1 - p.t0).max().unwrap_or(0);
+        let capacity = trace.pools.first().map(|p| p.capacity_bytes).unwrap_or(0);
+        Dataset {
+            label: label.into(),
+            hotspots: hotspots(&trace),
+            trips: round_trips(&trace),
+            class: classify(&trace),
+            index,
+            bus,
+            placements,
+            placement_max_len,
+            live_by_step,
+            capacity,
+            trace,
+        }
+    }
+
+    pub fn end_ns(&self) -> u64 {
+        self.index.end_ns
+    }
+
+    /// Round trips of a tensor, if it has any.
+    pub fn trips_of(&self, tensor: usize) -> Option<&TensorTrips> {
+        self.trips.iter().find(|t| t.tensor == tensor)
+    }
+
+    /// Placements overlapping `[t0, t1)`.
+    pub fn placements_in(&self, t0: u64, t1: u64) -> impl Iterator<Item = &Placement> {
+        let from = self
+            .placements
+            .partition_point(|p| p.t0 < t0.saturating_sub(self.placement_max_len));
+        self.placements[from..]
+            .iter()
+            .take_while(move |p| p.t0 < t1)
+            .filter(move |p| p.t1 > t0)
+    }
+}
+
+/// The compare pair's diff, computed once when both sides are loaded.
+pub fn compare(a: &Dataset, b: &Dataset) -> TraceDiff {
+    diff(&a.trace, &b.trace)
+}

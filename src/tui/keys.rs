@@ -1,0 +1,358 @@
+//! Keys are data: one table of actions with their default keys drives input
+//! handling, the footer hints and the `?` overlay.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+/// Everything a key can do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Action {
+    Quit,
+    NextView,
+    PrevView,
+    GotoView(usize),
+    PanLeft,
+    PanRight,
+    ZoomIn,
+    ZoomOut,
+    ZoomFit,
+    NextSpill,
+    PrevSpill,
+    Up,
+    Down,
+    PageUp,
+    PageDown,
+    Select,
+    SortCycle,
+    SortInvert,
+    Search,
+    Help,
+    Close,
+    Pause,
+}
+
+/// Where a binding applies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    Global,
+    /// Time-axis views: timeline, tensor, memory map, compare.
+    TimeAxis,
+    /// Views with a selectable list.
+    List,
+    Hotspots,
+}
+
+/// One row of the key table.
+#[derive(Debug, Clone, Copy)]
+pub struct Binding {
+    pub action: Action,
+    pub keys: &'static [(KeyCode, KeyModifiers)],
+    /// Key text for hints, with an ASCII spelling.
+    pub key_label: &'static str,
+    pub hint: &'static str,
+    pub help: &'static str,
+    pub scope: Scope,
+    /// Shown in the footer (not every binding fits at 80 columns).
+    pub footer: bool,
+}
+
+const N: KeyModifiers = KeyModifiers::NONE;
+const S: KeyModifiers = KeyModifiers::SHIFT;
+
+/// The key table: the single source of truth.
+pub const BINDINGS: &[Binding] = &[
+    Binding {
+        action: Action::Quit,
+        keys: &[(KeyCode::Char('q'), N)],
+        key_label: "q",
+        hint: "quit",
+        help: "Quit",
+        scope: Scope::Global,
+        footer: true,
+    },
+    Binding {
+        action: Action::NextView,
+        keys: &[(KeyCode::Tab, N)],
+        key_label: "Tab",
+        hint: "view",
+        help: "Next view",
+        scope: Scope::Global,
+        footer: true,
+    },
+    Binding {
+        action: Action::PrevView,
+        keys: &[(KeyCode::BackTab, S), (KeyCode::BackTab, N)],
+        key_label: "S-Tab",
+        hint: "prev",
+        help: "Previous view",
+        scope: Scope::Global,
+        footer: false,
+    },
+    Binding {
+        action: Action::GotoView(0),
+        keys: &[(KeyCode::Char('1'), N)],
+        key_label: "1-6",
+        hint: "jump",
+        help: "Jump to a view by its number",
+        scope: Scope::Global,
+        footer: false,
+    },
+    Binding {
+        action: Action::GotoView(1),
+        keys: &[(KeyCode::Char('2'), N)],
+        key_label: "2",
+        hint: "",
+        help: "",
+        scope: Scope::Global,
+        footer: false,
+    },
+    Binding {
+        action: Action::GotoView(2),
+        keys: &[(KeyCode::Char('3'), N)],
+        key_label: "3",
+        hint: "",
+        help: "",
+        scope: Scope::Global,
+        footer: false,
+    },
+    Binding {
+        action: Action::GotoView(3),
+        keys: &[(KeyCode::Char('4'), N)],
+        key_label: "4",
+        hint: "",
+        help: "",
+        scope: Scope::Global,
+        footer: false,
+    },
+    Binding {
+        action: Action::GotoView(4),
+        keys: &[(KeyCode::Char('5'), N)],
+        key_label: "5",
+        hint: "",
+        help: "",
+        scope: Scope::Global,
+        footer: false,
+    },
+    Binding {
+        action: Action::GotoView(5),
+        keys: &[(KeyCode::Char('6'), N)],
+        key_label: "6",
+        hint: "",
+        help: "",
+        scope: Scope::Global,
+        footer: false,
+    },
+    Binding {
+        action: Action::Search,
+        keys: &[(KeyCode::Char('/'), N)],
+        key_label: "/",
+        hint: "search",
+        help: "Fuzzy search ops and tensors; Enter jumps",
+        scope: Scope::Global,
+        footer: true,
+    },
+    Binding {
+        action: Action::Help,
+        keys: &[(KeyCode::Char('?'), N), (KeyCode::Char('?'), S)],
+        key_label: "?",
+        hint: "help",
+        help: "This help",
+        scope: Scope::Global,
+        footer: true,
+    },
+    Binding {
+        action: Action::Close,
+        keys: &[(KeyCode::Esc, N)],
+        key_label: "Esc",
+        hint: "close",
+        help: "Close an overlay or the banner",
+        scope: Scope::Global,
+        footer: false,
+    },
+    Binding {
+        action: Action::Pause,
+        keys: &[(KeyCode::Char('p'), N)],
+        key_label: "p",
+        hint: "pause",
+        help: "Pause/resume live refresh (a badge shows new data)",
+        scope: Scope::Global,
+        footer: false,
+    },
+    Binding {
+        action: Action::PanLeft,
+        keys: &[(KeyCode::Left, N), (KeyCode::Char('h'), N)],
+        key_label: "h/l",
+        hint: "pan",
+        help: "Pan left / right (also Left/Right)",
+        scope: Scope::TimeAxis,
+        footer: true,
+    },
+    Binding {
+        action: Action::PanRight,
+        keys: &[(KeyCode::Right, N), (KeyCode::Char('l'), N)],
+        key_label: "l/Right",
+        hint: "",
+        help: "",
+        scope: Scope::TimeAxis,
+        footer: false,
+    },
+    Binding {
+        action: Action::ZoomIn,
+        keys: &[
+            (KeyCode::Char('+'), N),
+            (KeyCode::Char('+'), S),
+            (KeyCode::Char('='), N),
+        ],
+        key_label: "+/-",
+        hint: "zoom",
+        help: "Zoom in (- zooms out)",
+        scope: Scope::TimeAxis,
+        footer: true,
+    },
+    Binding {
+        action: Action::ZoomOut,
+        keys: &[(KeyCode::Char('-'), N)],
+        key_label: "-",
+        hint: "",
+        help: "",
+        scope: Scope::TimeAxis,
+        footer: false,
+    },
+    Binding {
+        action: Action::ZoomFit,
+        keys: &[(KeyCode::Char('0'), N)],
+        key_label: "0",
+        hint: "fit",
+        help: "Fit the whole run",
+        scope: Scope::TimeAxis,
+        footer: true,
+    },
+    Binding {
+        action: Action::NextSpill,
+        keys: &[(KeyCode::Char('.'), N)],
+        key_label: "./,",
+        hint: "spill",
+        help: "Next spill event (, previous)",
+        scope: Scope::TimeAxis,
+        footer: true,
+    },
+    Binding {
+        action: Action::PrevSpill,
+        keys: &[(KeyCode::Char(','), N)],
+        key_label: ",",
+        hint: "",
+        help: "",
+        scope: Scope::TimeAxis,
+        footer: false,
+    },
+    Binding {
+        action: Action::Up,
+        keys: &[(KeyCode::Up, N), (KeyCode::Char('k'), N)],
+        key_label: "k/Up",
+        hint: "",
+        help: "",
+        scope: Scope::List,
+        footer: false,
+    },
+    Binding {
+        action: Action::Down,
+        keys: &[(KeyCode::Down, N), (KeyCode::Char('j'), N)],
+        key_label: "j/k",
+        hint: "select",
+        help: "Move the selection down / up (also Down/Up)",
+        scope: Scope::List,
+        footer: true,
+    },
+    Binding {
+        action: Action::PageUp,
+        keys: &[(KeyCode::PageUp, N)],
+        key_label: "PgUp",
+        hint: "",
+        help: "",
+        scope: Scope::List,
+        footer: false,
+    },
+    Binding {
+        action: Action::PageDown,
+        keys: &[(KeyCode::PageDown, N)],
+        key_label: "PgUp/Dn",
+        hint: "",
+        help: "Move the selection a page",
+        scope: Scope::List,
+        footer: false,
+    },
+    Binding {
+        action: Action::Select,
+        keys: &[(KeyCode::Enter, N)],
+        key_label: "Enter",
+        hint: "open",
+        help: "Open the selection (hotspot: op in the timeline)",
+        scope: Scope::List,
+        footer: true,
+    },
+    Binding {
+        action: Action::SortCycle,
+        keys: &[(KeyCode::Char('s'), N)],
+        key_label: "s/i",
+        hint: "sort",
+        help: "Cycle the sort column (i inverts)",
+        scope: Scope::Hotspots,
+        footer: true,
+    },
+    Binding {
+        action: Action::SortInvert,
+        keys: &[(KeyCode::Char('i'), N)],
+        key_label: "i",
+        hint: "",
+        help: "",
+        scope: Scope::Hotspots,
+        footer: false,
+    },
+];
+
+/// The action bound to `key` in a view with the given scopes, if any.
+pub fn action_for(key: &KeyEvent, scopes: &[Scope]) -> Option<Action> {
+    // Shift is implied by some characters ('?', '+'); compare without it for chars.
+    let mods = match key.code {
+        KeyCode::Char(_) => key.modifiers - KeyModifiers::SHIFT,
+        _ => key.modifiers,
+    };
+    BINDINGS
+        .iter()
+        .filter(|b| b.scope == Scope::Global || scopes.contains(&b.scope))
+        .find(|b| {
+            b.keys.iter().any(|&(code, m)| {
+                let m = match code {
+                    KeyCode::Char(_) => m - KeyModifiers::SHIFT,
+                    _ => m,
+                };
+                code == key.code && (m == mods || (code == KeyCode::BackTab))
+            })
+        })
+        .map(|b| b.action)
+}
+
+/// Footer hints for the given scopes.
+pub fn footer_hints(scopes: &[Scope]) -> Vec<(&'static str, &'static str)> {
+    BINDINGS
+        .iter()
+        .filter(|b| b.footer && (b.scope == Scope::Global || scopes.contains(&b.scope)))
+        .map(|b| (b.key_label, b.hint))
+        .collect()
+}
+
+/// Help overlay rows: (keys, description, scope label).
+pub fn help_rows() -> Vec<(String, &'static str, &'static str)> {
+    BINDINGS
+        .iter()
+        .filter(|b| !b.help.is_empty())
+        .map(|b| {
+            let scope = match b.scope {
+                Scope::Global => "",
+                Scope::TimeAxis => "time views",
+                Scope::List => "lists",
+                Scope::Hotspots => "hotspots",
+            };
+            (b.key_label.to_string(), b.help, scope)
+        })
+        .collect()
+}

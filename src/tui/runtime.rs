@@ -1,0 +1,324 @@
+//! The loop: terminal set-up and guaranteed restore, the input thread, the
+//! file watcher, the background worker (loads and re-simulations, only the
+//! newest request kept), and redraws only when state changed.
+
+use super::app::{update, App, Effect, Msg};
+use super::data::Dataset;
+use super::theme::{ColorMode, Theme};
+use super::ui;
+use crate::cost::HardwareProfile;
+use crate::graph::LoadOptions;
+use crate::sim::{simulate, ScheduleFile, SimConfig};
+use crate::trace::Trace;
+use crate::{Error, Result};
+use crossterm::event::{self, Event};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+/// What the explorer shows, and how to (re)build it.
+#[derive(Debug, Clone)]
+pub enum Source {
+    /// Trace files (one, or two to compare).
+    Traces(Vec<PathBuf>),
+    /// Simulate a model; re-simulate when it, the hardware file or the config changes.
+    Model {
+        model: PathBuf,
+        hw: String,
+        config: Option<PathBuf>,
+        load: LoadOptions,
+        base: SimConfig,
+        capacity: Option<u64>,
+        bandwidth: Option<f64>,
+    },
+    /// Traces embedded in the binary (the bundled sample).
+    Embedded(Vec<(String, Trace)>),
+}
+
+impl Source {
+    /// Files whose change should trigger a refresh.
+    pub fn watched(&self, watch_traces: bool) -> Vec<PathBuf> {
+        match self {
+            Source::Traces(p) if watch_traces => p.clone(),
+            Source::Model {
+                model, hw, config, ..
+            } => {
+                let mut v = vec![model.clone()];
+                if Path::new(hw).exists() {
+                    v.push(PathBuf::from(hw));
+                }
+                v.extend(config.iter().cloned());
+                v
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// Builds the datasets (slow: runs off the UI thread).
+    pub fn load(&self) -> Result<Vec<Dataset>> {
+        match self {
+            Source::Traces(paths) => paths
+                .iter()
+                .map(|p| {
+                    let label = p
+                        .file_name()
+                        .map(|s| s.to_string_lossy().into_owned())
+                        .unwrap_or_default();
+                    Ok(Dataset::build(label, Trace::load(p)?))
+                })
+                .collect(),
+            Source::Embedded(traces) => Ok(traces
+                .iter()
+                .map(|(n, t)| Dataset::build(n.clone(), t.clone()))
+                .collect()),
+            Source::Model {
+                model,
+                hw,
+                config,
+                load,
+                base,
+                capacity,
+                bandwidth,
+            } => {
+                let mut profile = HardwareProfile::load(hw)?;
+                if let Some(c) = capacity {
+                    profile = profile.with_capacity(*c)?;
+                }
+                if let Some(b) = bandwidth {
+                    profile = profile.with_bandwidth(*b);
+                }
+                let mut cfg = base.clone();
+                if let Some(c) = config {
+                    cfg = ScheduleFile::load(c)?.apply(cfg);
+                }
+                let g = crate::graph::load(model, load)?;
+                let tr = simulate(&g, &profile, &cfg)?;
+                let label = model
+                    .file_name()
+                    .map(|s| s.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                Ok(vec![Dataset::build(label, tr)])
+            }
+        }
+    }
+}
+
+/// Explorer options from the command line.
+#[derive(Debug, Clone)]
+pub struct ViewOptions {
+    pub source: Source,
+    pub watch: bool,
+    pub theme: Option<String>,
+    pub ascii: bool,
+    pub mouse: bool,
+}
+
+/// Restores the terminal when dropped: on quit, on error, on panic unwind.
+struct TerminalGuard {
+    mouse: bool,
+}
+
+impl Drop for TerminalGuard {
+    fn drop(&mut self) {
+        if self.mouse {
+            let _ = crossterm::execute!(std::io::stdout(), crossterm::event::DisableMouseCapture);
+        }
+        ratatui::restore();
+    }
+}
+
+/// The worker's inbox: at most one pending request (newer replaces older).
+#[derive(Default)]
+struct Latest {
+    pending: Mutex<Option<u64>>,
+    cv: Condvar,
+}
+
+fn spawn_worker(source: Source, tx: Sender<Msg>) -> Arc<Latest> {
+    let latest = Arc::new(Latest::default());
+    let inbox = latest.clone();
+    std::thread::spawn(move || loop {
+        let generation = {
+            let mut g = match inbox.pending.lock() {
+                Ok(g) => g,
+                Err(_) => return,
+            };
+            while g.is_none() {
+                g = match inbox.cv.wait(g) {
+                    Ok(g) => g,
+                    Err(_) => return,
+                };
+            }
+            g.take()
+        };
+        let _ = generation;
+        let msg = match source.load() {
+            Ok(sets) => {
+                let mut ok = true;
+                for (slot, d) in sets.into_iter().enumerate() {
+                    if tx
+                        .send(Msg::Loaded {
+                            slot,
+                            data: Box::new(d),
+                        })
+                        .is_err()
+                    {
+                        ok = false;
+                    }
+                }
+                if !ok {
+                    return;
+                }
+                continue;
+            }
+            Err(e) => Msg::Failed(e.to_string()),
+        };
+        if tx.send(msg).is_err() {
+            return;
+        }
+    });
+    latest
+}
+
+fn request(latest: &Latest, generation: u64) {
+    if let Ok(mut g) = latest.pending.lock() {
+        *g = Some(generation);
+        latest.cv.notify_one();
+    }
+}
+
+fn spawn_watcher(
+    paths: &[PathBuf],
+    tx: Sender<Msg>,
+) -> Result<
+    Option<
+        notify_debouncer_full::Debouncer<
+            notify::RecommendedWatcher,
+            notify_debouncer_full::RecommendedCache,
+        >,
+    >,
+> {
+    use notify::RecursiveMode;
+    if paths.is_empty() {
+        return Ok(None);
+    }
+    let targets: Vec<PathBuf> = paths
+        .iter()
+        .map(|p| std::fs::canonicalize(p).unwrap_or_else(|_| p.clone()))
+        .collect();
+    let names: Vec<PathBuf> = targets.clone();
+    let mut deb = notify_debouncer_full::new_debouncer(
+        Duration::from_millis(150),
+        None,
+        move |res: notify_debouncer_full::DebounceEventResult| {
+            if let Ok(events) = res {
+                let hit = events.iter().flat_map(|e| e.paths.iter()).find(|p| {
+                    names.iter().any(|n| {
+                        n == *p || n.file_name() == p.file_name() && n.parent() == p.parent()
+                    })
+                });
+                if let Some(p) = hit {
+                    let _ = tx.send(Msg::FileChanged(p.clone()));
+                }
+            }
+        },
+    )
+    .map_err(|e| Error::Config(format!("cannot watch files: {e}")))?;
+    // Watch directories, so editors' atomic saves (write + rename) are seen.
+    let mut dirs: Vec<PathBuf> = targets
+        .iter()
+        .filter_map(|p| p.parent().map(Path::to_path_buf))
+        .collect();
+    dirs.sort();
+    dirs.dedup();
+    for d in dirs {
+        deb.watch(&d, RecursiveMode::NonRecursive)
+            .map_err(|e| Error::Config(format!("cannot watch {}: {e}", d.display())))?;
+    }
+    Ok(Some(deb))
+}
+
+/// Runs the explorer until the user quits.
+pub fn run(opts: ViewOptions) -> Result<()> {
+    let theme = Theme::load(opts.theme.as_deref(), ColorMode::detect())?;
+    let (tx, rx): (Sender<Msg>, Receiver<Msg>) = channel();
+    let live = !opts.source.watched(opts.watch).is_empty();
+    let watcher = spawn_watcher(&opts.source.watched(opts.watch), tx.clone())?;
+    let worker = spawn_worker(opts.source.clone(), tx.clone());
+    let mut generation = 1u64;
+    request(&worker, generation);
+
+    let mut terminal =
+        ratatui::try_init().map_err(|e| Error::Config(format!("cannot open the terminal: {e}")))?;
+    let _guard = TerminalGuard { mouse: opts.mouse };
+    if opts.mouse {
+        let _ = crossterm::execute!(std::io::stdout(), crossterm::event::EnableMouseCapture);
+    }
+    let input_tx = tx.clone();
+    std::thread::spawn(move || loop {
+        match event::read() {
+            Ok(Event::Key(k)) if k.kind != event::KeyEventKind::Release => {
+                if input_tx.send(Msg::Key(k)).is_err() {
+                    return;
+                }
+            }
+            Ok(Event::Resize(w, h)) => {
+                if input_tx.send(Msg::Resize(w, h)).is_err() {
+                    return;
+                }
+            }
+            Ok(Event::Mouse(m)) => {
+                use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseEventKind};
+                let code = match m.kind {
+                    MouseEventKind::ScrollUp => Some(KeyCode::Up),
+                    MouseEventKind::ScrollDown => Some(KeyCode::Down),
+                    _ => None,
+                };
+                if let Some(c) = code {
+                    if input_tx
+                        .send(Msg::Key(KeyEvent::new(c, KeyModifiers::NONE)))
+                        .is_err()
+                    {
+                        return;
+                    }
+                }
+            }
+            Ok(_) => {}
+            Err(_) => return,
+        }
+    });
+
+    let mut app = App::new(Vec::new());
+    app.ascii = opts.ascii;
+    app.live = live;
+    app.refreshing = true;
+    let size = terminal.size().map_err(|e| Error::Config(e.to_string()))?;
+    app.width = size.width;
+    app.height = size.height;
+    let mut dirty = true;
+    loop {
+        if dirty {
+            terminal
+                .draw(|f| ui::draw(f, &app, &theme))
+                .map_err(|e| Error::Config(format!("drawing failed: {e}")))?;
+            dirty = false;
+        }
+        let msg = match rx.recv_timeout(Duration::from_secs(1)) {
+            Ok(m) => m,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => continue,
+            Err(_) => break,
+        };
+        let redraw = !matches!(msg, Msg::Tick);
+        if let Some(Effect::Refresh) = update(&mut app, msg) {
+            generation += 1;
+            request(&worker, generation);
+        }
+        dirty |= redraw;
+        if app.quit {
+            break;
+        }
+    }
+    drop(watcher);
+    Ok(())
+}

@@ -1,0 +1,172 @@
+//! Compare: two traces on a shared time axis, and the differences per op and
+//! per tensor, largest change first.
+
+use super::lanes::{self, LABEL_W};
+use crate::tui::app::App;
+use crate::tui::glyphs::Glyphs;
+use crate::tui::theme::Theme;
+use crate::tui::ui::{block, truncate_left};
+use crate::units::{fmt_bytes, fmt_ms};
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::Line;
+use ratatui::widgets::{Cell, Paragraph, Row, Table, TableState};
+use ratatui::Frame;
+
+fn signed_ms(ns: i64) -> String {
+    format!(
+        "{}{:.3} ms",
+        if ns >= 0 { "+" } else { "-" },
+        ns.unsigned_abs() as f64 / 1e6
+    )
+}
+
+fn signed_bytes(b: i64) -> String {
+    format!(
+        "{}{}",
+        if b >= 0 { "+" } else { "-" },
+        fmt_bytes(b.unsigned_abs())
+    )
+}
+
+pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
+    if app.data.len() < 2 {
+        let msg = vec![
+            Line::raw("Compare needs two traces:"),
+            Line::raw("  spillscope view A.json B.json"),
+            Line::styled(
+                "(LRU vs planned, simulated vs measured, before vs after)",
+                theme.fg(theme.c.muted),
+            ),
+        ];
+        f.render_widget(
+            Paragraph::new(msg).block(block(" Compare ", theme, g)),
+            area,
+        );
+        return;
+    }
+    let (a, b) = (&app.data[0], &app.data[1]);
+    let strip_h = 5u16.min(area.height / 3).max(3);
+    let [sa, sb, table] = Layout::vertical([
+        Constraint::Length(strip_h),
+        Constraint::Length(strip_h),
+        Constraint::Min(3),
+    ])
+    .areas(area);
+    for (d, r, tag) in [(a, sa, "A"), (b, sb, "B")] {
+        let s = &d.trace.summary;
+        let title = format!(
+            " {tag}: {} [{}] {} traffic {} ",
+            d.label,
+            d.trace.meta.policy,
+            fmt_ms(s.latency_ns),
+            fmt_bytes(s.traffic_bytes)
+        );
+        let outer = block(title, theme, g);
+        let inner = outer.inner(r);
+        f.render_widget(outer, r);
+        if inner.width <= LABEL_W + 4 || inner.height == 0 {
+            continue;
+        }
+        let w = inner.width - LABEL_W;
+        let x = inner.x + LABEL_W;
+        let cols = d.index.columns(app.window.0, app.window.1, w as usize);
+        let buf = f.buffer_mut();
+        let muted = theme.fg(theme.c.muted);
+        let rows: [(&str, u8); 3] = [("ops", 0), ("dma", 1), ("spill", 2)];
+        for (i, (name, kind)) in rows.iter().enumerate() {
+            let y = inner.y + i as u16;
+            if y >= inner.y + inner.height {
+                break;
+            }
+            lanes::label(buf, inner.x, y, name, muted);
+            match kind {
+                0 => lanes::ops_lane(buf, x, y, &cols, theme, g, None),
+                1 => {
+                    // Reads and writes share one row here: the larger wins.
+                    let merged: Vec<_> = cols
+                        .iter()
+                        .map(|c| {
+                            let mut c = *c;
+                            if c.write > c.read {
+                                c.read = 0.0
+                            } else {
+                                c.write = 0.0
+                            }
+                            c
+                        })
+                        .collect();
+                    lanes::dma_lane(buf, x, y, &merged, true, theme, g);
+                    for (ci, c) in merged.iter().enumerate() {
+                        if c.read > 0.0 {
+                            if let Some(cell) = buf.cell_mut((x + ci as u16, y)) {
+                                cell.set_symbol(g.level(c.read))
+                                    .set_style(theme.fg(theme.c.dma_read));
+                            }
+                        }
+                    }
+                }
+                _ => lanes::event_lane(buf, x, y, &cols, theme, g),
+            }
+        }
+    }
+    let Some(diff) = &app.diff else { return };
+    let header = Row::new(vec![
+        "op (biggest change first)",
+        "traffic A",
+        "traffic B",
+        "stall A",
+        "stall B",
+        "dur B-A",
+    ])
+    .style(theme.strong(theme.c.muted));
+    let name_w = (table.width as usize)
+        .saturating_sub(9 * 4 + 11 + 8)
+        .max(10);
+    let rows: Vec<Row> = diff
+        .ops
+        .iter()
+        .map(|o| {
+            Row::new(vec![
+                Cell::from(truncate_left(&o.name, name_w)),
+                Cell::from(fmt_bytes(o.a_spilled)),
+                Cell::from(fmt_bytes(o.b_spilled)),
+                Cell::from(fmt_ms(o.a_stall_ns)),
+                Cell::from(fmt_ms(o.b_stall_ns)),
+                Cell::from(signed_ms(o.b_duration_ns as i64 - o.a_duration_ns as i64)),
+            ])
+        })
+        .collect();
+    let trips_changed = diff
+        .tensors
+        .iter()
+        .filter(|t| t.a_trips != t.b_trips)
+        .count();
+    let title = format!(
+        " B-A: latency {}, traffic {}; {} tensors changed round trips{} ",
+        signed_ms(diff.latency_delta_ns),
+        signed_bytes(diff.traffic_delta_bytes),
+        trips_changed,
+        if diff.only_in_a.len() + diff.only_in_b.len() > 0 {
+            format!(
+                "; {} ops unmatched",
+                diff.only_in_a.len() + diff.only_in_b.len()
+            )
+        } else {
+            String::new()
+        }
+    );
+    let widths = [
+        Constraint::Min(16),
+        Constraint::Length(9),
+        Constraint::Length(9),
+        Constraint::Length(9),
+        Constraint::Length(9),
+        Constraint::Length(11),
+    ];
+    let t = Table::new(rows, widths)
+        .header(header)
+        .block(block(title, theme, g))
+        .row_highlight_style(theme.selected());
+    let mut st = TableState::default().with_selected(Some(app.compare_sel));
+    f.render_stateful_widget(t, table, &mut st);
+}

@@ -1,0 +1,83 @@
+//! Hotspots: per-operator ranking, sortable by column.
+
+use crate::analysis::hotspots::HotspotKey;
+use crate::tui::app::App;
+use crate::tui::glyphs::Glyphs;
+use crate::tui::theme::Theme;
+use crate::tui::ui::{block, truncate_left};
+use crate::units::{fmt_bytes, fmt_ms};
+use ratatui::layout::{Constraint, Rect};
+use ratatui::style::Modifier;
+use ratatui::widgets::{Cell, Row, Table, TableState};
+use ratatui::Frame;
+
+pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
+    let Some(d) = app.primary() else { return };
+    let arrow = if app.hot_ascending { "^" } else { "v" };
+    let head = |k: HotspotKey, text: &str| {
+        if k == app.hot_key {
+            Cell::from(format!("{text}{arrow}")).style(
+                theme
+                    .strong(theme.c.accent)
+                    .add_modifier(Modifier::UNDERLINED),
+            )
+        } else {
+            Cell::from(text.to_string()).style(theme.strong(theme.c.muted))
+        }
+    };
+    let header = Row::new(vec![
+        Cell::from("op").style(theme.strong(theme.c.muted)),
+        head(HotspotKey::OpType, "type"),
+        head(HotspotKey::Spilled, "spilled"),
+        head(HotspotKey::Reloads, "reloads"),
+        head(HotspotKey::Stall, "stall"),
+        head(HotspotKey::Share, "share"),
+        head(HotspotKey::Bound, "bound"),
+    ]);
+    let fixed = 9 + 10 + 7 + 9 + 6 + 7 + 6;
+    let name_w = (area.width as usize).saturating_sub(fixed + 2).max(8);
+    let rows: Vec<Row> = app
+        .hot_order
+        .iter()
+        .filter_map(|&o| d.hotspots.get(o))
+        .map(|h| {
+            let hot = h.spilled_bytes + h.reloaded_bytes > 0 || h.stall_ns > 0;
+            let style = if hot {
+                theme.fg(theme.c.text)
+            } else {
+                theme.fg(theme.c.muted)
+            };
+            Row::new(vec![
+                Cell::from(truncate_left(&h.name, name_w)),
+                Cell::from(h.op_type.clone()),
+                Cell::from(fmt_bytes(h.spilled_bytes)),
+                Cell::from(h.reloads.to_string()),
+                Cell::from(fmt_ms(h.stall_ns)),
+                Cell::from(format!("{:.1}%", h.latency_share * 100.0)),
+                Cell::from(h.bound.clone()),
+            ])
+            .style(style)
+        })
+        .collect();
+    let widths = [
+        Constraint::Min(16),
+        Constraint::Length(9),
+        Constraint::Length(10),
+        Constraint::Length(7),
+        Constraint::Length(9),
+        Constraint::Length(6),
+        Constraint::Length(7),
+    ];
+    let title = format!(
+        " Hotspots: {} ops, sorted by {} ",
+        rows.len(),
+        app.hot_key.label()
+    );
+    let table = Table::new(rows, widths)
+        .header(header)
+        .block(block(title, theme, g))
+        .row_highlight_style(theme.selected())
+        .column_spacing(1);
+    let mut state = TableState::default().with_selected(Some(app.hot_sel));
+    f.render_stateful_widget(table, area, &mut state);
+}

@@ -1,0 +1,191 @@
+//! Time-axis building blocks shared by the timeline, tensor, memory and
+//! compare views: an axis, the ops lane, DMA lanes, event markers and the
+//! bus-occupancy sparkline, all from the pre-aggregated index (O(columns)).
+
+use crate::analysis::timeline::Column;
+use crate::tui::data::Dataset;
+use crate::tui::glyphs::Glyphs;
+use crate::tui::theme::Theme;
+use crate::units::fmt_ms;
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::{Modifier, Style};
+
+/// Width of the lane labels on the left.
+pub const LABEL_W: u16 = 7;
+
+/// Formats a time for axis labels with precision that fits the span.
+pub fn fmt_t(t: u64, span: u64) -> String {
+    if span >= 10_000_000 {
+        format!("{:.1}ms", t as f64 / 1e6)
+    } else if span >= 100_000 {
+        format!("{:.3}ms", t as f64 / 1e6)
+    } else {
+        format!("{:.1}us", t as f64 / 1e3)
+    }
+}
+
+/// Column of time `t` in a lane of `width` columns over `window`, if visible.
+pub fn col_of(t: u64, window: (u64, u64), width: u16) -> Option<u16> {
+    if t < window.0 || t >= window.1 || width == 0 {
+        return None;
+    }
+    let span = (window.1 - window.0).max(1) as f64;
+    Some((((t - window.0) as f64 / span) * width as f64) as u16).map(|c| c.min(width - 1))
+}
+
+pub fn label(buf: &mut Buffer, x: u16, y: u16, text: &str, style: Style) {
+    buf.set_stringn(x, y, text, LABEL_W as usize - 1, style);
+}
+
+/// Axis: start, middle and end times.
+pub fn axis(buf: &mut Buffer, area: Rect, window: (u64, u64), theme: &Theme) {
+    let span = window.1 - window.0;
+    let st = theme.fg(theme.c.muted);
+    label(buf, area.x, area.y, "time", st);
+    let x0 = area.x + LABEL_W;
+    let w = area.width.saturating_sub(LABEL_W);
+    if w < 10 {
+        return;
+    }
+    let a = fmt_t(window.0, span);
+    let m = fmt_t(window.0 + span / 2, span);
+    let b = fmt_t(window.1, span);
+    buf.set_string(x0, area.y, &a, st);
+    let mx = x0 + w / 2 - (m.len() as u16 / 2).min(w / 2);
+    if mx > x0 + a.len() as u16 + 1 && mx + (m.len() as u16) + 1 < x0 + w - b.len() as u16 {
+        buf.set_string(mx, area.y, &m, st);
+    }
+    buf.set_string((x0 + w).saturating_sub(b.len() as u16), area.y, &b, st);
+}
+
+/// The ops lane (compute, with stalls marked) for `cols`.
+pub fn ops_lane(
+    buf: &mut Buffer,
+    x: u16,
+    y: u16,
+    cols: &[Column],
+    theme: &Theme,
+    g: &Glyphs,
+    focus: Option<usize>,
+) {
+    for (i, c) in cols.iter().enumerate() {
+        let (sym, style) = if c.stall > 0.0 && c.stall >= c.compute * 0.25 {
+            (g.stall, theme.strong(theme.c.stall))
+        } else if c.compute > 0.0 {
+            (g.level(c.compute.max(0.13)), theme.fg(theme.c.compute))
+        } else {
+            (" ", Style::default())
+        };
+        let mut style = style;
+        if focus.is_some() && c.op == focus {
+            style = style.add_modifier(Modifier::REVERSED);
+        }
+        if let Some(cell) = buf.cell_mut((x + i as u16, y)) {
+            cell.set_symbol(sym).set_style(style);
+        }
+    }
+}
+
+/// DMA lane: write (evictions) or read (reloads) busy fraction per column.
+pub fn dma_lane(
+    buf: &mut Buffer,
+    x: u16,
+    y: u16,
+    cols: &[Column],
+    write: bool,
+    theme: &Theme,
+    g: &Glyphs,
+) {
+    let color = if write {
+        theme.c.dma_write
+    } else {
+        theme.c.dma_read
+    };
+    for (i, c) in cols.iter().enumerate() {
+        let v = if write { c.write } else { c.read };
+        if let Some(cell) = buf.cell_mut((x + i as u16, y)) {
+            cell.set_symbol(g.level(v)).set_style(theme.fg(color));
+        }
+    }
+}
+
+/// Spill event markers: evict, reload or both in a column.
+pub fn event_lane(buf: &mut Buffer, x: u16, y: u16, cols: &[Column], theme: &Theme, g: &Glyphs) {
+    for (i, c) in cols.iter().enumerate() {
+        let (sym, color) = match (c.evicts > 0, c.reloads > 0) {
+            (true, true) => (g.both, theme.c.highlight),
+            (true, false) => (g.evict, theme.c.dma_write),
+            (false, true) => (g.reload, theme.c.dma_read),
+            _ => continue,
+        };
+        if let Some(cell) = buf.cell_mut((x + i as u16, y)) {
+            cell.set_symbol(sym).set_style(theme.strong(color));
+        }
+    }
+}
+
+/// Bus occupancy sparkline over `rows` rows; columns above 80 % highlighted.
+pub fn bus_sparkline(
+    buf: &mut Buffer,
+    area: Rect,
+    d: &Dataset,
+    window: (u64, u64),
+    theme: &Theme,
+    g: &Glyphs,
+) {
+    let Some(bus) = &d.bus else {
+        buf.set_string(
+            area.x + LABEL_W,
+            area.y,
+            "(no bus_occupancy counter)",
+            theme.fg(theme.c.muted),
+        );
+        return;
+    };
+    let w = area.width;
+    let vals = bus.columns(window.0, window.1, w as usize);
+    let rows = area.height.max(1);
+    for (i, &v) in vals.iter().enumerate() {
+        let hot = v > 0.8;
+        let style = if hot {
+            theme.strong(theme.c.bus_hot)
+        } else {
+            theme.fg(theme.c.bus)
+        };
+        let total = v.clamp(0.0, 1.0) * rows as f64;
+        for r in 0..rows {
+            // r = 0 is the bottom row.
+            let fill = (total - r as f64).clamp(0.0, 1.0);
+            let sym = if fill <= 0.0 && r == 0 && v > 0.0 {
+                g.levels[1]
+            } else {
+                g.level(fill)
+            };
+            if let Some(cell) = buf.cell_mut((area.x + i as u16, area.y + rows - 1 - r)) {
+                cell.set_symbol(sym).set_style(style);
+            }
+        }
+    }
+}
+
+/// A cursor mark at time `t` on the one-row lane `area`.
+pub fn cursor_mark(
+    buf: &mut Buffer,
+    area: Rect,
+    window: (u64, u64),
+    t: u64,
+    theme: &Theme,
+    g: &Glyphs,
+) {
+    if let Some(c) = col_of(t, window, area.width) {
+        if let Some(cell) = buf.cell_mut((area.x + c, area.y)) {
+            cell.set_symbol(g.cursor)
+                .set_style(theme.strong(theme.c.highlight));
+        }
+    }
+}
+
+pub fn ms(ns: u64) -> String {
+    fmt_ms(ns)
+}

@@ -1,0 +1,197 @@
+//! Overview: the run's figures, peak live bytes over steps against the
+//! capacity line, and the split of spills into capacity vs lifetime kind.
+
+use crate::tui::app::App;
+use crate::tui::glyphs::Glyphs;
+use crate::tui::theme::Theme;
+use crate::tui::ui::block;
+use crate::units::{fmt_bytes, fmt_ms};
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+use ratatui::Frame;
+
+pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
+    let Some(d) = app.primary() else { return };
+    let s = &d.trace.summary;
+    let fig_h = 9.min(area.height.saturating_sub(4)).max(3);
+    let [top, chart] =
+        Layout::vertical([Constraint::Length(fig_h), Constraint::Min(3)]).areas(area);
+    let [left, right] =
+        Layout::horizontal([Constraint::Percentage(55), Constraint::Percentage(45)]).areas(top);
+    let k = theme.fg(theme.c.muted);
+    let v = theme.strong(theme.c.text);
+    let row = |name: &str, val: String| {
+        Line::from(vec![
+            Span::styled(format!("{name:<12}"), k),
+            Span::styled(val, v),
+        ])
+    };
+    let cap = d.capacity;
+    let gap = s.traffic_bytes.saturating_sub(s.lower_bound_traffic_bytes);
+    let figs = vec![
+        row(
+            "latency",
+            format!("{}  ({:.1} fps)", fmt_ms(s.latency_ns), s.throughput_fps),
+        ),
+        row("spills", format!("{} evictions", s.spill_count)),
+        row("bytes out", fmt_bytes(s.spilled_bytes)),
+        row("bytes in", fmt_bytes(s.reloaded_bytes)),
+        row(
+            "stall",
+            format!(
+                "{} ({:.1}%)",
+                fmt_ms(s.stall_ns),
+                s.stall_ns as f64 * 100.0 / s.latency_ns.max(1) as f64
+            ),
+        ),
+        row(
+            "peak live",
+            format!("{} / {} cap", fmt_bytes(s.peak_live_bytes), fmt_bytes(cap)),
+        ),
+        row(
+            "lower bound",
+            format!(
+                "{} (gap {})",
+                fmt_bytes(s.lower_bound_traffic_bytes),
+                fmt_bytes(gap)
+            ),
+        ),
+    ];
+    f.render_widget(
+        Paragraph::new(figs).block(block(format!(" {} ", d.label), theme, g)),
+        left,
+    );
+
+    let c = &d.class;
+    let total = (c.capacity_count + c.lifetime_count).max(1);
+    let inner_w = right.width.saturating_sub(2) as usize;
+    let bar_w = inner_w.saturating_sub(2);
+    let cap_w = (c.capacity_count * bar_w).div_ceil(total).min(bar_w);
+    let split = if c.capacity_count + c.lifetime_count == 0 {
+        vec![Line::styled("no evictions", k)]
+    } else {
+        vec![
+            Line::from(vec![
+                Span::styled(g.full.repeat(cap_w), theme.fg(theme.c.capacity)),
+                Span::styled(
+                    g.shade.repeat(bar_w - cap_w),
+                    theme.fg(theme.c.fragmentation),
+                ),
+            ]),
+            Line::from(vec![
+                Span::styled("capacity ", theme.fg(theme.c.capacity)),
+                Span::raw(format!(
+                    "{} ({})",
+                    c.capacity_count,
+                    fmt_bytes(c.capacity_bytes)
+                )),
+            ]),
+            Line::from(vec![
+                Span::styled("lifetime ", theme.fg(theme.c.fragmentation)),
+                Span::raw(format!(
+                    "{} ({})",
+                    c.lifetime_count,
+                    fmt_bytes(c.lifetime_bytes)
+                )),
+            ]),
+        ]
+    };
+    let mut lines = split;
+    let osc = d.trips.iter().filter(|t| t.oscillating).count();
+    lines.push(Line::from(vec![
+        Span::styled("streamed  ", k),
+        Span::raw(fmt_bytes(s.streamed_bytes)),
+    ]));
+    lines.push(Line::from(vec![
+        Span::styled("weights   ", k),
+        Span::raw(fmt_bytes(s.weight_traffic_bytes)),
+    ]));
+    if osc > 0 {
+        lines.push(Line::styled(
+            format!("{osc} oscillating tensor(s): see view 4"),
+            theme.strong(theme.c.oscillation),
+        ));
+    }
+    f.render_widget(
+        Paragraph::new(lines).block(block(" spill kinds ", theme, g)),
+        right,
+    );
+
+    draw_live_chart(f, app, theme, g, chart);
+}
+
+/// Max live bytes per column of steps, with the capacity as a line.
+fn draw_live_chart(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
+    let Some(d) = app.primary() else { return };
+    let outer = block(" live bytes per step vs capacity ", theme, g);
+    let inner = outer.inner(area);
+    f.render_widget(outer, area);
+    let live = &d.live_by_step;
+    if live.is_empty() || inner.width < 12 || inner.height < 2 {
+        return;
+    }
+    let label_w = 10u16;
+    let w = inner.width - label_w;
+    let h = inner.height;
+    let peak = live.iter().copied().max().unwrap_or(0);
+    let cap = d.capacity;
+    let top = peak.max(cap).max(1) as f64 * 1.05;
+    let n = live.len();
+    let buf = f.buffer_mut();
+    let muted = theme.fg(theme.c.muted);
+    buf.set_stringn(
+        inner.x,
+        inner.y,
+        fmt_bytes(top as u64),
+        label_w as usize - 1,
+        muted,
+    );
+    buf.set_stringn(
+        inner.x,
+        inner.y + h - 1,
+        format!("step 0..{}", n - 1),
+        label_w as usize - 1,
+        muted,
+    );
+    let cap_row = ((1.0 - cap as f64 / top) * h as f64).floor() as u16;
+    for c in 0..w {
+        let a = (c as usize * n) / w as usize;
+        let b = (((c as usize + 1) * n) / w as usize).max(a + 1).min(n);
+        let m = live[a..b].iter().copied().max().unwrap_or(0);
+        let over = m > cap;
+        let height = m as f64 / top * h as f64;
+        for r in 0..h {
+            let fill = (height - r as f64).clamp(0.0, 1.0);
+            let y = inner.y + h - 1 - r;
+            let x = inner.x + label_w + c;
+            let sym = g.level(fill);
+            let style = if over && (r as f64) >= (cap as f64 / top * h as f64).floor() {
+                theme.fg(theme.c.stall)
+            } else {
+                theme.fg(theme.c.live)
+            };
+            if let Some(cell) = buf.cell_mut((x, y)) {
+                cell.set_symbol(sym).set_style(style);
+            }
+        }
+        if cap_row < h {
+            let y = inner.y + cap_row;
+            if let Some(cell) = buf.cell_mut((inner.x + label_w + c, y)) {
+                if cell.symbol() == " " {
+                    cell.set_symbol(g.hline)
+                        .set_style(theme.fg(theme.c.capacity));
+                }
+            }
+        }
+    }
+    if cap_row < h {
+        buf.set_stringn(
+            inner.x,
+            inner.y + cap_row,
+            format!("cap {}", fmt_bytes(cap)),
+            label_w as usize - 1,
+            theme.fg(theme.c.capacity),
+        );
+    }
+}

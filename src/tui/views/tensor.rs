@@ -1,0 +1,199 @@
+//! Tensor: the selected tensor's eviction -> reload round trips drawn as
+//! arrows on the timeline, its size, lifetime, trip count and oscillation.
+
+use super::lanes::{self, col_of, LABEL_W};
+use crate::tui::app::App;
+use crate::tui::glyphs::Glyphs;
+use crate::tui::theme::Theme;
+use crate::tui::ui::{block, truncate_left};
+use crate::units::fmt_bytes;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{List, ListItem, ListState, Paragraph};
+use ratatui::Frame;
+
+pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
+    let Some(d) = app.primary() else { return };
+    let list_w = (area.width / 3).clamp(20, 40);
+    let [left, right] =
+        Layout::horizontal([Constraint::Length(list_w), Constraint::Min(10)]).areas(area);
+    // The list of tensors that moved.
+    let inner_w = list_w.saturating_sub(2) as usize;
+    let items: Vec<ListItem> = d
+        .trips
+        .iter()
+        .map(|t| {
+            let flag = if t.oscillating { "*" } else { " " };
+            let n = format!("{:>3}x", t.trips.len());
+            let name = truncate_left(&t.name, inner_w.saturating_sub(6));
+            let style = if t.oscillating {
+                theme.fg(theme.c.oscillation)
+            } else {
+                theme.fg(theme.c.text)
+            };
+            ListItem::new(Line::from(vec![
+                Span::styled(flag, style),
+                Span::styled(name, style),
+                Span::raw(" "),
+                Span::styled(n, theme.fg(theme.c.muted)),
+            ]))
+        })
+        .collect();
+    let osc = d.trips.iter().filter(|t| t.oscillating).count();
+    let title = if osc > 0 {
+        format!(" moved: {} (* oscillating: {osc}) ", d.trips.len())
+    } else {
+        format!(" moved: {} ", d.trips.len())
+    };
+    let list = List::new(items)
+        .block(block(title, theme, g))
+        .highlight_style(theme.selected());
+    let sel = app
+        .tensor
+        .and_then(|t| d.trips.iter().position(|x| x.tensor == t));
+    let mut st = ListState::default().with_selected(sel);
+    f.render_stateful_widget(list, left, &mut st);
+
+    let Some(tid) = app.tensor else {
+        f.render_widget(
+            Paragraph::new("no tensor moved in this run; / searches all tensors")
+                .block(block(" tensor ", theme, g)),
+            right,
+        );
+        return;
+    };
+    let Some(t) = d.trace.tensors.get(tid) else {
+        return;
+    };
+    let trips = d.trips_of(tid);
+    let outer = block(
+        format!(
+            " {} ",
+            truncate_left(&t.name, right.width.saturating_sub(4) as usize)
+        ),
+        theme,
+        g,
+    );
+    let inner = outer.inner(right);
+    f.render_widget(outer, right);
+    let k = theme.fg(theme.c.muted);
+    let life = match (t.producer, t.consumers.last()) {
+        (Some(p), Some(&c)) => format!("steps {p}..{c}"),
+        (None, Some(&c)) => format!("steps 0..{c} (graph input)"),
+        (Some(p), None) => format!("step {p} (unconsumed)"),
+        (None, None) => "-".into(),
+    };
+    let n = trips.map(|x| x.trips.len()).unwrap_or(0);
+    let mut lines = vec![
+        Line::from(vec![
+            Span::styled("size      ", k),
+            Span::raw(format!("{} ({})", fmt_bytes(t.bytes), t.kind)),
+        ]),
+        Line::from(vec![Span::styled("lifetime  ", k), Span::raw(life)]),
+        Line::from(vec![
+            Span::styled("trips     ", k),
+            Span::raw(format!(
+                "{n} round trip(s), {} moved",
+                fmt_bytes(trips.map(|x| x.bytes_moved).unwrap_or(0))
+            )),
+        ]),
+    ];
+    if let Some(x) = trips {
+        if x.oscillating {
+            lines.push(Line::styled(
+                format!(
+                    "OSCILLATING: bounced {} times; pinning it may pay",
+                    x.trips.len()
+                ),
+                theme.strong(theme.c.oscillation),
+            ));
+        }
+        if let Some(&(op, count)) = x.evicted_by.first() {
+            let name = d.trace.ops.get(op).map(|o| o.name.as_str()).unwrap_or("?");
+            lines.push(Line::from(vec![
+                Span::styled("pushed by ", k),
+                Span::raw(format!("{} ({count}x)", truncate_left(name, 40))),
+            ]));
+        }
+    }
+    let head_h = (lines.len() as u16).min(inner.height);
+    f.render_widget(
+        Paragraph::new(lines),
+        Rect {
+            height: head_h,
+            ..inner
+        },
+    );
+    let arrows = Rect {
+        y: inner.y + head_h,
+        height: inner.height - head_h,
+        ..inner
+    };
+    if arrows.height < 3 || arrows.width <= LABEL_W + 4 {
+        return;
+    }
+    let lane_w = arrows.width - LABEL_W;
+    let x0 = arrows.x + LABEL_W;
+    let buf = f.buffer_mut();
+    lanes::axis(
+        buf,
+        Rect {
+            height: 1,
+            ..arrows
+        },
+        app.window,
+        theme,
+    );
+    let cols = d.index.columns(app.window.0, app.window.1, lane_w as usize);
+    lanes::label(buf, arrows.x, arrows.y + 1, "ops", k);
+    lanes::ops_lane(buf, x0, arrows.y + 1, &cols, theme, g, None);
+    // One row per trip: evict mark, arrow through the skipped ops, reload head.
+    let Some(x) = trips else { return };
+    let mut y = arrows.y + 2;
+    for (i, rt) in x.trips.iter().enumerate() {
+        if y >= arrows.y + arrows.height {
+            break;
+        }
+        lanes::label(buf, arrows.x, y, &format!("#{}", i + 1), k);
+        let a = rt.evict_t_ns;
+        let b = rt.reload_t_ns.unwrap_or(app.window.1);
+        if b < app.window.0 || a >= app.window.1 {
+            y += 1;
+            continue;
+        }
+        let ca = col_of(a.max(app.window.0), app.window, lane_w).unwrap_or(0);
+        let cb =
+            col_of(b.min(app.window.1.saturating_sub(1)), app.window, lane_w).unwrap_or(lane_w - 1);
+        let style = theme.strong(if x.oscillating {
+            theme.c.oscillation
+        } else {
+            theme.c.accent
+        });
+        for c in ca..=cb {
+            if let Some(cell) = buf.cell_mut((x0 + c, y)) {
+                cell.set_symbol(g.arrow).set_style(style);
+            }
+        }
+        if a >= app.window.0 {
+            if let Some(cell) = buf.cell_mut((x0 + ca, y)) {
+                cell.set_symbol(g.evict)
+                    .set_style(theme.strong(theme.c.dma_write));
+            }
+        }
+        if rt.reload_t_ns.is_some() && b < app.window.1 {
+            if let Some(cell) = buf.cell_mut((x0 + cb, y)) {
+                cell.set_symbol(g.arrow_head)
+                    .set_style(theme.strong(theme.c.dma_read));
+            }
+        }
+        let note = match rt.reload_t_ns {
+            Some(_) => format!(" {} ops skipped", rt.ops_skipped),
+            None => " never reloaded".into(),
+        };
+        let nx = x0 + cb + 2;
+        if nx + note.len() as u16 <= x0 + lane_w {
+            buf.set_string(nx, y, note, k);
+        }
+        y += 1;
+    }
+}

@@ -1,0 +1,176 @@
+//! The real binary in tmux: keys in, screen out; and a watched schedule
+//! config rewritten under a running explorer. Skips (with a message) where
+//! tmux is not installed.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn start(name: &str, cmd: &str, w: u16, h: u16) -> Option<Tmux> {
+        if Command::new("tmux").arg("-V").output().is_err() {
+            eprintln!("SKIP: tmux is not installed");
+            return None;
+        }
+        let socket = format!("spillscope-test-{}-{name}", std::process::id());
+        let ok = Command::new("tmux")
+            .args([
+                "-L",
+                &socket,
+                "new-session",
+                "-d",
+                "-x",
+                &w.to_string(),
+                "-y",
+                &h.to_string(),
+                cmd,
+            ])
+            .env_remove("NO_COLOR")
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false);
+        assert!(ok, "tmux new-session failed");
+        Some(Tmux { socket })
+    }
+    fn send(&self, keys: &[&str]) {
+        let mut args = vec!["-L", &self.socket, "send-keys", "-t", "0"];
+        args.extend_from_slice(keys);
+        assert!(Command::new("tmux").args(&args).status().unwrap().success());
+    }
+    fn send_literal(&self, text: &str) {
+        assert!(Command::new("tmux")
+            .args(["-L", &self.socket, "send-keys", "-t", "0", "-l", text])
+            .status()
+            .unwrap()
+            .success());
+    }
+    fn screen(&self) -> String {
+        let o = Command::new("tmux")
+            .args(["-L", &self.socket, "capture-pane", "-p", "-t", "0"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    }
+    /// Polls the screen until `pred` holds or `timeout` passes.
+    fn wait_for(&self, timeout: Duration, pred: impl Fn(&str) -> bool) -> Result<String, String> {
+        let start = Instant::now();
+        loop {
+            let s = self.screen();
+            if pred(&s) {
+                return Ok(s);
+            }
+            if start.elapsed() > timeout {
+                return Err(s);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .args(["-L", &self.socket, "kill-server"])
+            .status();
+    }
+}
+
+fn bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_spillscope"))
+}
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn search_a_tensor_tab_and_quit() {
+    let trace = root().join("sample-traces/encdec-1mib.lru.json");
+    let cmd = format!(
+        "{} view {}; echo EXITED $?; sleep 3",
+        bin().display(),
+        trace.display()
+    );
+    let Some(t) = Tmux::start("search", &cmd, 100, 30) else {
+        return;
+    };
+    t.wait_for(Duration::from_secs(10), |s| {
+        s.contains("Overview") && s.contains("latency")
+    })
+    .expect("first frame");
+    t.send(&["/"]);
+    t.wait_for(Duration::from_secs(2), |s| {
+        s.contains("search ops and tensors")
+    })
+    .expect("search overlay");
+    t.send_literal("dec2.attn.norm");
+    t.wait_for(Duration::from_secs(2), |s| s.contains("/ dec2.attn.norm_"))
+        .expect("query typed");
+    t.send(&["Enter"]);
+    let s = t
+        .wait_for(Duration::from_secs(2), |s| s.contains("round trip(s)"))
+        .expect("tensor view");
+    assert!(
+        s.contains("dec2.attn.norm") && s.contains("steps 85..89"),
+        "{s}"
+    );
+    t.send(&["Tab"]);
+    t.wait_for(Duration::from_secs(2), |s| s.contains("Memory map"))
+        .expect("Tab to the memory map");
+    t.send(&["q"]);
+    let s = t
+        .wait_for(Duration::from_secs(3), |s| s.contains("EXITED"))
+        .expect("quit");
+    assert!(s.contains("EXITED 0"), "{s}");
+    // The alternate screen is gone: the explorer's frame is not on the shell screen.
+    assert!(!s.contains("Memory map"), "terminal not restored:\n{s}");
+}
+
+#[test]
+fn rewriting_a_watched_config_updates_the_screen() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("sched.toml");
+    std::fs::write(&cfg, "policy = \"lru\"\n").unwrap();
+    let model = root().join("tests/data/encoder_decoder.json");
+    let cmd = format!(
+        "{} view {} --capacity 640KiB --weights ignore --config {}; sleep 3",
+        bin().display(),
+        model.display(),
+        cfg.display()
+    );
+    let Some(t) = Tmux::start("live", &cmd, 100, 30) else {
+        return;
+    };
+    t.wait_for(Duration::from_secs(10), |s| {
+        s.contains("[lru]") && s.contains("LIVE")
+    })
+    .expect("first frame");
+    // Let the watcher settle, then save a new policy.
+    std::thread::sleep(Duration::from_millis(300));
+    std::fs::write(&cfg, "policy = \"belady\"\n").unwrap();
+    let changed = t.wait_for(Duration::from_secs(2), |s| s.contains("[belady]"));
+    assert!(
+        changed.is_ok(),
+        "screen did not change within 2 s:\n{}",
+        changed.unwrap_err()
+    );
+    // A broken save keeps the last good view and shows the error.
+    std::fs::write(&cfg, "polcy = \"lru\"\n").unwrap();
+    let s = t
+        .wait_for(Duration::from_secs(2), |s| s.contains("polcy"))
+        .expect("error banner");
+    assert!(s.contains("[belady]"), "last good view kept:\n{s}");
+    // Atomic save (write elsewhere, rename over) is seen too and clears the banner.
+    let tmp = dir.path().join("sched.toml.new");
+    std::fs::write(&tmp, "policy = \"lifetime\"\n").unwrap();
+    std::fs::rename(&tmp, &cfg).unwrap();
+    let s = t
+        .wait_for(Duration::from_secs(2), |s| s.contains("[lifetime]"))
+        .expect("atomic save seen");
+    assert!(!s.contains("polcy"), "banner cleared:\n{s}");
+    t.send(&["q"]);
+}

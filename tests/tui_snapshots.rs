@@ -1,0 +1,129 @@
+//! Every view rendered to ratatui's TestBackend at 80x24 and 120x40 (and
+//! ASCII mode), for a bundled trace and for the compare view.
+
+use ratatui::backend::TestBackend;
+use ratatui::Terminal;
+use spillscope::trace::Trace;
+use spillscope::tui::app::{App, View};
+use spillscope::tui::data::Dataset;
+use spillscope::tui::theme::{ColorMode, Theme};
+use spillscope::tui::ui;
+use std::path::Path;
+
+fn trace(name: &str) -> Trace {
+    Trace::load(
+        &Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("sample-traces")
+            .join(name),
+    )
+    .unwrap()
+}
+
+fn render(app: &App, w: u16, h: u16) -> String {
+    let theme = Theme::load(None, ColorMode::None).unwrap();
+    let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
+    t.draw(|f| ui::draw(f, app, &theme)).unwrap();
+    t.backend().to_string()
+}
+
+fn single() -> App {
+    let mut a = App::new(vec![Dataset::build(
+        "encdec-1mib.lru.json",
+        trace("encdec-1mib.lru.json"),
+    )]);
+    a.tensor = a.tensor_list().first().copied();
+    a
+}
+
+fn pair() -> App {
+    App::new(vec![
+        Dataset::build(
+            "edge-resnet50-b3.lru.json",
+            trace("edge-resnet50-b3.lru.json"),
+        ),
+        Dataset::build(
+            "edge-resnet50-b3.ideal.json",
+            trace("edge-resnet50-b3.ideal.json"),
+        ),
+    ])
+}
+
+#[test]
+fn every_view_at_80x24_and_120x40() {
+    for (w, h) in [(80u16, 24u16), (120, 40)] {
+        let mut a = single();
+        for v in View::ALL {
+            a.view = v;
+            let name = format!("{}_{}x{}", v.title().to_lowercase(), w, h);
+            insta::assert_snapshot!(name, render(&a, w, h));
+        }
+    }
+}
+
+#[test]
+fn compare_view_with_two_traces() {
+    let mut a = pair();
+    a.view = View::Compare;
+    insta::assert_snapshot!("compare_pair_80x24", render(&a, 80, 24));
+    insta::assert_snapshot!("compare_pair_120x40", render(&a, 120, 40));
+}
+
+#[test]
+fn ascii_mode_uses_no_unicode() {
+    let mut a = single();
+    a.ascii = true;
+    for v in View::ALL {
+        a.view = v;
+        let s = render(&a, 80, 24);
+        assert!(s.is_ascii(), "{v:?} in --ascii has non-ASCII:\n{s}");
+    }
+    a.view = View::Timeline;
+    insta::assert_snapshot!("timeline_ascii_80x24", render(&a, 80, 24));
+}
+
+#[test]
+fn overlays_render() {
+    let mut a = single();
+    a.help = true;
+    insta::assert_snapshot!("help_80x24", render(&a, 80, 24));
+    a.help = false;
+    a.search = Some(Default::default());
+    if let Some(s) = a.search.as_mut() {
+        s.query = "kv".into();
+    }
+    // Populate hits through the real update path.
+    let mut b = single();
+    for c in "/kvproj".chars() {
+        spillscope::tui::app::update(
+            &mut b,
+            spillscope::tui::app::Msg::Key(crossterm::event::KeyEvent::new(
+                crossterm::event::KeyCode::Char(c),
+                crossterm::event::KeyModifiers::NONE,
+            )),
+        );
+    }
+    insta::assert_snapshot!("search_80x24", render(&b, 80, 24));
+    b.search = None;
+    b.banner = Some("sched.toml: unknown field `polcy`".into());
+    let s = render(&b, 80, 24);
+    assert!(s.contains("polcy"));
+}
+
+#[test]
+fn never_panics_when_resized_down_to_20x5() {
+    for v in View::ALL {
+        let mut a = pair();
+        a.view = v;
+        for (w, h) in [
+            (20u16, 5u16),
+            (21, 6),
+            (30, 8),
+            (40, 10),
+            (19, 4),
+            (1, 1),
+            (200, 3),
+        ] {
+            let _ = render(&a, w, h);
+        }
+    }
+}

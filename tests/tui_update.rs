@@ -1,0 +1,214 @@
+//! Explorer state logic without a terminal: key -> action -> new state.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use spillscope::trace::Trace;
+use spillscope::tui::app::{update, App, Effect, Msg, Target, View};
+use spillscope::tui::data::Dataset;
+use spillscope::tui::keys::{footer_hints, help_rows, BINDINGS};
+use std::path::Path;
+
+fn trace(name: &str) -> Trace {
+    Trace::load(
+        &Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("sample-traces")
+            .join(name),
+    )
+    .unwrap()
+}
+
+fn app() -> App {
+    App::new(vec![Dataset::build("lru", trace("encdec-1mib.lru.json"))])
+}
+
+fn key(app: &mut App, code: KeyCode) -> Option<Effect> {
+    update(app, Msg::Key(KeyEvent::new(code, KeyModifiers::NONE)))
+}
+
+fn chars(app: &mut App, s: &str) {
+    for c in s.chars() {
+        key(app, KeyCode::Char(c));
+    }
+}
+
+#[test]
+fn tab_and_digits_move_between_views() {
+    let mut a = app();
+    assert_eq!(a.view, View::Overview);
+    key(&mut a, KeyCode::Tab);
+    assert_eq!(a.view, View::Timeline);
+    key(&mut a, KeyCode::BackTab);
+    key(&mut a, KeyCode::BackTab);
+    assert_eq!(a.view, View::Compare);
+    for (i, v) in View::ALL.iter().enumerate() {
+        chars(&mut a, &(i + 1).to_string());
+        assert_eq!(a.view, *v);
+    }
+    key(&mut a, KeyCode::Char('q'));
+    assert!(a.quit);
+}
+
+#[test]
+fn pan_zoom_fit_and_spill_navigation() {
+    let mut a = app();
+    chars(&mut a, "2");
+    let end = a.end_ns();
+    assert_eq!(a.window, (0, end));
+    chars(&mut a, "+");
+    let w1 = a.window;
+    assert!(w1.1 - w1.0 <= end / 2 + 1, "{w1:?}");
+    chars(&mut a, "l");
+    assert!(a.window.0 > w1.0);
+    key(&mut a, KeyCode::Left);
+    key(&mut a, KeyCode::Left);
+    assert_eq!(a.window.0, 0, "pan clamps at the start");
+    chars(&mut a, "-");
+    chars(&mut a, "-");
+    assert_eq!(a.window, (0, end), "zoom out clamps to the run");
+    chars(&mut a, "+++");
+    chars(&mut a, "0");
+    assert_eq!(a.window, (0, end));
+    // '.' walks forward through spill events in time order.
+    a.cursor = 0;
+    chars(&mut a, ".");
+    let t1 = a.cursor;
+    chars(&mut a, ".");
+    let t2 = a.cursor;
+    assert!(t1 > 0 && t2 > t1, "{t1} {t2}");
+    assert!(
+        a.status.contains("reload") || a.status.contains("evict"),
+        "{}",
+        a.status
+    );
+    chars(&mut a, ",");
+    assert_eq!(a.cursor, t1);
+}
+
+#[test]
+fn hotspot_sorting_and_enter_jumps_to_the_op() {
+    let mut a = app();
+    chars(&mut a, "3");
+    let d = a.primary().unwrap();
+    let first = &d.hotspots[a.hot_order[0]];
+    assert!(d
+        .hotspots
+        .iter()
+        .all(|h| h.spilled_bytes <= first.spilled_bytes));
+    chars(&mut a, "s");
+    assert_eq!(a.hot_key.label(), "reloads");
+    chars(&mut a, "i");
+    let d = a.primary().unwrap();
+    let rel: Vec<u64> = a.hot_order.iter().map(|&o| d.hotspots[o].reloads).collect();
+    assert!(rel.windows(2).all(|w| w[0] <= w[1]), "ascending after i");
+    key(&mut a, KeyCode::Down);
+    key(&mut a, KeyCode::Down);
+    assert_eq!(a.hot_sel, 2);
+    let target = a.hot_order[2];
+    key(&mut a, KeyCode::Enter);
+    assert_eq!(a.view, View::Timeline);
+    assert_eq!(a.focus_op, Some(target));
+    let op = &a.primary().unwrap().trace.ops[target];
+    assert!(a.window.0 <= op.start_ns && op.end_ns <= a.window.1);
+}
+
+#[test]
+fn search_selects_and_jumps_to_a_tensor() {
+    let mut a = app();
+    chars(&mut a, "/");
+    assert!(a.search.is_some());
+    chars(&mut a, "dec3attnnorm");
+    let s = a.search.as_ref().unwrap();
+    assert!(!s.hits.is_empty());
+    assert_eq!(
+        s.hits[0].name,
+        "dec3.attn.norm",
+        "best match first: {:?}",
+        &s.hits[..3.min(s.hits.len())]
+    );
+    assert!(matches!(s.hits[0].target, Target::Tensor(_)));
+    assert!(!s.hits[0].indices.is_empty());
+    key(&mut a, KeyCode::Enter);
+    assert!(a.search.is_none());
+    assert_eq!(a.view, View::Tensor);
+    let t = a.tensor.unwrap();
+    assert_eq!(a.primary().unwrap().trace.tensors[t].name, "dec3.attn.norm");
+    // Esc cancels; keys typed in search do not trigger actions.
+    chars(&mut a, "/q");
+    assert!(!a.quit);
+    key(&mut a, KeyCode::Esc);
+    assert!(a.search.is_none());
+    // An op hit jumps to the timeline.
+    chars(&mut a, "/enc4.ffn.fc1");
+    key(&mut a, KeyCode::Enter);
+    assert_eq!(a.view, View::Timeline);
+    assert!(a.focus_op.is_some());
+}
+
+#[test]
+fn help_overlay_and_footer_come_from_the_key_table() {
+    let mut a = app();
+    chars(&mut a, "?");
+    assert!(a.help);
+    key(&mut a, KeyCode::Esc);
+    assert!(!a.help);
+    let rows = help_rows();
+    for b in BINDINGS.iter().filter(|b| !b.help.is_empty()) {
+        assert!(rows.iter().any(|r| r.1 == b.help));
+    }
+    let hints = footer_hints(View::Timeline.scopes());
+    assert!(hints.iter().any(|h| h.1 == "zoom"));
+    assert!(!footer_hints(View::Overview.scopes())
+        .iter()
+        .any(|h| h.1 == "zoom"));
+}
+
+#[test]
+fn live_updates_keep_the_last_good_view_and_pause_holds_new_data() {
+    let mut a = app();
+    let before = a.primary().unwrap().trace.summary.latency_ns;
+    assert_eq!(
+        update(&mut a, Msg::FileChanged("x.toml".into())),
+        Some(Effect::Refresh)
+    );
+    assert!(a.refreshing);
+    update(
+        &mut a,
+        Msg::Failed("sched.toml: not a valid schedule config: unknown field `polcy`".into()),
+    );
+    assert!(a.banner.as_ref().unwrap().contains("polcy"));
+    assert_eq!(
+        a.primary().unwrap().trace.summary.latency_ns,
+        before,
+        "last good data kept"
+    );
+    // Pause: new data waits behind a badge.
+    chars(&mut a, "p");
+    assert!(a.paused);
+    let newer = Dataset::build("belady", trace("encdec-1mib.ideal.json"));
+    update(
+        &mut a,
+        Msg::Loaded {
+            slot: 0,
+            data: Box::new(newer),
+        },
+    );
+    assert!(a.pending.is_some());
+    assert!(a.banner.is_none(), "a good load clears the banner");
+    assert_eq!(a.primary().unwrap().trace.summary.latency_ns, before);
+    chars(&mut a, "p");
+    assert!(a.pending.is_none());
+    assert_ne!(a.primary().unwrap().trace.summary.latency_ns, before);
+}
+
+#[test]
+fn tensor_list_navigation_follows_round_trips() {
+    let mut a = app();
+    chars(&mut a, "4");
+    let list = a.tensor_list();
+    assert!(list.len() >= 2);
+    assert_eq!(a.tensor, Some(list[0]));
+    key(&mut a, KeyCode::Down);
+    assert_eq!(a.tensor, Some(list[1]));
+    key(&mut a, KeyCode::Up);
+    key(&mut a, KeyCode::Up);
+    assert_eq!(a.tensor, Some(list[0]));
+}
