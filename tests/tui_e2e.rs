@@ -131,6 +131,35 @@ fn search_a_tensor_tab_and_quit() {
 }
 
 #[test]
+fn a_watched_trace_reloads_when_rewritten() {
+    let dir = tempfile::tempdir().unwrap();
+    let tr = dir.path().join("t.json");
+    std::fs::copy(root().join("sample-traces/encdec-1mib.lru.json"), &tr).unwrap();
+    let cmd = format!("{} view {} --watch; sleep 3", bin().display(), tr.display());
+    let Some(t) = Tmux::start("watch", &cmd, 100, 30) else {
+        return;
+    };
+    t.wait_for(Duration::from_secs(10), |s| {
+        s.contains("[lru]") && s.contains("LIVE")
+    })
+    .expect("first frame");
+    std::thread::sleep(Duration::from_millis(300));
+    // Another process rewrites the trace in place.
+    let text =
+        std::fs::read_to_string(root().join("sample-traces/encdec-1mib.belady.json")).unwrap();
+    std::fs::write(&tr, text).unwrap();
+    t.wait_for(Duration::from_secs(2), |s| s.contains("[belady]"))
+        .expect("reloaded within 2 s");
+    // Truncated mid-write: keep the last good view, say what is wrong.
+    std::fs::write(&tr, "{\"schema\": \"spillscope.trace/1\", \"source\"").unwrap();
+    let s = t
+        .wait_for(Duration::from_secs(2), |s| s.contains("not a valid"))
+        .expect("banner");
+    assert!(s.contains("[belady]"), "{s}");
+    t.send(&["q"]);
+}
+
+#[test]
 fn rewriting_a_watched_config_updates_the_screen() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = dir.path().join("sched.toml");

@@ -127,3 +127,39 @@ fn never_panics_when_resized_down_to_20x5() {
         }
     }
 }
+
+#[test]
+fn long_lists_scroll_to_keep_the_selection_visible() {
+    let mut a = pair();
+    a.view = View::Hotspots;
+    a.hot_sel = a.hot_order.len() - 1;
+    let last = a.primary().unwrap().trace.ops[a.hot_order[a.hot_sel]]
+        .name
+        .clone();
+    let s = render(&a, 120, 24);
+    let tail: String = last
+        .chars()
+        .rev()
+        .take(20)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
+    assert!(
+        s.contains(&tail),
+        "selected last row {last:?} not on screen:\n{s}"
+    );
+    a.view = View::Compare;
+    a.compare_sel = a.diff.as_ref().unwrap().ops.len() - 1;
+    let name = a.diff.as_ref().unwrap().ops[a.compare_sel].name.clone();
+    let s = render(&a, 120, 40);
+    let tail: String = name
+        .chars()
+        .rev()
+        .take(20)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
+    assert!(s.contains(&tail), "{name:?} not on screen:\n{s}");
+}

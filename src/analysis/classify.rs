@@ -77,10 +77,14 @@ pub fn classify(tr: &Trace) -> Classification {
             class,
             live_bytes: live,
             capacity_bytes: cap,
-            cause: e.reason.clone().unwrap_or_else(|| match class {
-                SpillClass::Capacity => "capacity".into(),
-                SpillClass::Lifetime => "order or fragmentation".into(),
-            }),
+            cause: e
+                .reason
+                .as_ref()
+                .map(|r| r.to_string())
+                .unwrap_or_else(|| match class {
+                    SpillClass::Capacity => "capacity".into(),
+                    SpillClass::Lifetime => "order or fragmentation".into(),
+                }),
         });
     }
     out

@@ -122,7 +122,18 @@ pub fn hotspots(tr: &Trace) -> Vec<Hotspot> {
 
 /// Sorts hotspots by `key`, largest first unless `ascending`.
 pub fn sort_hotspots(hs: &mut [Hotspot], key: HotspotKey, ascending: bool) {
-    hs.sort_by(|a, b| {
+    hs.sort_by(|a, b| compare(a, b, key, ascending));
+}
+
+/// Display order (indices into `hs`) by `key`, without moving the rows.
+pub fn order_hotspots(hs: &[Hotspot], key: HotspotKey, ascending: bool) -> Vec<usize> {
+    let mut idx: Vec<usize> = (0..hs.len()).collect();
+    idx.sort_by(|&a, &b| compare(&hs[a], &hs[b], key, ascending));
+    idx
+}
+
+fn compare(a: &Hotspot, b: &Hotspot, key: HotspotKey, ascending: bool) -> std::cmp::Ordering {
+    {
         let o = match key {
             HotspotKey::Spilled => a.spilled_bytes.cmp(&b.spilled_bytes),
             HotspotKey::Reloads => a.reloads.cmp(&b.reloads),
@@ -136,7 +147,7 @@ pub fn sort_hotspots(hs: &mut [Hotspot], key: HotspotKey, ascending: bool) {
         };
         let o = if ascending { o } else { o.reverse() };
         o.then(a.op.cmp(&b.op))
-    });
+    }
 }
 
 /// Totals per op type, sorted by spilled + reloaded bytes.

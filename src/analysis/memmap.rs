@@ -8,7 +8,7 @@ use serde::Serialize;
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Placement {
     pub tensor: usize,
-    pub pool: String,
+    pub pool: crate::trace::CompactString,
     pub offset: u64,
     pub bytes: u64,
     pub t0: u64,
@@ -55,4 +55,60 @@ pub fn placements(tr: &Trace) -> Vec<Placement> {
     out.extend(open.into_values());
     out.sort_by_key(|p| (p.t0, p.offset));
     out
+}
+
+/// Occupancy of the pool on a fixed grid (time buckets x offset bands), so a
+/// zoomed-out memory map costs O(grid), not O(placements), per frame.
+#[derive(Debug, Clone)]
+pub struct OccupancyIndex {
+    pub base_ns: u64,
+    pub buckets: usize,
+    pub bands: usize,
+    pub band_bytes: f64,
+    /// `tensor + 1` occupying each (bucket, band), 0 = free; bucket-major.
+    cells: Vec<u32>,
+}
+
+impl OccupancyIndex {
+    pub const BANDS: usize = 64;
+
+    pub fn build(placements: &[Placement], end_ns: u64, capacity: u64) -> OccupancyIndex {
+        let buckets = placements.len().clamp(256, 8192).next_power_of_two();
+        let base_ns = end_ns.max(1).div_ceil(buckets as u64).max(1);
+        let bands = Self::BANDS;
+        let band_bytes = capacity.max(1) as f64 / bands as f64;
+        let mut cells = vec![0u32; buckets * bands];
+        for p in placements {
+            let b0 = ((p.t0 / base_ns) as usize).min(buckets - 1);
+            let b1 = ((p.t1.saturating_sub(1) / base_ns) as usize).clamp(b0, buckets - 1);
+            let r0 = ((p.offset as f64 / band_bytes) as usize).min(bands - 1);
+            let r1 = ((((p.offset + p.bytes) as f64 / band_bytes).ceil() as usize).max(r0 + 1))
+                .min(bands);
+            let id = (p.tensor as u32).saturating_add(1);
+            for b in b0..=b1 {
+                cells[b * bands + r0..b * bands + r1].fill(id);
+            }
+        }
+        OccupancyIndex {
+            base_ns,
+            buckets,
+            bands,
+            band_bytes,
+            cells,
+        }
+    }
+
+    /// The tensor occupying any cell of buckets `[b0, b1)` x bands `[r0, r1)`, if any.
+    pub fn any_in(&self, b0: usize, b1: usize, r0: usize, r1: usize) -> Option<usize> {
+        for b in b0.min(self.buckets)..b1.min(self.buckets) {
+            let row = &self.cells[b * self.bands..(b + 1) * self.bands];
+            if let Some(&id) = row[r0.min(self.bands)..r1.min(self.bands)]
+                .iter()
+                .find(|&&x| x != 0)
+            {
+                return Some(id as usize - 1);
+            }
+        }
+        None
+    }
 }

@@ -99,15 +99,13 @@ pub fn round_trips(tr: &Trace) -> Vec<TensorTrips> {
                 .filter_map(|o| tr.ops.get(o))
                 .map(|o| o.stall_ns)
                 .sum();
-            let mut by: Vec<(usize, usize)> = Vec::new();
+            let mut counts: std::collections::HashMap<usize, usize> = std::collections::HashMap::new();
             for r in &trips {
                 if let Some(o) = r.evict_op {
-                    match by.iter_mut().find(|x| x.0 == o) {
-                        Some(x) => x.1 += 1,
-                        None => by.push((o, 1)),
-                    }
+                    *counts.entry(o).or_default() += 1;
                 }
             }
+            let mut by: Vec<(usize, usize)> = counts.into_iter().collect();
             by.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
             let completed = trips.iter().filter(|r| r.reload_t_ns.is_some()).count();
             TensorTrips {

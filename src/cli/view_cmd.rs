@@ -70,16 +70,19 @@ pub fn source_for(a: &ViewArgs) -> Result<Source> {
 
 pub fn run_view(a: &ViewArgs) -> Result<()> {
     let source = source_for(a)?;
-    // Validate the first load before taking over the terminal, so a bad
-    // input is one clear line, not a flash of the UI.
-    source.load()?;
-    run(ViewOptions {
-        source,
-        watch: a.watch,
-        theme: a.theme.clone(),
-        ascii: a.ascii,
-        mouse: a.mouse,
-    })
+    // Load before taking over the terminal, so a bad input is one clear
+    // line, not a flash of the UI; the explorer starts with this data.
+    let data = source.load()?;
+    run(
+        ViewOptions {
+            source,
+            watch: a.watch,
+            theme: a.theme.clone(),
+            ascii: a.ascii,
+            mouse: a.mouse,
+        },
+        Some(data),
+    )
 }
 
 /// The bundled sample in the explorer.
@@ -93,11 +96,14 @@ pub fn run_sample(theme: Option<String>, ascii: bool) -> Result<()> {
         .collect();
     named.retain(|(n, _)| n.contains(".lru.") || n.contains(".ideal."));
     named.sort_by_key(|(n, _)| !n.contains(".lru."));
-    run(ViewOptions {
-        source: Source::Embedded(named),
-        watch: false,
-        theme,
-        ascii,
-        mouse: false,
-    })
+    run(
+        ViewOptions {
+            source: Source::Embedded(named),
+            watch: false,
+            theme,
+            ascii,
+            mouse: false,
+        },
+        None,
+    )
 }

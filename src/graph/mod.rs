@@ -4,6 +4,7 @@
 
 pub mod builder;
 pub mod flops;
+pub mod gen;
 pub mod json;
 pub mod liveness;
 #[cfg(feature = "onnx")]

@@ -92,7 +92,10 @@ impl<'a> Sim<'a> {
     }
 
     fn push(&mut self, mut e: Event, step: usize) {
-        e.live_bytes = Some(self.demand[step]);
+        // Spill events carry the demand at their step, for classification.
+        if matches!(e.kind, EventKind::Evict | EventKind::Reload) {
+            e.live_bytes = Some(self.demand[step]);
+        }
         self.events.push(e);
     }
 
@@ -102,7 +105,7 @@ impl<'a> Sim<'a> {
             kind,
             tensor: t,
             bytes: self.g.tensors[t].bytes,
-            pool: POOL.to_string(),
+            pool: POOL.into(),
             offset: Some(self.st[t].offset),
             op: Some(op),
             dma_start_ns: None,
@@ -125,7 +128,7 @@ impl<'a> Sim<'a> {
     /// Evicts `t` at `now_ns`; returns the end of its write-back, if any.
     fn evict(&mut self, t: TensorId, now_ns: u64, step: usize, reason: &str) -> u64 {
         let mut e = self.event(now_ns, EventKind::Evict, t, step);
-        e.reason = Some(reason.to_string());
+        e.reason = Some(reason.into());
         let mut done = now_ns;
         if self.st[t].dirty {
             let bytes = self.g.tensors[t].bytes;

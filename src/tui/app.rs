@@ -5,7 +5,7 @@
 use super::data::{compare, Dataset};
 use super::keys::{action_for, Action, Scope};
 use crate::analysis::diff::TraceDiff;
-use crate::analysis::hotspots::{sort_hotspots, HotspotKey};
+use crate::analysis::hotspots::{order_hotspots, HotspotKey};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use fuzzy_matcher::skim::SkimMatcherV2;
 use fuzzy_matcher::FuzzyMatcher;
@@ -220,9 +220,10 @@ impl App {
 
     fn resort_hotspots(&mut self) {
         let Some(d) = self.data.first() else { return };
-        let mut hs = d.hotspots.clone();
-        sort_hotspots(&mut hs, self.hot_key, self.hot_ascending);
-        self.hot_order = hs.iter().map(|h| h.op).collect();
+        self.hot_order = order_hotspots(&d.hotspots, self.hot_key, self.hot_ascending)
+            .into_iter()
+            .map(|i| d.hotspots[i].op)
+            .collect();
         self.hot_sel = self.hot_sel.min(self.hot_order.len().saturating_sub(1));
     }
 

@@ -4,7 +4,7 @@
 use crate::analysis::classify::{classify, Classification};
 use crate::analysis::diff::{diff, TraceDiff};
 use crate::analysis::hotspots::{hotspots, Hotspot};
-use crate::analysis::memmap::{placements, Placement};
+use crate::analysis::memmap::{placements, OccupancyIndex, Placement};
 use crate::analysis::roundtrips::{round_trips, TensorTrips};
 use crate::analysis::timeline::{SeriesIndex, TimelineIndex};
 use crate::trace::Trace;
@@ -22,6 +22,7 @@ pub struct Dataset {
     /// Placements sorted by start time, and the longest one (for windowed queries).
     pub placements: Vec<Placement>,
     pub placement_max_len: u64,
+    pub occupancy: OccupancyIndex,
     /// Live bytes per op step (from the `live_bytes` counter).
     pub live_by_step: Vec<u64>,
     pub capacity: u64,
@@ -29,7 +30,17 @@ pub struct Dataset {
 
 impl Dataset {
     pub fn build(label: impl Into<String>, trace: Trace) -> Dataset {
-        let index = TimelineIndex::build(&trace);
+        // The analyses are independent: run them on both cores.
+        let (index, (hotspots, trips, class, placements)) = std::thread::scope(|s| {
+            let t = &trace;
+            let other = s.spawn(move || (hotspots(t), round_trips(t), classify(t), placements(t)));
+            let index = TimelineIndex::build(t);
+            let rest = match other.join() {
+                Ok(r) => r,
+                Err(p) => std::panic::resume_unwind(p),
+            };
+            (index, rest)
+        });
         let bus = trace
             .counters
             .iter()
@@ -52,18 +63,19 @@ impl Dataset {
             }
             None => Vec::new(),
         };
-        let placements = placements(&trace);
         let placement_max_len = placements.iter().map(|p| p.t1 - p.t0).max().unwrap_or(0);
         let capacity = trace.pools.first().map(|p| p.capacity_bytes).unwrap_or(0);
+        let occupancy = OccupancyIndex::build(&placements, index.end_ns, capacity);
         Dataset {
             label: label.into(),
-            hotspots: hotspots(&trace),
-            trips: round_trips(&trace),
-            class: classify(&trace),
+            hotspots,
+            trips,
+            class,
             index,
             bus,
             placements,
             placement_max_len,
+            occupancy,
             live_by_step,
             capacity,
             trace,

@@ -239,15 +239,19 @@ fn spawn_watcher(
     Ok(Some(deb))
 }
 
-/// Runs the explorer until the user quits.
-pub fn run(opts: ViewOptions) -> Result<()> {
+/// Runs the explorer until the user quits. `initial` is data already loaded
+/// (so a file is never parsed twice); without it the worker loads first.
+pub fn run(opts: ViewOptions, initial: Option<Vec<Dataset>>) -> Result<()> {
     let theme = Theme::load(opts.theme.as_deref(), ColorMode::detect())?;
     let (tx, rx): (Sender<Msg>, Receiver<Msg>) = channel();
     let live = !opts.source.watched(opts.watch).is_empty();
     let watcher = spawn_watcher(&opts.source.watched(opts.watch), tx.clone())?;
     let worker = spawn_worker(opts.source.clone(), tx.clone());
     let mut generation = 1u64;
-    request(&worker, generation);
+    let preloaded = initial.is_some();
+    if !preloaded {
+        request(&worker, generation);
+    }
 
     let mut terminal =
         ratatui::try_init().map_err(|e| Error::Config(format!("cannot open the terminal: {e}")))?;
@@ -289,10 +293,10 @@ pub fn run(opts: ViewOptions) -> Result<()> {
         }
     });
 
-    let mut app = App::new(Vec::new());
+    let mut app = App::new(initial.unwrap_or_default());
     app.ascii = opts.ascii;
     app.live = live;
-    app.refreshing = true;
+    app.refreshing = !preloaded;
     let size = terminal.size().map_err(|e| Error::Config(e.to_string()))?;
     app.width = size.width;
     app.height = size.height;

@@ -172,6 +172,15 @@ pub fn centered(r: Rect, w: u16, h: u16) -> Rect {
     }
 }
 
+/// First row to show so that `sel` stays visible in `rows` rows of `len`
+/// (only the visible rows are built: lists can have 100,000s of entries).
+pub fn scroll_offset(sel: usize, len: usize, rows: usize) -> usize {
+    if rows == 0 || len <= rows {
+        return 0;
+    }
+    sel.saturating_sub(rows / 2).min(len - rows)
+}
+
 pub fn truncate(s: &str, n: usize) -> String {
     if s.chars().count() <= n {
         s.to_string()

@@ -5,7 +5,7 @@ use super::lanes::{self, LABEL_W};
 use crate::tui::app::App;
 use crate::tui::glyphs::Glyphs;
 use crate::tui::theme::Theme;
-use crate::tui::ui::{block, truncate_left};
+use crate::tui::ui::{block, scroll_offset, truncate_left};
 use crate::units::{fmt_bytes, fmt_ms};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::Line;
@@ -122,9 +122,13 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
     let name_w = (table.width as usize)
         .saturating_sub(9 * 4 + 11 + 8)
         .max(10);
+    let visible = table.height.saturating_sub(3) as usize;
+    let offset = scroll_offset(app.compare_sel, diff.ops.len(), visible);
     let rows: Vec<Row> = diff
         .ops
         .iter()
+        .skip(offset)
+        .take(visible)
         .map(|o| {
             Row::new(vec![
                 Cell::from(truncate_left(&o.name, name_w)),
@@ -167,6 +171,6 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
         .header(header)
         .block(block(title, theme, g))
         .row_highlight_style(theme.selected());
-    let mut st = TableState::default().with_selected(Some(app.compare_sel));
+    let mut st = TableState::default().with_selected(Some(app.compare_sel - offset));
     f.render_stateful_widget(t, table, &mut st);
 }

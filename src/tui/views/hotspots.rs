@@ -4,7 +4,7 @@ use crate::analysis::hotspots::HotspotKey;
 use crate::tui::app::App;
 use crate::tui::glyphs::Glyphs;
 use crate::tui::theme::Theme;
-use crate::tui::ui::{block, truncate_left};
+use crate::tui::ui::{block, scroll_offset, truncate_left};
 use crate::units::{fmt_bytes, fmt_ms};
 use ratatui::layout::{Constraint, Rect};
 use ratatui::style::Modifier;
@@ -36,9 +36,13 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
     ]);
     let fixed = 9 + 10 + 7 + 9 + 6 + 7 + 6;
     let name_w = (area.width as usize).saturating_sub(fixed + 2).max(8);
+    let visible = area.height.saturating_sub(3) as usize;
+    let offset = scroll_offset(app.hot_sel, app.hot_order.len(), visible);
     let rows: Vec<Row> = app
         .hot_order
         .iter()
+        .skip(offset)
+        .take(visible)
         .filter_map(|&o| d.hotspots.get(o))
         .map(|h| {
             let hot = h.spilled_bytes + h.reloaded_bytes > 0 || h.stall_ns > 0;
@@ -70,7 +74,7 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
     ];
     let title = format!(
         " Hotspots: {} ops, sorted by {} ",
-        rows.len(),
+        app.hot_order.len(),
         app.hot_key.label()
     );
     let table = Table::new(rows, widths)
@@ -78,6 +82,6 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
         .block(block(title, theme, g))
         .row_highlight_style(theme.selected())
         .column_spacing(1);
-    let mut state = TableState::default().with_selected(Some(app.hot_sel));
+    let mut state = TableState::default().with_selected(Some(app.hot_sel - offset));
     f.render_stateful_widget(table, area, &mut state);
 }

@@ -48,20 +48,49 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
         theme.c.accent,
         theme.c.bus,
     ];
-    for p in d.placements_in(app.window.0, app.window.1) {
+    let style_of = |tensor: usize| {
+        if app.tensor == Some(tensor) {
+            theme
+                .strong(theme.c.highlight)
+                .add_modifier(Modifier::REVERSED)
+        } else {
+            theme.fg(palette[tensor % palette.len()])
+        }
+    };
+    let occ = &d.occupancy;
+    let dt = span / lane_w as f64;
+    // Small traces are drawn exactly from their placements; big ones read the
+    // grid when zoomed out (bounded work per frame).
+    let use_grid = d.placements.len() > 50_000 && dt >= occ.base_ns as f64;
+    if use_grid {
+        // Zoomed out: read the pre-built occupancy grid.
+        for c in 0..lane_w {
+            let cs = app.window.0 as f64 + c as f64 * dt;
+            let b0 = (cs / occ.base_ns as f64) as usize;
+            let b1 = (((cs + dt) / occ.base_ns as f64).ceil() as usize).max(b0 + 1);
+            for r in 0..grid_h as usize {
+                let r0 = r * occ.bands / grid_h as usize;
+                let r1 = ((r + 1) * occ.bands / grid_h as usize).max(r0 + 1);
+                if let Some(t) = occ.any_in(b0, b1, r0, r1) {
+                    let y = gy + grid_h - 1 - r as u16;
+                    if let Some(cell) = buf.cell_mut((x0 + c, y)) {
+                        cell.set_symbol(g.full).set_style(style_of(t));
+                    }
+                }
+            }
+        }
+    }
+    for p in d
+        .placements_in(app.window.0, app.window.1)
+        .take_while(|_| !use_grid)
+    {
         let c0 = (((p.t0.max(app.window.0) - app.window.0) as f64 / span) * lane_w as f64) as u16;
         let c1 = ((((p.t1.min(app.window.1) - app.window.0) as f64 / span) * lane_w as f64).ceil()
             as u16)
             .clamp(c0 + 1, lane_w);
         let r0 = (p.offset as f64 / band) as u16;
         let r1 = (((p.offset + p.bytes) as f64 / band).ceil() as u16).clamp(r0 + 1, grid_h);
-        let selected = app.tensor == Some(p.tensor);
-        let mut style = theme.fg(palette[p.tensor % palette.len()]);
-        if selected {
-            style = theme
-                .strong(theme.c.highlight)
-                .add_modifier(Modifier::REVERSED);
-        }
+        let style = style_of(p.tensor);
         for r in r0.min(grid_h - 1)..r1 {
             let y = gy + grid_h - 1 - r;
             for c in c0.min(lane_w - 1)..c1 {
@@ -75,7 +104,13 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
     let fy = gy + grid_h;
     lanes::label(buf, inner.x, fy, "frag", theme.fg(theme.c.fragmentation));
     let mut n = 0;
-    for s in &d.class.spills {
+    // Spills are in event (time) order: visit only those in the window.
+    let ev_t = |s: &crate::analysis::classify::ClassifiedSpill| d.trace.events[s.event].t_ns;
+    let from = d.class.spills.partition_point(|s| ev_t(s) < app.window.0);
+    for s in d.class.spills[from..]
+        .iter()
+        .take_while(|s| ev_t(s) < app.window.1)
+    {
         if s.class != crate::analysis::classify::SpillClass::Lifetime {
             continue;
         }

@@ -5,7 +5,7 @@ use super::lanes::{self, col_of, LABEL_W};
 use crate::tui::app::App;
 use crate::tui::glyphs::Glyphs;
 use crate::tui::theme::Theme;
-use crate::tui::ui::{block, truncate_left};
+use crate::tui::ui::{block, scroll_offset, truncate_left};
 use crate::units::fmt_bytes;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
@@ -19,9 +19,16 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
         Layout::horizontal([Constraint::Length(list_w), Constraint::Min(10)]).areas(area);
     // The list of tensors that moved.
     let inner_w = list_w.saturating_sub(2) as usize;
+    let sel = app
+        .tensor
+        .and_then(|t| d.trips.iter().position(|x| x.tensor == t));
+    let visible = left.height.saturating_sub(2) as usize;
+    let offset = scroll_offset(sel.unwrap_or(0), d.trips.len(), visible);
     let items: Vec<ListItem> = d
         .trips
         .iter()
+        .skip(offset)
+        .take(visible)
         .map(|t| {
             let flag = if t.oscillating { "*" } else { " " };
             let n = format!("{:>3}x", t.trips.len());
@@ -48,10 +55,7 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
     let list = List::new(items)
         .block(block(title, theme, g))
         .highlight_style(theme.selected());
-    let sel = app
-        .tensor
-        .and_then(|t| d.trips.iter().position(|x| x.tensor == t));
-    let mut st = ListState::default().with_selected(sel);
+    let mut st = ListState::default().with_selected(sel.map(|s| s - offset));
     f.render_stateful_widget(list, left, &mut st);
 
     let Some(tid) = app.tensor else {

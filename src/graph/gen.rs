@@ -1,0 +1,123 @@
+//! Deterministic synthetic graphs for benchmarks and scale tests
+//! (`spillscope gen`): a transformer-like stack whose encoder output is read
+//! by every decoder block, so evictions and reloads happen at any size.
+
+use super::{Graph, GraphBuilder, OpSpec, TensorKind, TensorSpec};
+
+struct B {
+    b: GraphBuilder,
+}
+
+impl B {
+    fn t(&mut self, name: String, shape: &[u64], kind: Option<TensorKind>) -> String {
+        self.b.tensor(TensorSpec {
+            name: name.clone(),
+            bytes: shape.iter().product::<u64>() * 4,
+            kind,
+            shape: Some(shape.to_vec()),
+            dtype: Some("f32".into()),
+        });
+        name
+    }
+    fn op(&mut self, name: String, op_type: &str, ins: Vec<String>, outs: Vec<String>) {
+        self.b.op(OpSpec {
+            name,
+            op_type: op_type.into(),
+            inputs: ins,
+            outputs: outs,
+            flops: None,
+        });
+    }
+}
+
+/// An encoder-decoder transformer with `blocks` decoder blocks (9 ops each)
+/// after 2 encoder blocks; `seq` x `d` activations, 4x FFN.
+pub fn transformer_like(blocks: usize, seq: u64, d: u64) -> Graph {
+    let mut g = B {
+        b: GraphBuilder::new(format!("transformer_like_{blocks}")),
+    };
+    let block = |g: &mut B, p: &str, x: String, memory: Option<&str>| -> String {
+        let wq = g.t(format!("{p}.wqkv"), &[d, 3 * d], Some(TensorKind::Weight));
+        let qkv = g.t(format!("{p}.qkv"), &[seq, 3 * d], None);
+        g.op(
+            format!("{p}.proj"),
+            "MatMul",
+            vec![x.clone(), wq],
+            vec![qkv.clone()],
+        );
+        let ctx = g.t(format!("{p}.ctx"), &[seq, d], None);
+        let mut ins = vec![qkv];
+        if let Some(m) = memory {
+            ins.push(m.to_string());
+        }
+        g.op(format!("{p}.attn"), "Attention", ins, vec![ctx.clone()]);
+        let r1 = g.t(format!("{p}.res1"), &[seq, d], None);
+        g.op(format!("{p}.add1"), "Add", vec![x, ctx], vec![r1.clone()]);
+        let n1 = g.t(format!("{p}.norm1"), &[seq, d], None);
+        g.op(
+            format!("{p}.ln1"),
+            "LayerNormalization",
+            vec![r1],
+            vec![n1.clone()],
+        );
+        let w1 = g.t(format!("{p}.w1"), &[d, 4 * d], Some(TensorKind::Weight));
+        let h = g.t(format!("{p}.h"), &[seq, 4 * d], None);
+        g.op(
+            format!("{p}.fc1"),
+            "MatMul",
+            vec![n1.clone(), w1],
+            vec![h.clone()],
+        );
+        let a = g.t(format!("{p}.act"), &[seq, 4 * d], None);
+        g.op(format!("{p}.gelu"), "Gelu", vec![h], vec![a.clone()]);
+        let w2 = g.t(format!("{p}.w2"), &[4 * d, d], Some(TensorKind::Weight));
+        let o = g.t(format!("{p}.o"), &[seq, d], None);
+        g.op(format!("{p}.fc2"), "MatMul", vec![a, w2], vec![o.clone()]);
+        let r2 = g.t(format!("{p}.res2"), &[seq, d], None);
+        g.op(format!("{p}.add2"), "Add", vec![n1, o], vec![r2.clone()]);
+        let n2 = g.t(format!("{p}.out"), &[seq, d], None);
+        g.op(
+            format!("{p}.ln2"),
+            "LayerNormalization",
+            vec![r2],
+            vec![n2.clone()],
+        );
+        n2
+    };
+    let mut x = g.t("src".into(), &[seq, d], Some(TensorKind::Input));
+    for i in 0..2 {
+        x = block(&mut g, &format!("enc{i}"), x, None);
+    }
+    let memory = x;
+    let mut y = g.t("tgt".into(), &[seq, d], Some(TensorKind::Input));
+    for i in 0..blocks {
+        y = block(&mut g, &format!("dec{i}"), y, Some(&memory));
+    }
+    g.b.output(y);
+    g.b.build().expect("generated graphs are valid")
+}
+
+/// A plain chain of `n` elementwise ops over `bytes`-sized tensors.
+pub fn chain(n: usize, bytes: u64) -> Graph {
+    let mut b = GraphBuilder::new(format!("chain_{n}"));
+    for i in 0..=n {
+        b.tensor(TensorSpec {
+            name: format!("t{i}"),
+            bytes,
+            kind: None,
+            shape: None,
+            dtype: None,
+        });
+    }
+    for i in 0..n {
+        b.op(OpSpec {
+            name: format!("op{i}"),
+            op_type: "Relu".into(),
+            inputs: vec![format!("t{i}")],
+            outputs: vec![format!("t{}", i + 1)],
+            flops: None,
+        });
+    }
+    b.output(format!("t{n}"));
+    b.build().expect("generated graphs are valid")
+}
