@@ -1,0 +1,209 @@
+//! The ONNX front end on hand-made models (built here with prost): symbolic
+//! dims with --dim, custom ops whose outputs are annotated in value_info,
+//! a truly unknown shape, an unsupported dtype, and external weights that
+//! are absent.
+#![cfg(feature = "onnx")]
+
+use prost::Message;
+use spillscope::graph::{self, LoadOptions};
+use tract_onnx::pb;
+use tract_onnx::pb::tensor_shape_proto::dimension::Value as Dim;
+
+fn vi(name: &str, dims: &[Result<i64, &str>], elem: i32) -> pb::ValueInfoProto {
+    pb::ValueInfoProto {
+        name: name.into(),
+        r#type: Some(pb::TypeProto {
+            denotation: String::new(),
+            value: Some(pb::type_proto::Value::TensorType(pb::type_proto::Tensor {
+                elem_type: elem,
+                shape: Some(pb::TensorShapeProto {
+                    dim: dims
+                        .iter()
+                        .map(|d| pb::tensor_shape_proto::Dimension {
+                            denotation: String::new(),
+                            value: Some(match d {
+                                Ok(v) => Dim::DimValue(*v),
+                                Err(p) => Dim::DimParam(p.to_string()),
+                            }),
+                        })
+                        .collect(),
+                }),
+            })),
+        }),
+        doc_string: String::new(),
+    }
+}
+
+fn node(name: &str, op: &str, ins: &[&str], outs: &[&str], domain: &str) -> pb::NodeProto {
+    pb::NodeProto {
+        name: name.into(),
+        op_type: op.into(),
+        domain: domain.into(),
+        input: ins.iter().map(|s| s.to_string()).collect(),
+        output: outs.iter().map(|s| s.to_string()).collect(),
+        ..Default::default()
+    }
+}
+
+fn model(
+    nodes: Vec<pb::NodeProto>,
+    inputs: Vec<pb::ValueInfoProto>,
+    outputs: Vec<pb::ValueInfoProto>,
+    value_info: Vec<pb::ValueInfoProto>,
+    inits: Vec<pb::TensorProto>,
+) -> Vec<u8> {
+    let m = pb::ModelProto {
+        ir_version: 8,
+        opset_import: vec![pb::OperatorSetIdProto {
+            domain: String::new(),
+            version: 17,
+        }],
+        graph: Some(pb::GraphProto {
+            name: "g".into(),
+            node: nodes,
+            input: inputs,
+            output: outputs,
+            value_info,
+            initializer: inits,
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    m.encode_to_vec()
+}
+
+fn write(dir: &tempfile::TempDir, name: &str, bytes: &[u8]) -> std::path::PathBuf {
+    let p = dir.path().join(name);
+    std::fs::write(&p, bytes).unwrap();
+    p
+}
+
+#[test]
+fn symbolic_dims_are_bound_with_dim() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = model(
+        vec![
+            node("relu", "Relu", &["x"], &["y"], ""),
+            node("neg", "Neg", &["y"], &["z"], ""),
+        ],
+        vec![vi("x", &[Err("N"), Ok(16)], 1)],
+        vec![vi("z", &[Err("N"), Ok(16)], 1)],
+        vec![],
+        vec![],
+    );
+    let p = write(&dir, "sym.onnx", &m);
+    // Unbound: the error names the tensor and suggests --dim.
+    let e = graph::load(&p, &LoadOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("\"x\"") && e.contains("--dim"), "{e}");
+    let g = graph::load(
+        &p,
+        &LoadOptions {
+            dims: vec![("N".into(), 8)],
+            batch: None,
+        },
+    )
+    .unwrap();
+    for t in ["x", "y", "z"] {
+        assert_eq!(g.tensor_by_name(t).unwrap().bytes, 8 * 16 * 4, "{t}");
+    }
+}
+
+#[test]
+fn custom_ops_keep_going_on_annotated_shapes() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = model(
+        vec![
+            node("custom", "FancyVendorOp", &["x"], &["y"], "com.vendor"),
+            node("relu", "Relu", &["y"], &["z"], ""),
+        ],
+        vec![vi("x", &[Ok(2), Ok(8)], 1)],
+        vec![vi("z", &[Ok(2), Ok(32)], 1)],
+        vec![vi("y", &[Ok(2), Ok(32)], 10)],
+        vec![],
+    );
+    let p = write(&dir, "custom.onnx", &m);
+    let g = graph::load(&p, &LoadOptions::default()).unwrap();
+    assert_eq!(g.op_by_name("custom").unwrap().op_type, "FancyVendorOp");
+    // y is f16 per value_info: 2*32*2 bytes.
+    assert_eq!(g.tensor_by_name("y").unwrap().bytes, 128);
+    assert_eq!(g.tensor_by_name("z").unwrap().bytes, 2 * 32 * 4);
+
+    // Without the annotation the shape is truly unknown: say which tensor.
+    let m = model(
+        vec![
+            node("custom", "FancyVendorOp", &["x"], &["y"], "com.vendor"),
+            node("relu", "Relu", &["y"], &["z"], ""),
+        ],
+        vec![vi("x", &[Ok(2), Ok(8)], 1)],
+        vec![vi("z", &[Ok(2), Ok(32)], 1)],
+        vec![],
+        vec![],
+    );
+    let p = write(&dir, "unknown.onnx", &m);
+    let e = graph::load(&p, &LoadOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("\"y\"") && e.contains("unknown"), "{e}");
+}
+
+#[test]
+fn unsupported_dtype_and_absent_external_weights() {
+    let dir = tempfile::tempdir().unwrap();
+    // A string initializer: not something with a byte size we model.
+    let bad = pb::TensorProto {
+        name: "w".into(),
+        dims: vec![4],
+        data_type: 8,
+        ..Default::default()
+    };
+    let m = model(
+        vec![node("add", "Add", &["x", "w"], &["y"], "")],
+        vec![vi("x", &[Ok(4)], 1)],
+        vec![vi("y", &[Ok(4)], 1)],
+        vec![],
+        vec![bad],
+    );
+    let p = write(&dir, "dtype.onnx", &m);
+    let e = graph::load(&p, &LoadOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("\"w\"") && e.contains("dtype"), "{e}");
+
+    // A weight stored in a file that is not there: only its shape matters.
+    let ext = pb::TensorProto {
+        name: "w".into(),
+        dims: vec![16, 8],
+        data_type: 1,
+        data_location: Some(pb::tensor_proto::DataLocation::External as i32),
+        external_data: vec![
+            pb::StringStringEntryProto {
+                key: "location".into(),
+                value: "weights.bin".into(),
+            },
+            pb::StringStringEntryProto {
+                key: "length".into(),
+                value: "512".into(),
+            },
+        ],
+        ..Default::default()
+    };
+    let m = model(
+        vec![node("mm", "MatMul", &["x", "w"], &["y"], "")],
+        vec![vi("x", &[Ok(2), Ok(16)], 1)],
+        vec![vi("y", &[Ok(2), Ok(8)], 1)],
+        vec![],
+        vec![ext],
+    );
+    let p = write(&dir, "external.onnx", &m);
+    let g = graph::load(&p, &LoadOptions::default()).unwrap();
+    assert_eq!(g.tensor_by_name("w").unwrap().bytes, 16 * 8 * 4);
+    assert_eq!(
+        g.tensor_by_name("w").unwrap().kind,
+        spillscope::graph::TensorKind::Weight
+    );
+    assert_eq!(g.tensor_by_name("y").unwrap().bytes, 2 * 8 * 4);
+    // MatMul FLOPs: 2 * M * N * K = 2 * 2 * 8 * 16.
+    assert_eq!(g.op_by_name("mm").unwrap().flops, 512.0);
+}
