@@ -74,10 +74,17 @@ fn bad_inputs_get_one_clear_line() {
     );
     one_line_error(&["sim", &d("missing.json")], &["missing.json"]);
     std::fs::write(d("text.onnx"), "this is not a protobuf at all, just words").unwrap();
-    one_line_error(
-        &["sim", &d("text.onnx")],
-        &["text.onnx", "not a valid ONNX model"],
-    );
+    if cfg!(feature = "onnx") {
+        one_line_error(
+            &["sim", &d("text.onnx")],
+            &["text.onnx", "not a valid ONNX model"],
+        );
+    } else {
+        one_line_error(
+            &["sim", &d("text.onnx")],
+            &["text.onnx", "ONNX support was not compiled in"],
+        );
+    }
     std::fs::write(d("g.json"), "{\"tensors\": [], \"ops\": [").unwrap();
     one_line_error(&["sim", &d("g.json")], &["g.json", "graph JSON"]);
     let good = r#"{"tensors":[{"name":"x","bytes":64},{"name":"y","bytes":64}],"ops":[{"name":"n","inputs":["x"],"outputs":["y"]}],"outputs":["y"]}"#;
