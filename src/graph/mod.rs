@@ -124,6 +124,9 @@ pub struct LoadOptions {
 
 /// Loads a model by file type: `.onnx` through tract, otherwise graph JSON.
 pub fn load(path: &Path, opts: &LoadOptions) -> crate::Result<Graph> {
+    if let Err(e) = std::fs::metadata(path) {
+        return Err(crate::Error::io(path, e));
+    }
     let is_onnx = path
         .extension()
         .map(|e| e.eq_ignore_ascii_case("onnx"))
