@@ -24,6 +24,18 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        Some(Command::Import(a)) => {
+            print(&spillscope::cli::trace_cmds::run_import(&a)?);
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Export(a)) => {
+            print(&spillscope::cli::trace_cmds::run_export(&a)?);
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Diff(a)) => {
+            print(&spillscope::cli::trace_cmds::run_diff(&a)?);
+            Ok(ExitCode::SUCCESS)
+        }
         Some(Command::View(a)) => {
             spillscope::cli::view_cmd::run_view(&a)?;
             Ok(ExitCode::SUCCESS)

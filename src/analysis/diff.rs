@@ -127,3 +127,87 @@ pub fn diff(a: &Trace, b: &Trace) -> TraceDiff {
         traffic_delta_bytes: b.summary.traffic_bytes as i64 - a.summary.traffic_bytes as i64,
     }
 }
+
+/// How well two traces' memory events agree: events are matched by
+/// (kind, tensor name, op name) as multisets, the simulated-vs-measured check
+/// of the seed (which reports >= 95 %).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Agreement {
+    /// Matched events x 2 / (events in A + events in B), in percent, for
+    /// spill events (evict/reload) and for alloc/free events.
+    pub spill_pct: f64,
+    pub alloc_pct: f64,
+    pub spill_matched: usize,
+    pub spill_a: usize,
+    pub spill_b: usize,
+    pub alloc_matched: usize,
+    pub alloc_a: usize,
+    pub alloc_b: usize,
+    /// A few events present in only one trace: (side, kind, tensor, op).
+    pub unmatched: Vec<(char, String, String, String)>,
+}
+
+pub fn agreement(a: &Trace, b: &Trace, keep_unmatched: usize) -> Agreement {
+    use crate::trace::EventKind;
+    type Key = (EventKind, String, String);
+    let keys = |t: &Trace, spill: bool| -> HashMap<Key, usize> {
+        let mut m: HashMap<Key, usize> = HashMap::new();
+        for e in &t.events {
+            let is_spill = matches!(e.kind, EventKind::Evict | EventKind::Reload);
+            let is_alloc = matches!(e.kind, EventKind::Alloc | EventKind::Free);
+            if (spill && !is_spill) || (!spill && !is_alloc) {
+                continue;
+            }
+            let tn = t
+                .tensors
+                .get(e.tensor)
+                .map(|x| x.name.clone())
+                .unwrap_or_default();
+            let on =
+                e.op.and_then(|o| t.ops.get(o))
+                    .map(|o| o.name.clone())
+                    .unwrap_or_default();
+            *m.entry((e.kind, tn, on)).or_default() += 1;
+        }
+        m
+    };
+    let mut unmatched = Vec::new();
+    let mut side = |ka: &HashMap<Key, usize>, kb: &HashMap<Key, usize>| -> (usize, usize, usize) {
+        let na: usize = ka.values().sum();
+        let nb: usize = kb.values().sum();
+        let mut matched = 0;
+        for (k, &ca) in ka {
+            let cb = kb.get(k).copied().unwrap_or(0);
+            matched += ca.min(cb);
+            if ca > cb && unmatched.len() < keep_unmatched {
+                unmatched.push(('A', k.0.as_str().to_string(), k.1.clone(), k.2.clone()));
+            }
+        }
+        for (k, &cb) in kb {
+            if cb > ka.get(k).copied().unwrap_or(0) && unmatched.len() < keep_unmatched {
+                unmatched.push(('B', k.0.as_str().to_string(), k.1.clone(), k.2.clone()));
+            }
+        }
+        (matched, na, nb)
+    };
+    let pct = |m: usize, a: usize, b: usize| {
+        if a + b == 0 {
+            100.0
+        } else {
+            200.0 * m as f64 / (a + b) as f64
+        }
+    };
+    let (sm, sa, sb) = side(&keys(a, true), &keys(b, true));
+    let (am, aa, ab) = side(&keys(a, false), &keys(b, false));
+    Agreement {
+        spill_pct: pct(sm, sa, sb),
+        alloc_pct: pct(am, aa, ab),
+        spill_matched: sm,
+        spill_a: sa,
+        spill_b: sb,
+        alloc_matched: am,
+        alloc_a: aa,
+        alloc_b: ab,
+        unmatched,
+    }
+}

@@ -25,9 +25,78 @@ pub enum Command {
     Hw(HwArgs),
     /// Print the summary of the bundled sample (what `spillscope` alone does off a terminal).
     Sample(SampleArgs),
+    /// Import a runtime trace (ONNX Runtime, PyTorch, Chrome/Perfetto, spillscope JSONL).
+    Import(ImportArgs),
+    /// Export a trace for Perfetto / chrome://tracing.
+    Export(ExportArgs),
+    /// Compare two traces: event agreement, per-op and per-tensor deltas.
+    Diff(DiffArgs),
     /// Open the terminal explorer on a trace, two traces (compare), or a model
     /// that is re-simulated whenever it, the hardware or the schedule config changes.
     View(ViewArgs),
+}
+
+/// How a trace file is read (spillscope traces load directly; others are imported).
+#[derive(Debug, Args, Clone)]
+pub struct ImportOpts {
+    /// Input format: ort, torch, chrome, jsonl (auto-detected when omitted).
+    #[arg(long = "from", value_name = "FORMAT")]
+    pub from: Option<String>,
+    /// ONNX Runtime: which run to take (1 = the first, warm-up run); default the last.
+    #[arg(long, value_name = "N")]
+    pub run: Option<usize>,
+    /// Link ops to this model's tensors (ONNX or graph JSON).
+    #[arg(long, value_name = "MODEL")]
+    pub model: Option<PathBuf>,
+    /// Refuse inputs with more events than this.
+    #[arg(long, value_name = "N")]
+    pub max_events: Option<usize>,
+}
+
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// The runtime trace to import.
+    pub file: PathBuf,
+    #[command(flatten)]
+    pub import: ImportOpts,
+    /// Write the spillscope trace here (atomically).
+    #[arg(short = 'o', long = "output", value_name = "TRACE.json")]
+    pub output: Option<PathBuf>,
+    /// Overwrite an existing output file.
+    #[arg(long)]
+    pub force: bool,
+    /// Summary format on stdout.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: Format,
+}
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// A spillscope trace (or any importable trace).
+    pub trace: PathBuf,
+    /// Write Chrome trace JSON (loads in Perfetto and chrome://tracing).
+    #[arg(long, value_name = "OUT.json", required = true)]
+    pub chrome: PathBuf,
+    #[command(flatten)]
+    pub import: ImportOpts,
+    /// Overwrite an existing output file.
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// First trace (e.g. simulated).
+    pub a: PathBuf,
+    /// Second trace (e.g. measured).
+    pub b: PathBuf,
+    #[command(flatten)]
+    pub import: ImportOpts,
+    /// Rows of per-op and per-tensor deltas to show.
+    #[arg(long, default_value_t = 15)]
+    pub limit: usize,
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: Format,
 }
 
 #[derive(Debug, Args)]
@@ -184,6 +253,30 @@ impl HwOpts {
             hw = hw.with_bandwidth(b);
         }
         Ok(hw)
+    }
+}
+
+impl ImportOpts {
+    /// Loads `path`: spillscope traces directly, anything else through an importer.
+    pub fn load(
+        &self,
+        path: &std::path::Path,
+    ) -> crate::Result<(crate::trace::Trace, Vec<String>)> {
+        use crate::trace::import;
+        let format = match &self.from {
+            Some(f) => Some(f.parse::<import::Format>().map_err(crate::Error::Config)?),
+            None => None,
+        };
+        let model = match &self.model {
+            Some(m) => Some(crate::graph::load(m, &Default::default())?),
+            None => None,
+        };
+        let opts = import::ImportOptions {
+            run: self.run,
+            model,
+            max_events: self.max_events,
+        };
+        import::import(path, format, &opts)
     }
 }
 

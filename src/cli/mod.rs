@@ -4,6 +4,7 @@
 pub mod args;
 pub mod sample;
 pub mod sim_cmd;
+pub mod trace_cmds;
 pub mod verify_cmd;
 pub mod view_cmd;
 

@@ -8,12 +8,25 @@ use std::io::Read;
 use std::path::Path;
 
 /// Whether a `.json` file is a spillscope trace (rather than graph JSON).
-pub fn is_trace_file(p: &Path) -> bool {
-    let mut head = vec![0u8; 4096];
+/// Whether a file is a model to simulate (ONNX or graph JSON) rather than a
+/// trace (spillscope, or anything `import` reads).
+pub fn is_model_file(p: &Path) -> bool {
+    if p.extension()
+        .map(|e| e.eq_ignore_ascii_case("onnx"))
+        .unwrap_or(false)
+    {
+        return true;
+    }
+    let mut head = vec![0u8; 8192];
     let n = std::fs::File::open(p)
         .and_then(|mut f| f.read(&mut head))
         .unwrap_or(0);
-    String::from_utf8_lossy(&head[..n]).contains("spillscope.trace/")
+    let t = String::from_utf8_lossy(&head[..n]);
+    t.trim_start().starts_with('{')
+        && t.contains("\"ops\"")
+        && t.contains("\"tensors\"")
+        && !t.contains("\"schema\"")
+        && !t.contains("\"traceEvents\"")
 }
 
 pub fn source_for(a: &ViewArgs) -> Result<Source> {
@@ -26,15 +39,10 @@ pub fn source_for(a: &ViewArgs) -> Result<Source> {
         }
     }
     let first = &a.inputs[0];
-    let is_model = first
-        .extension()
-        .map(|e| e.eq_ignore_ascii_case("onnx"))
-        .unwrap_or(false)
-        || !is_trace_file(first);
-    if !is_model {
-        if let Some(p) = a.inputs.iter().find(|p| !is_trace_file(p)) {
+    if !is_model_file(first) {
+        if let Some(p) = a.inputs.iter().find(|p| is_model_file(p)) {
             return Err(Error::Config(format!(
-                "{}: not a spillscope trace (compare needs two traces)",
+                "{}: a model, not a trace (compare needs two traces)",
                 p.display()
             )));
         }

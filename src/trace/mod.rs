@@ -2,6 +2,9 @@
 //! imported runtime traces both land here; the explorer, verify, diff and
 //! reports only read this. Field names are a contract: extend, never rename.
 
+pub mod build;
+pub mod export;
+pub mod import;
 pub mod verify;
 
 use crate::{Error, Result};

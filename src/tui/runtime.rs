@@ -9,9 +9,11 @@ use super::ui;
 use crate::cost::HardwareProfile;
 use crate::graph::LoadOptions;
 use crate::sim::{simulate, ScheduleFile, SimConfig};
+use crate::trace::import::{self, jsonl::JsonlTail};
 use crate::trace::Trace;
 use crate::{Error, Result};
 use crossterm::event::{self, Event};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Condvar, Mutex};
@@ -57,6 +59,13 @@ impl Source {
 
     /// Builds the datasets (slow: runs off the UI thread).
     pub fn load(&self) -> Result<Vec<Dataset>> {
+        self.load_with(&mut HashMap::new())
+    }
+
+    /// As [`Source::load`], tailing JSONL streams incrementally with the
+    /// given per-file state (a watcher keeps it between refreshes, so only
+    /// appended bytes are read).
+    pub fn load_with(&self, tails: &mut HashMap<PathBuf, JsonlTail>) -> Result<Vec<Dataset>> {
         match self {
             Source::Traces(paths) => paths
                 .iter()
@@ -65,7 +74,18 @@ impl Source {
                         .file_name()
                         .map(|s| s.to_string_lossy().into_owned())
                         .unwrap_or_default();
-                    Ok(Dataset::build(label, Trace::load(p)?))
+                    let tr = match import::detect(p)? {
+                        import::Format::Spillscope => Trace::load(p)?,
+                        import::Format::Jsonl => {
+                            let tail = tails.entry(p.clone()).or_insert_with(|| JsonlTail::new(p));
+                            tail.poll()?;
+                            let mut tr = tail.state.snapshot();
+                            tr.meta.model = label.clone();
+                            tr
+                        }
+                        f => import::import(p, Some(f), &Default::default())?.0,
+                    };
+                    Ok(Dataset::build(label, tr))
                 })
                 .collect(),
             Source::Embedded(traces) => Ok(traces
@@ -138,6 +158,7 @@ struct Latest {
 fn spawn_worker(source: Source, tx: Sender<Msg>) -> Arc<Latest> {
     let latest = Arc::new(Latest::default());
     let inbox = latest.clone();
+    let mut tails: HashMap<PathBuf, JsonlTail> = HashMap::new();
     std::thread::spawn(move || loop {
         let generation = {
             let mut g = match inbox.pending.lock() {
@@ -153,7 +174,7 @@ fn spawn_worker(source: Source, tx: Sender<Msg>) -> Arc<Latest> {
             g.take()
         };
         let _ = generation;
-        let msg = match source.load() {
+        let msg = match source.load_with(&mut tails) {
             Ok(sets) => {
                 let mut ok = true;
                 for (slot, d) in sets.into_iter().enumerate() {

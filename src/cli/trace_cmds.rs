@@ -1,0 +1,151 @@
+//! `spillscope import`, `export` and `diff`.
+
+use super::args::{DiffArgs, ExportArgs, Format, ImportArgs};
+use super::sim_cmd::{render, write_atomic};
+use crate::analysis::diff::{agreement, diff};
+use crate::analysis::runs::{RunRow, RunsReport};
+use crate::trace::export::to_chrome;
+use crate::units::{fmt_bytes, fmt_ms};
+use crate::Result;
+
+fn warn_all(warnings: &[String]) {
+    for w in warnings.iter().take(20) {
+        eprintln!("spillscope: warning: {w}");
+    }
+    if warnings.len() > 20 {
+        eprintln!("spillscope: warning: ... and {} more", warnings.len() - 20);
+    }
+}
+
+pub fn run_import(a: &ImportArgs) -> Result<String> {
+    let (tr, warnings) = a.import.load(&a.file)?;
+    warn_all(&warnings);
+    if let Some(out) = &a.output {
+        write_atomic(out, &tr.to_json(), a.force)?;
+    }
+    let rep = RunsReport {
+        model: tr.meta.model.clone(),
+        runs: vec![RunRow::from_trace(&tr)],
+    };
+    let mut s = render(&rep, a.format);
+    if a.format == Format::Table {
+        s += &format!(
+            "{} ops, {} tensors, {} events imported\n",
+            tr.ops.len(),
+            tr.tensors.len(),
+            tr.events.len()
+        );
+    }
+    Ok(s)
+}
+
+pub fn run_export(a: &ExportArgs) -> Result<String> {
+    let (tr, warnings) = a.import.load(&a.trace)?;
+    warn_all(&warnings);
+    let v = to_chrome(&tr);
+    write_atomic(&a.chrome, &v.to_string(), a.force)?;
+    Ok(format!(
+        "wrote {} ({} trace events)\n",
+        a.chrome.display(),
+        v["traceEvents"].as_array().map(|x| x.len()).unwrap_or(0)
+    ))
+}
+
+pub fn run_diff(a: &DiffArgs) -> Result<String> {
+    let (ta, wa) = a.import.load(&a.a)?;
+    let (tb, wb) = a.import.load(&a.b)?;
+    warn_all(&wa);
+    warn_all(&wb);
+    let d = diff(&ta, &tb);
+    let ag = agreement(&ta, &tb, a.limit);
+    if a.format == Format::Json {
+        let ops: Vec<_> = d.ops.iter().take(a.limit).collect();
+        let tensors: Vec<_> = d.tensors.iter().take(a.limit).collect();
+        return Ok(serde_json::to_string_pretty(&serde_json::json!({
+            "a": a.a, "b": a.b, "agreement": ag, "latency_delta_ns": d.latency_delta_ns, "traffic_delta_bytes": d.traffic_delta_bytes,
+            "ops": ops, "tensors": tensors, "only_in_a": d.only_in_a, "only_in_b": d.only_in_b,
+        }))
+        .unwrap_or_default()
+            + "\n");
+    }
+    let mut s = format!(
+        "A: {}  ({}, {})\nB: {}  ({}, {})\n",
+        a.a.display(),
+        fmt_ms(ta.summary.latency_ns),
+        fmt_bytes(ta.summary.traffic_bytes),
+        a.b.display(),
+        fmt_ms(tb.summary.latency_ns),
+        fmt_bytes(tb.summary.traffic_bytes)
+    );
+    s += &format!(
+        "agreement: spill events {:.1}% ({} matched of {} / {}), alloc/free {:.1}% ({} of {} / {})\n",
+        ag.spill_pct, ag.spill_matched, ag.spill_a, ag.spill_b, ag.alloc_pct, ag.alloc_matched, ag.alloc_a, ag.alloc_b
+    );
+    s += &format!(
+        "latency B-A: {:+.3} ms, traffic B-A: {:+} bytes\n\n",
+        d.latency_delta_ns as f64 / 1e6,
+        d.traffic_delta_bytes
+    );
+    s += &format!(
+        "{:<48} {:>12} {:>12} {:>12} {:>12}\n",
+        "op (largest change first)", "dur A", "dur B", "traffic A", "traffic B"
+    );
+    for o in d.ops.iter().take(a.limit) {
+        s += &format!(
+            "{:<48} {:>12} {:>12} {:>12} {:>12}\n",
+            crate::tui::ui::truncate_left(&o.name, 48),
+            fmt_ms(o.a_duration_ns),
+            fmt_ms(o.b_duration_ns),
+            fmt_bytes(o.a_spilled),
+            fmt_bytes(o.b_spilled)
+        );
+    }
+    let moved: Vec<_> = d
+        .tensors
+        .iter()
+        .filter(|t| t.a_trips != t.b_trips || t.a_bytes_moved != t.b_bytes_moved)
+        .take(a.limit)
+        .collect();
+    if !moved.is_empty() {
+        s += &format!(
+            "\n{:<48} {:>8} {:>8} {:>12} {:>12}\n",
+            "tensor", "trips A", "trips B", "moved A", "moved B"
+        );
+        for t in moved {
+            s += &format!(
+                "{:<48} {:>8} {:>8} {:>12} {:>12}\n",
+                crate::tui::ui::truncate_left(&t.name, 48),
+                t.a_trips,
+                t.b_trips,
+                fmt_bytes(t.a_bytes_moved),
+                fmt_bytes(t.b_bytes_moved)
+            );
+        }
+    }
+    if !d.only_in_a.is_empty() || !d.only_in_b.is_empty() {
+        s += &format!(
+            "\nops only in A: {} ({}), only in B: {} ({})\n",
+            d.only_in_a.len(),
+            d.only_in_a
+                .iter()
+                .take(5)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", "),
+            d.only_in_b.len(),
+            d.only_in_b
+                .iter()
+                .take(5)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    if !ag.unmatched.is_empty() {
+        s += "\nunmatched events (side kind tensor @ op):\n";
+        for (side, k, t, o) in &ag.unmatched {
+            s += &format!("  {side} {k} {t} @ {o}\n");
+        }
+    }
+    Ok(s)
+}

@@ -1,0 +1,236 @@
+//! Assembling a trace from imported pieces: tensors interned by name, ops,
+//! events and counters, with the summary derived from the events so imported
+//! and simulated traces answer the same questions.
+
+use super::{Counter, Event, EventKind, Meta, Pool, Summary, Trace, TraceOp, TraceTensor, SCHEMA};
+use std::collections::HashMap;
+
+/// Builds a `spillscope.trace/1` from importer output.
+#[derive(Debug)]
+pub struct TraceBuilder {
+    pub tensors: Vec<TraceTensor>,
+    pub ops: Vec<TraceOp>,
+    pub events: Vec<Event>,
+    pub counters: Vec<Counter>,
+    pub pools: Vec<Pool>,
+    by_name: HashMap<String, usize>,
+    meta: Meta,
+    source: String,
+    /// Overrides the summary's peak live bytes (e.g. a profiler's own total).
+    pub peak_live_override: Option<u64>,
+}
+
+impl TraceBuilder {
+    pub fn new(source: &str, model: &str, policy: &str) -> TraceBuilder {
+        TraceBuilder {
+            tensors: Vec::new(),
+            ops: Vec::new(),
+            events: Vec::new(),
+            counters: Vec::new(),
+            pools: Vec::new(),
+            by_name: HashMap::new(),
+            meta: Meta {
+                model: model.into(),
+                policy: policy.into(),
+                hardware: serde_json::Value::Null,
+                config: serde_json::Value::Null,
+                tool_version: env!("CARGO_PKG_VERSION").into(),
+            },
+            source: source.into(),
+            peak_live_override: None,
+        }
+    }
+
+    pub fn set_config(&mut self, config: serde_json::Value) {
+        self.meta.config = config;
+    }
+
+    /// The id of tensor `name`, declaring it if new (bytes grow to the largest seen).
+    pub fn tensor(&mut self, name: &str, bytes: u64, kind: &str, pool: &str) -> usize {
+        if let Some(&id) = self.by_name.get(name) {
+            let t = &mut self.tensors[id];
+            t.bytes = t.bytes.max(bytes);
+            return id;
+        }
+        let id = self.tensors.len();
+        self.tensors.push(TraceTensor {
+            id,
+            name: name.into(),
+            bytes,
+            kind: kind.into(),
+            pool: pool.into(),
+            producer: None,
+            consumers: Vec::new(),
+        });
+        self.by_name.insert(name.into(), id);
+        id
+    }
+
+    pub fn tensor_id(&self, name: &str) -> Option<usize> {
+        self.by_name.get(name).copied()
+    }
+
+    pub fn pool(&mut self, name: &str, capacity: u64, alignment: u64) {
+        match self.pools.iter_mut().find(|p| p.name == name) {
+            Some(p) => p.capacity_bytes = p.capacity_bytes.max(capacity),
+            None => self.pools.push(Pool {
+                name: name.into(),
+                capacity_bytes: capacity,
+                alignment,
+            }),
+        }
+    }
+
+    /// Adds an op; its id is its position.
+    pub fn op(&mut self, mut op: TraceOp) -> usize {
+        op.id = self.ops.len();
+        for &t in &op.outputs {
+            if let Some(tt) = self.tensors.get_mut(t) {
+                tt.producer.get_or_insert(op.id);
+            }
+        }
+        for &t in &op.inputs {
+            if let Some(tt) = self.tensors.get_mut(t) {
+                if tt.consumers.last() != Some(&op.id) {
+                    tt.consumers.push(op.id);
+                }
+            }
+        }
+        self.ops.push(op);
+        self.ops.len() - 1
+    }
+
+    /// A plain event (no DMA times, no extensions). The arguments are the
+    /// contract's event fields, in the contract's order.
+    #[allow(clippy::too_many_arguments)]
+    pub fn event(
+        &mut self,
+        t_ns: u64,
+        kind: EventKind,
+        tensor: usize,
+        bytes: u64,
+        pool: &str,
+        offset: Option<u64>,
+        op: Option<usize>,
+        thread: Option<u64>,
+    ) {
+        self.events.push(Event {
+            t_ns,
+            kind,
+            tensor,
+            bytes,
+            pool: pool.into(),
+            offset,
+            op,
+            dma_start_ns: None,
+            dma_end_ns: None,
+            thread,
+            live_bytes: None,
+            reason: None,
+        });
+    }
+
+    /// Finishes: sorts events by time, fills in pools and the summary.
+    pub fn finish(mut self) -> Trace {
+        self.events.sort_by_key(|e| e.t_ns);
+        // Running live bytes per pool from the placements.
+        let mut live: HashMap<&str, i128> = HashMap::new();
+        let mut peak: i128 = 0;
+        let mut high_water: HashMap<&str, u64> = HashMap::new();
+        for e in &self.events {
+            let d = match e.kind {
+                EventKind::Alloc | EventKind::Reload | EventKind::Recompute => e.bytes as i128,
+                EventKind::Free | EventKind::Evict => -(e.bytes as i128),
+            };
+            let v = live.entry(e.pool.as_str()).or_default();
+            *v += d;
+            peak = peak.max(live.values().copied().sum());
+            if let Some(off) = e.offset {
+                let hw = high_water.entry(e.pool.as_str()).or_default();
+                *hw = (*hw).max(off + e.bytes);
+            }
+        }
+        let mut pools = std::mem::take(&mut self.pools);
+        for e in &self.events {
+            if !pools.iter().any(|p| p.name == e.pool.as_str()) {
+                pools.push(Pool {
+                    name: e.pool.to_string(),
+                    capacity_bytes: 0,
+                    alignment: 1,
+                });
+            }
+        }
+        for p in &mut pools {
+            if let Some(&hw) = high_water.get(p.name.as_str()) {
+                p.capacity_bytes = p.capacity_bytes.max(hw);
+            }
+            if p.capacity_bytes == 0 {
+                p.capacity_bytes = peak.max(1) as u64;
+            }
+        }
+        let start = self
+            .ops
+            .iter()
+            .map(|o| o.start_ns)
+            .chain(self.events.iter().map(|e| e.t_ns))
+            .min()
+            .unwrap_or(0);
+        let end = self
+            .ops
+            .iter()
+            .map(|o| o.end_ns)
+            .chain(self.events.iter().map(|e| e.dma_end_ns.unwrap_or(e.t_ns)))
+            .max()
+            .unwrap_or(0);
+        let latency = end.saturating_sub(start);
+        let spilled: u64 = self
+            .events
+            .iter()
+            .filter(|e| e.kind == EventKind::Evict)
+            .map(|e| e.bytes)
+            .sum();
+        let reloaded: u64 = self
+            .events
+            .iter()
+            .filter(|e| e.kind == EventKind::Reload)
+            .map(|e| e.bytes)
+            .sum();
+        let peak_live = self.peak_live_override.unwrap_or(peak.max(0) as u64);
+        let summary = Summary {
+            latency_ns: latency,
+            spill_count: self
+                .events
+                .iter()
+                .filter(|e| e.kind == EventKind::Evict)
+                .count() as u64,
+            spilled_bytes: spilled,
+            reloaded_bytes: reloaded,
+            traffic_bytes: spilled + reloaded,
+            recompute_saved_bytes: 0,
+            stall_ns: self.ops.iter().map(|o| o.stall_ns).sum(),
+            peak_live_bytes: peak_live,
+            peak_resident_bytes: peak.max(0) as u64,
+            lower_bound_traffic_bytes: 0,
+            throughput_fps: if latency > 0 {
+                1e9 / latency as f64
+            } else {
+                0.0
+            },
+            weight_traffic_bytes: 0,
+            streamed_bytes: 0,
+            energy_uj: 0.0,
+            capacity_bytes: pools.first().map(|p| p.capacity_bytes).unwrap_or(0),
+        };
+        Trace {
+            schema: SCHEMA.into(),
+            source: self.source,
+            meta: self.meta,
+            pools,
+            tensors: self.tensors,
+            ops: self.ops,
+            events: self.events,
+            counters: self.counters,
+            summary,
+        }
+    }
+}

@@ -1,0 +1,246 @@
+//! Chrome Trace Event Format reading: an array or an object with
+//! `traceEvents`, streamed element by element (a file larger than memory is
+//! never slurped), tolerant of a missing closing `]` and of events out of
+//! order. Produces loosely typed events the format importers interpret.
+
+use crate::{Error, Result};
+use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_json::Value;
+use std::fmt;
+use std::io::Read;
+use std::path::Path;
+
+/// One Chrome trace event with the fields spillscope uses.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChromeEvent {
+    /// Position in the file (for warnings).
+    pub index: usize,
+    pub ph: String,
+    pub name: String,
+    pub cat: String,
+    /// Microseconds (may be fractional).
+    pub ts: f64,
+    pub dur: Option<f64>,
+    pub pid: i64,
+    pub tid: i64,
+    pub id: Option<String>,
+    pub bind_id: Option<String>,
+    /// v2 flow direction on a slice (`flow_out` starts an arrow, `flow_in` ends it).
+    pub flow_out: bool,
+    pub flow_in: bool,
+    pub args: Value,
+}
+
+/// What reading found besides events.
+#[derive(Debug, Default, Clone)]
+pub struct ReadReport {
+    pub warnings: Vec<String>,
+    /// Top-level keys other than `traceEvents` (e.g. `baseTimeNanoseconds`).
+    pub top: serde_json::Map<String, Value>,
+}
+
+/// A number that may be written as a string.
+pub fn num(v: &Value) -> Option<f64> {
+    match v {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+fn id_string(v: &Value) -> Option<String> {
+    match v {
+        Value::Null => None,
+        Value::String(s) => Some(s.clone()),
+        other => Some(other.to_string()),
+    }
+}
+
+fn to_event(index: usize, v: Value, report: &mut ReadReport, limit: usize) -> Option<ChromeEvent> {
+    let Value::Object(mut m) = v else {
+        if report.warnings.len() < limit {
+            report
+                .warnings
+                .push(format!("event {index}: not an object, skipped"));
+        }
+        return None;
+    };
+    let ph = m
+        .get("ph")
+        .and_then(|v| v.as_str())
+        .unwrap_or("")
+        .to_string();
+    let ts = m.get("ts").and_then(num);
+    let Some(ts) = ts.filter(|t| t.is_finite()) else {
+        if ph != "M" && report.warnings.len() < limit {
+            report
+                .warnings
+                .push(format!("event {index}: missing or invalid `ts`, skipped"));
+        }
+        if ph != "M" {
+            return None;
+        }
+        return Some(ChromeEvent {
+            index,
+            ph,
+            name: m
+                .get("name")
+                .and_then(|v| v.as_str())
+                .unwrap_or("")
+                .to_string(),
+            cat: String::new(),
+            ts: 0.0,
+            dur: None,
+            pid: m.get("pid").and_then(num).unwrap_or(0.0) as i64,
+            tid: m.get("tid").and_then(num).unwrap_or(0.0) as i64,
+            id: None,
+            bind_id: None,
+            flow_out: false,
+            flow_in: false,
+            args: m.remove("args").unwrap_or(Value::Null),
+        });
+    };
+    let mut dur = m.get("dur").and_then(num);
+    if let Some(d) = dur {
+        if d < 0.0 || !d.is_finite() {
+            if report.warnings.len() < limit {
+                report.warnings.push(format!(
+                    "event {index}: negative or invalid duration {d}, treated as 0"
+                ));
+            }
+            dur = Some(0.0);
+        }
+    }
+    let args = m.remove("args").unwrap_or(Value::Null);
+    let bind_id = m
+        .get("bind_id")
+        .and_then(id_string)
+        .or_else(|| args.get("bind_id").and_then(id_string));
+    Some(ChromeEvent {
+        index,
+        ph,
+        name: m
+            .get("name")
+            .and_then(|v| v.as_str())
+            .unwrap_or("")
+            .to_string(),
+        cat: m
+            .get("cat")
+            .and_then(|v| v.as_str())
+            .unwrap_or("")
+            .to_string(),
+        ts,
+        dur,
+        pid: m.get("pid").and_then(num).unwrap_or(0.0) as i64,
+        tid: m.get("tid").and_then(num).unwrap_or(0.0) as i64,
+        id: m.get("id").and_then(id_string),
+        bind_id,
+        flow_out: m.get("flow_out").and_then(|v| v.as_bool()).unwrap_or(false),
+        flow_in: m.get("flow_in").and_then(|v| v.as_bool()).unwrap_or(false),
+        args,
+    })
+}
+
+struct Sink<'a, F: FnMut(ChromeEvent)> {
+    f: &'a mut F,
+    report: &'a mut ReadReport,
+    count: &'a mut usize,
+    limit_events: usize,
+}
+
+impl<'de, F: FnMut(ChromeEvent)> Visitor<'de> for &mut Sink<'_, F> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an array of trace events, or an object with `traceEvents`")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<(), A::Error> {
+        while let Some(v) = seq.next_element::<Value>()? {
+            let i = *self.count;
+            *self.count += 1;
+            if *self.count > self.limit_events {
+                return Err(serde::de::Error::custom(format!(
+                    "more than {} events (raise --max-events)",
+                    self.limit_events
+                )));
+            }
+            if let Some(e) = to_event(i, v, self.report, 20) {
+                (self.f)(e);
+            }
+        }
+        Ok(())
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<(), A::Error> {
+        while let Some(k) = map.next_key::<String>()? {
+            if k == "traceEvents" {
+                map.next_value_seed(&mut *self)?;
+            } else if matches!(
+                k.as_str(),
+                "displayTimeUnit"
+                    | "baseTimeNanoseconds"
+                    | "schemaVersion"
+                    | "otherData"
+                    | "trace_id"
+            ) {
+                let v: Value = map.next_value()?;
+                self.report.top.insert(k, v);
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl<'de, F: FnMut(ChromeEvent)> DeserializeSeed<'de> for &mut Sink<'_, F> {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> std::result::Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+/// Streams the events of a Chrome trace from `r` into `f`.
+pub fn stream<R: Read>(
+    r: R,
+    origin: &Path,
+    max_events: usize,
+    mut f: impl FnMut(ChromeEvent),
+) -> Result<ReadReport> {
+    let mut report = ReadReport::default();
+    let mut count = 0usize;
+    let mut sink = Sink {
+        f: &mut f,
+        report: &mut report,
+        count: &mut count,
+        limit_events: max_events,
+    };
+    let mut de =
+        serde_json::Deserializer::from_reader(std::io::BufReader::with_capacity(1 << 20, r));
+    match (&mut sink).deserialize(&mut de) {
+        Ok(()) => {}
+        Err(e) if e.is_eof() && count > 0 => {
+            report.warnings.push(format!("the file ends before its closing bracket (after {count} events); read what was there"));
+        }
+        Err(e) => return Err(Error::parse(origin, "Chrome trace JSON", e)),
+    }
+    if count == 0 && report.top.is_empty() {
+        return Err(Error::parse(
+            origin,
+            "Chrome trace JSON",
+            "no trace events found",
+        ));
+    }
+    Ok(report)
+}
+
+/// Reads every event of a Chrome trace file (sorted by time, stable).
+pub fn read_file(path: &Path, max_events: usize) -> Result<(Vec<ChromeEvent>, ReadReport)> {
+    let f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let mut events = Vec::new();
+    let report = stream(f, path, max_events, |e| events.push(e))?;
+    events.sort_by(|a, b| {
+        a.ts.partial_cmp(&b.ts)
+            .unwrap_or(std::cmp::Ordering::Equal)
+            .then(a.index.cmp(&b.index))
+    });
+    Ok((events, report))
+}

@@ -1,0 +1,283 @@
+//! The spillscope JSONL event stream (docs/jsonl.md): one JSON object per
+//! line, appended by an instrumented runtime. Read line by line (never
+//! slurped); a half-written last line (no newline yet) is left for later, so
+//! a watcher can tail the file incrementally with [`JsonlTail`].
+
+use super::ImportOptions;
+use crate::trace::build::TraceBuilder;
+use crate::trace::{EventKind, Trace, TraceOp};
+use crate::{Error, Result};
+use serde::Deserialize;
+use std::collections::HashMap;
+use std::io::{BufRead, Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Deserialize)]
+struct Line {
+    kind: String,
+    #[serde(default)]
+    t_ns: Option<u64>,
+    #[serde(default)]
+    tensor: Option<String>,
+    #[serde(default)]
+    bytes: Option<u64>,
+    #[serde(default)]
+    pool: Option<String>,
+    #[serde(default)]
+    offset: Option<u64>,
+    #[serde(default)]
+    thread: Option<u64>,
+    #[serde(default)]
+    op: Option<String>,
+    #[serde(default)]
+    capacity_bytes: Option<u64>,
+    #[serde(default)]
+    alignment: Option<u64>,
+    #[serde(default)]
+    count: Option<u64>,
+}
+
+/// Accumulated state of a stream: feed it lines, ask for a trace any time.
+#[derive(Debug)]
+pub struct JsonlState {
+    b: TraceBuilder,
+    /// Open ops per thread: (op id).
+    open: HashMap<u64, Vec<usize>>,
+    pub lines: usize,
+    pub dropped: u64,
+    pub warnings: Vec<String>,
+    t_first: Option<u64>,
+}
+
+impl JsonlState {
+    pub fn new(model: &str) -> JsonlState {
+        let mut b = TraceBuilder::new("instrumented", model, "runtime");
+        b.set_config(serde_json::json!({"importer": "jsonl"}));
+        JsonlState {
+            b,
+            open: HashMap::new(),
+            lines: 0,
+            dropped: 0,
+            warnings: Vec::new(),
+            t_first: None,
+        }
+    }
+
+    fn warn(&mut self, w: String) {
+        if self.warnings.len() < 100 {
+            self.warnings.push(w);
+        }
+    }
+
+    /// Applies one complete line (1-based `lineno` for messages).
+    pub fn feed(&mut self, line: &str, lineno: usize) {
+        let line = line.trim();
+        if line.is_empty() {
+            return;
+        }
+        self.lines += 1;
+        let l: Line = match serde_json::from_str(line) {
+            Ok(l) => l,
+            Err(e) => return self.warn(format!("line {lineno}: {e}; skipped")),
+        };
+        let t = l.t_ns.unwrap_or(0);
+        self.t_first = Some(self.t_first.map_or(t, |f| f.min(t)));
+        let thread = l.thread.unwrap_or(0);
+        match l.kind.as_str() {
+            "pool" => {
+                let name = l.pool.unwrap_or_else(|| "mem".into());
+                self.b.pool(
+                    &name,
+                    l.capacity_bytes.unwrap_or(0),
+                    l.alignment.unwrap_or(1),
+                );
+            }
+            "dropped" => self.dropped += l.count.unwrap_or(1),
+            "op_begin" => {
+                let name = l.op.unwrap_or_else(|| format!("op{}", self.b.ops.len()));
+                let id = self.b.op(TraceOp {
+                    id: 0,
+                    name,
+                    op_type: "op".into(),
+                    start_ns: t,
+                    end_ns: t,
+                    stall_ns: 0,
+                    inputs: vec![],
+                    outputs: vec![],
+                    streamed: vec![],
+                    flops: None,
+                    bound: None,
+                });
+                self.open.entry(thread).or_default().push(id);
+            }
+            "op_end" => match self.open.get_mut(&thread).and_then(|v| v.pop()) {
+                Some(id) => self.b.ops[id].end_ns = t.max(self.b.ops[id].start_ns),
+                None => self.warn(format!(
+                    "line {lineno}: op_end without op_begin on thread {thread}"
+                )),
+            },
+            k => {
+                let kind = match k {
+                    "alloc" => EventKind::Alloc,
+                    "free" => EventKind::Free,
+                    "evict" => EventKind::Evict,
+                    "reload" => EventKind::Reload,
+                    "recompute" => EventKind::Recompute,
+                    other => {
+                        return self.warn(format!("line {lineno}: unknown kind {other:?}; skipped"))
+                    }
+                };
+                let Some(name) = l.tensor else {
+                    return self.warn(format!("line {lineno}: {k} without a tensor; skipped"));
+                };
+                let bytes = l.bytes.unwrap_or(0);
+                let pool = l.pool.unwrap_or_else(|| "mem".into());
+                let id = self.b.tensor(&name, bytes, "activation", &pool);
+                let bytes = if bytes == 0 {
+                    self.b.tensors[id].bytes
+                } else {
+                    bytes
+                };
+                let op = self.open.get(&thread).and_then(|v| v.last().copied());
+                self.b
+                    .event(t, kind, id, bytes, &pool, l.offset, op, l.thread);
+            }
+        }
+    }
+
+    /// The trace so far (ops still open end at the latest time seen).
+    pub fn snapshot(&self) -> Trace {
+        let mut tmp = clone_builder(&self.b);
+        let last = tmp
+            .events
+            .iter()
+            .map(|e| e.t_ns)
+            .chain(tmp.ops.iter().map(|o| o.end_ns))
+            .max()
+            .unwrap_or(0);
+        for ids in self.open.values() {
+            for &id in ids {
+                tmp.ops[id].end_ns = tmp.ops[id].end_ns.max(last);
+            }
+        }
+        tmp.finish()
+    }
+}
+
+fn clone_builder(b: &TraceBuilder) -> TraceBuilder {
+    let mut c = TraceBuilder::new("instrumented", "", "runtime");
+    c.tensors = b.tensors.clone();
+    c.ops = b.ops.clone();
+    c.events = b.events.clone();
+    c.counters = b.counters.clone();
+    c.pools = b.pools.clone();
+    c.peak_live_override = b.peak_live_override;
+    c
+}
+
+/// Imports a whole JSONL file.
+pub fn import(path: &Path, opts: &ImportOptions) -> Result<(Trace, Vec<String>)> {
+    let mut tail = JsonlTail::new(path);
+    tail.max_lines = opts.max_events();
+    tail.poll()?;
+    let mut warnings = tail.state.warnings.clone();
+    if tail.state.dropped > 0 {
+        warnings.push(format!(
+            "the runtime dropped {} events (its buffer was full)",
+            tail.state.dropped
+        ));
+    }
+    if tail.pending_partial {
+        warnings.push("the last line is incomplete (still being written?); left out".into());
+    }
+    if tail.state.lines == 0 {
+        return Err(Error::parse(path, "spillscope JSONL", "no events"));
+    }
+    let mut tr = tail.state.snapshot();
+    tr.meta.model = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    Ok((tr, warnings))
+}
+
+/// Follows a JSONL file that another process appends to: each poll reads
+/// only the bytes added since the last one, and keeps a partial last line
+/// until its newline arrives. A file that shrank (truncated or replaced) is
+/// read again from the start.
+#[derive(Debug)]
+pub struct JsonlTail {
+    pub path: PathBuf,
+    pub offset: u64,
+    partial: Vec<u8>,
+    pub pending_partial: bool,
+    pub state: JsonlState,
+    lineno: usize,
+    pub max_lines: usize,
+}
+
+impl JsonlTail {
+    pub fn new(path: &Path) -> JsonlTail {
+        let model = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        JsonlTail {
+            path: path.to_path_buf(),
+            offset: 0,
+            partial: Vec::new(),
+            pending_partial: false,
+            state: JsonlState::new(&model),
+            lineno: 0,
+            max_lines: usize::MAX,
+        }
+    }
+
+    /// Reads what was appended; returns how many complete lines were applied.
+    pub fn poll(&mut self) -> Result<usize> {
+        let mut f = std::fs::File::open(&self.path).map_err(|e| Error::io(&self.path, e))?;
+        let len = f.metadata().map_err(|e| Error::io(&self.path, e))?.len();
+        if len < self.offset {
+            // Truncated or replaced: start over.
+            *self = JsonlTail {
+                max_lines: self.max_lines,
+                ..JsonlTail::new(&self.path)
+            };
+        }
+        f.seek(SeekFrom::Start(self.offset))
+            .map_err(|e| Error::io(&self.path, e))?;
+        let mut r = std::io::BufReader::with_capacity(1 << 20, f.take(len - self.offset));
+        let mut applied = 0;
+        loop {
+            let mut buf = Vec::new();
+            let n = r
+                .read_until(b'\n', &mut buf)
+                .map_err(|e| Error::io(&self.path, e))?;
+            if n == 0 {
+                break;
+            }
+            self.offset += n as u64;
+            if buf.last() != Some(&b'\n') {
+                // No newline yet: keep it for the next poll.
+                self.partial.extend_from_slice(&buf);
+                self.pending_partial = true;
+                break;
+            }
+            let mut line = std::mem::take(&mut self.partial);
+            line.extend_from_slice(&buf);
+            self.pending_partial = false;
+            self.lineno += 1;
+            if self.state.lines >= self.max_lines {
+                return Err(Error::parse(
+                    &self.path,
+                    "spillscope JSONL",
+                    format!("more than {} lines (raise --max-events)", self.max_lines),
+                ));
+            }
+            self.state
+                .feed(&String::from_utf8_lossy(&line), self.lineno);
+            applied += 1;
+        }
+        Ok(applied)
+    }
+}

@@ -1,0 +1,261 @@
+//! ONNX Runtime profiler JSON: node events (`<node>_kernel_time`) with sizes
+//! and allocator figures written as strings. Each `model_run` is a run; the
+//! first differs from later ones (warm-up), so runs are selectable.
+
+use super::chrome::{num, read_file, ChromeEvent};
+use super::{us_to_ns, ImportOptions};
+use crate::graph::{Graph, Liveness, TensorKind};
+use crate::trace::build::TraceBuilder;
+use crate::trace::{Counter, EventKind, Trace, TraceOp};
+use crate::{Error, Result};
+use std::path::Path;
+
+/// The runs in an ORT profile: (start µs, end µs).
+pub fn runs(events: &[ChromeEvent]) -> Vec<(f64, f64)> {
+    let mut r: Vec<(f64, f64)> = events
+        .iter()
+        .filter(|e| e.cat == "Session" && e.name == "model_run")
+        .map(|e| (e.ts, e.ts + e.dur.unwrap_or(0.0)))
+        .collect();
+    r.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap_or(std::cmp::Ordering::Equal));
+    r
+}
+
+/// Node name of a node event, if it is a kernel-time event.
+pub fn node_name(e: &ChromeEvent) -> Option<&str> {
+    if e.cat != "Node" {
+        return None;
+    }
+    e.name.strip_suffix("_kernel_time")
+}
+
+fn arg_u64(e: &ChromeEvent, key: &str) -> Option<u64> {
+    e.args.get(key).and_then(num).map(|v| v.max(0.0) as u64)
+}
+
+pub fn import(path: &Path, opts: &ImportOptions) -> Result<(Trace, Vec<String>)> {
+    let (events, report) = read_file(path, opts.max_events())?;
+    let mut warnings = report.warnings;
+    let all_runs = runs(&events);
+    let nodes: Vec<&ChromeEvent> = events
+        .iter()
+        .filter(|e| node_name(e).is_some() && e.ph == "X")
+        .collect();
+    if nodes.is_empty() {
+        return Err(Error::parse(
+            path,
+            "ONNX Runtime profile",
+            "no node events (`<node>_kernel_time`); was profiling on?",
+        ));
+    }
+    let (run_no, window) = if all_runs.is_empty() {
+        (1, (f64::MIN, f64::MAX))
+    } else {
+        let n = opts.run.unwrap_or(all_runs.len());
+        if n == 0 || n > all_runs.len() {
+            return Err(Error::Config(format!(
+                "{}: --run {n}: the profile has {} run(s)",
+                path.display(),
+                all_runs.len()
+            )));
+        }
+        (n, all_runs[n - 1])
+    };
+    let in_run: Vec<&ChromeEvent> = nodes
+        .into_iter()
+        .filter(|e| e.ts >= window.0 && e.ts <= window.1)
+        .collect();
+    let t0 = if window.0 > f64::MIN {
+        window.0
+    } else {
+        in_run.first().map(|e| e.ts).unwrap_or(0.0)
+    };
+    let model_name = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut b = TraceBuilder::new("instrumented", &model_name, "onnxruntime");
+    b.set_config(serde_json::json!({"importer": "ort", "run": run_no, "runs": all_runs.len()}));
+    let pool = "cpu";
+    let mut in_use = Vec::new();
+    let mut peak = Vec::new();
+    let mut held = Vec::new();
+    let graph = opts.model.as_ref();
+    let live = graph.map(Liveness::compute);
+    let mut op_of_node: Vec<Option<usize>> =
+        graph.map(|g| vec![None; g.ops.len()]).unwrap_or_default();
+    for e in &in_run {
+        let name = node_name(e).unwrap_or_default();
+        let op_type = e
+            .args
+            .get("op_name")
+            .and_then(|v| v.as_str())
+            .unwrap_or("Unknown")
+            .to_string();
+        let start = us_to_ns(e.ts, t0);
+        let end = us_to_ns(e.ts + e.dur.unwrap_or(0.0), t0);
+        let (inputs, outputs) = match graph.and_then(|g| g.op_by_name(name).map(|o| (g, o))) {
+            Some((g, o)) => {
+                let declare = |b: &mut TraceBuilder, t: usize| {
+                    let tt = &g.tensors[t];
+                    b.tensor(&tt.name, tt.bytes, tt.kind.as_str(), pool)
+                };
+                let ins: Vec<usize> = o.inputs.iter().map(|&t| declare(&mut b, t)).collect();
+                let outs: Vec<usize> = o.outputs.iter().map(|&t| declare(&mut b, t)).collect();
+                (ins, outs)
+            }
+            None => {
+                if graph.is_some() {
+                    warnings.push(format!("node {name:?} is not in the model"));
+                }
+                let bytes = arg_u64(e, "output_size").unwrap_or(0);
+                (
+                    Vec::new(),
+                    vec![b.tensor(&format!("{name}:out"), bytes, "activation", pool)],
+                )
+            }
+        };
+        let id = b.op(TraceOp {
+            id: 0,
+            name: name.to_string(),
+            op_type,
+            start_ns: start,
+            end_ns: end.max(start),
+            stall_ns: 0,
+            inputs,
+            outputs: outputs.clone(),
+            streamed: Vec::new(),
+            flops: None,
+            bound: None,
+        });
+        if let (Some(g), Some(gop)) = (graph, graph.and_then(|g| g.op_by_name(name))) {
+            let _ = g;
+            op_of_node[gop.id] = Some(id);
+        }
+        if graph.is_none() {
+            for &t in &outputs {
+                let bytes = b.tensors[t].bytes;
+                b.event(
+                    start,
+                    EventKind::Alloc,
+                    t,
+                    bytes,
+                    pool,
+                    None,
+                    Some(id),
+                    None,
+                );
+            }
+        }
+        if let Some(v) = arg_u64(e, "mem_bytes_in_use") {
+            in_use.push((end, v as f64));
+        }
+        if let Some(v) = arg_u64(e, "mem_in_use_peak") {
+            peak.push((end, v as f64));
+        }
+        if let Some(v) = arg_u64(e, "mem_arena_held") {
+            held.push((end, v as f64));
+        }
+    }
+    // With the model: allocate at the producer, free after the last consumer
+    // (both as measured), following the liveness definition.
+    if let (Some(g), Some(live)) = (graph, live) {
+        link_lifetimes(&mut b, g, &live, &op_of_node, pool);
+        b.peak_live_override = Some(live.peak_bytes);
+    } else if let Some(m) = in_use.iter().map(|s| s.1 as u64).max() {
+        // Without the model, frees are unknown: report the allocator's own figure.
+        b.peak_live_override = Some(m);
+    }
+    for (name, s) in [
+        ("allocator_in_use_bytes", in_use),
+        ("allocator_peak_bytes", peak),
+        ("arena_held_bytes", held),
+    ] {
+        if !s.is_empty() {
+            b.counters.push(Counter {
+                name: name.into(),
+                unit: "bytes".into(),
+                pool: Some(pool.into()),
+                samples: s,
+            });
+        }
+    }
+    Ok((b.finish(), warnings))
+}
+
+fn link_lifetimes(
+    b: &mut TraceBuilder,
+    g: &Graph,
+    live: &Liveness,
+    op_of_node: &[Option<usize>],
+    pool: &str,
+) {
+    for t in &g.tensors {
+        if t.kind == TensorKind::Weight {
+            // Initializers live in the session, not the activation arena:
+            // resident from their first use to their last, in their own pool.
+            let ops: Vec<usize> = t
+                .consumers
+                .iter()
+                .filter_map(|&c| op_of_node.get(c).copied().flatten())
+                .collect();
+            let (Some(&a), Some(&z)) = (ops.first(), ops.last()) else {
+                continue;
+            };
+            let id = b.tensor(&t.name, t.bytes, "weight", "weights");
+            let (ta, tz) = (b.ops[a].start_ns, b.ops[z].end_ns);
+            b.event(
+                ta,
+                EventKind::Alloc,
+                id,
+                t.bytes,
+                "weights",
+                None,
+                Some(a),
+                None,
+            );
+            b.event(
+                tz,
+                EventKind::Free,
+                id,
+                t.bytes,
+                "weights",
+                None,
+                Some(z),
+                None,
+            );
+            continue;
+        }
+        if live.intervals[t.id].is_none() {
+            continue;
+        }
+        // Measured times of its producer and consumers (ORT may run nodes in
+        // another order than the file; Constant nodes it folds are absent).
+        let users: Vec<usize> = t
+            .producer
+            .iter()
+            .chain(t.consumers.iter())
+            .filter_map(|&s| op_of_node.get(s).copied().flatten())
+            .collect();
+        let Some(&a) = users.iter().min_by_key(|&&o| b.ops[o].start_ns) else {
+            continue;
+        };
+        let Some(&z) = users.iter().max_by_key(|&&o| b.ops[o].end_ns) else {
+            continue;
+        };
+        let id = b.tensor(&t.name, t.bytes, t.kind.as_str(), pool);
+        let ta = if t.producer.is_some() {
+            b.ops[a].start_ns
+        } else {
+            0
+        };
+        let run_end = b.ops.iter().map(|o| o.end_ns).max().unwrap_or(0);
+        let tz = if t.kind == TensorKind::Output {
+            run_end
+        } else {
+            b.ops[z].end_ns
+        };
+        b.event(ta, EventKind::Alloc, id, t.bytes, pool, None, Some(a), None);
+        b.event(tz, EventKind::Free, id, t.bytes, pool, None, Some(z), None);
+    }
+}

@@ -1,0 +1,147 @@
+//! PyTorch profiler Chrome traces with `profile_memory=True`: `cpu_op`
+//! slices become ops; `[memory]` instant events (`Addr`, `Bytes`, negative =
+//! free, `Total Allocated`) become alloc/free events attributed to the
+//! innermost enclosing `cpu_op`.
+
+use super::chrome::{num, read_file};
+use super::{us_to_ns, ImportOptions};
+use crate::trace::build::TraceBuilder;
+use crate::trace::{Counter, EventKind, Trace, TraceOp};
+use crate::{Error, Result};
+use std::collections::HashMap;
+use std::path::Path;
+
+pub fn import(path: &Path, opts: &ImportOptions) -> Result<(Trace, Vec<String>)> {
+    let (events, report) = read_file(path, opts.max_events())?;
+    let mut warnings = report.warnings;
+    let ops: Vec<_> = events
+        .iter()
+        .filter(|e| e.ph == "X" && e.cat == "cpu_op")
+        .collect();
+    let mems: Vec<_> = events.iter().filter(|e| e.name == "[memory]").collect();
+    if ops.is_empty() && mems.is_empty() {
+        return Err(Error::parse(
+            path,
+            "PyTorch profiler trace",
+            "no cpu_op or [memory] events",
+        ));
+    }
+    let t0 = ops
+        .iter()
+        .map(|e| e.ts)
+        .chain(mems.iter().map(|e| e.ts))
+        .fold(f64::INFINITY, f64::min);
+    let model_name = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut b = TraceBuilder::new("instrumented", &model_name, "pytorch");
+    b.set_config(serde_json::json!({"importer": "torch"}));
+    let pool = "cpu";
+    let base = mems
+        .iter()
+        .filter_map(|e| e.args.get("Addr").and_then(num))
+        .fold(f64::INFINITY, f64::min);
+    let mut live: HashMap<u64, (usize, u64)> = HashMap::new();
+    let mut generation: HashMap<u64, usize> = HashMap::new();
+    let mut total = Vec::new();
+    let mut peak_total: u64 = 0;
+    // One sweep in time order with a stack of open ops per thread: the top
+    // is the innermost op enclosing a memory event (O(n), no search).
+    let mut open: HashMap<i64, Vec<(f64, usize)>> = HashMap::new();
+    for e in &events {
+        if e.ph == "X" && e.cat == "cpu_op" {
+            let start = us_to_ns(e.ts, t0);
+            let end_us = e.ts + e.dur.unwrap_or(0.0);
+            let end = us_to_ns(end_us, t0);
+            let id = b.op(TraceOp {
+                id: 0,
+                name: e.name.clone(),
+                op_type: e.name.trim_start_matches("aten::").to_string(),
+                start_ns: start,
+                end_ns: end.max(start),
+                stall_ns: 0,
+                inputs: vec![],
+                outputs: vec![],
+                streamed: vec![],
+                flops: None,
+                bound: None,
+            });
+            let st = open.entry(e.tid).or_default();
+            while st.last().map(|s| s.0 < e.ts).unwrap_or(false) {
+                st.pop();
+            }
+            st.push((end_us, id));
+            continue;
+        }
+        if e.name != "[memory]" {
+            continue;
+        }
+        let (Some(addr), Some(bytes)) = (
+            e.args.get("Addr").and_then(num),
+            e.args.get("Bytes").and_then(num),
+        ) else {
+            warnings.push(format!(
+                "event {}: [memory] without Addr/Bytes, skipped",
+                e.index
+            ));
+            continue;
+        };
+        let t = us_to_ns(e.ts, t0);
+        let addr = addr as u64;
+        let offset = (addr as f64 - base).max(0.0) as u64;
+        let st = open.entry(e.tid).or_default();
+        while st.last().map(|s| s.0 < e.ts).unwrap_or(false) {
+            st.pop();
+        }
+        let op = st.last().map(|s| s.1);
+        if let Some(tot) = e.args.get("Total Allocated").and_then(num) {
+            total.push((t, tot));
+            peak_total = peak_total.max(tot.max(0.0) as u64);
+        }
+        if bytes >= 0.0 {
+            let n = generation.entry(addr).or_default();
+            *n += 1;
+            let name = format!("mem@{addr:#x}#{n}");
+            let id = b.tensor(&name, bytes as u64, "activation", pool);
+            live.insert(addr, (id, bytes as u64));
+            b.event(
+                t,
+                EventKind::Alloc,
+                id,
+                bytes as u64,
+                pool,
+                Some(offset),
+                op,
+                Some(e.tid.max(0) as u64),
+            );
+        } else {
+            match live.remove(&addr) {
+                Some((id, size)) => b.event(
+                    t,
+                    EventKind::Free,
+                    id,
+                    size,
+                    pool,
+                    Some(offset),
+                    op,
+                    Some(e.tid.max(0) as u64),
+                ),
+                None => warnings.push(format!(
+                    "event {}: free of {addr:#x}, which was not allocated in the trace",
+                    e.index
+                )),
+            }
+        }
+    }
+    if !total.is_empty() {
+        b.counters.push(Counter {
+            name: "live_bytes".into(),
+            unit: "bytes".into(),
+            pool: Some(pool.into()),
+            samples: total,
+        });
+        b.peak_live_override = Some(peak_total);
+    }
+    Ok((b.finish(), warnings))
+}

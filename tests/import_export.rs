@@ -1,0 +1,461 @@
+//! Real runtime traces in (ONNX Runtime, PyTorch), generic Chrome traces
+//! with their quirks, the JSONL stream (incremental tailing), the Perfetto
+//! export round trip, and diff agreement.
+
+mod common;
+use common::shared_data;
+use serde_json::{json, Value};
+use spillscope::analysis::diff::agreement;
+use spillscope::trace::import::{self, jsonl::JsonlTail, Format, ImportOptions};
+use spillscope::trace::{export::to_chrome, verify::verify, EventKind, Trace};
+use std::path::Path;
+
+fn sample(name: &str) -> Trace {
+    Trace::load(
+        &Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("sample-traces")
+            .join(name),
+    )
+    .unwrap()
+}
+
+fn raw(path: &Path) -> Vec<Value> {
+    let v: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    match v {
+        Value::Array(a) => a,
+        Value::Object(mut m) => m
+            .remove("traceEvents")
+            .and_then(|v| v.as_array().cloned())
+            .unwrap_or_default(),
+        _ => vec![],
+    }
+}
+
+#[test]
+fn ort_profiles_import_with_counts_and_bytes_from_the_file() {
+    let Some(dir) = shared_data("traces") else {
+        return;
+    };
+    let mut n = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let p = entry.unwrap().path();
+        let fname = p.file_name().unwrap().to_string_lossy().into_owned();
+        if !fname.starts_with("ort_") {
+            continue;
+        }
+        n += 1;
+        assert_eq!(import::detect(&p).unwrap(), Format::Ort, "{fname}");
+        let events = raw(&p);
+        let mut runs: Vec<(f64, f64)> = events
+            .iter()
+            .filter(|e| e["name"] == "model_run")
+            .map(|e| {
+                (
+                    e["ts"].as_f64().unwrap(),
+                    e["ts"].as_f64().unwrap() + e["dur"].as_f64().unwrap(),
+                )
+            })
+            .collect();
+        runs.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap());
+        assert!(runs.len() >= 2, "{fname}");
+        for (r, &(s, e)) in runs.iter().enumerate() {
+            let nodes: Vec<&Value> = events
+                .iter()
+                .filter(|x| {
+                    x["cat"] == "Node"
+                        && x["name"].as_str().unwrap().ends_with("_kernel_time")
+                        && x["ts"].as_f64().unwrap() >= s
+                        && x["ts"].as_f64().unwrap() <= e
+                })
+                .collect();
+            let bytes: u64 = nodes
+                .iter()
+                .map(|x| {
+                    x["args"]["output_size"]
+                        .as_str()
+                        .unwrap()
+                        .parse::<u64>()
+                        .unwrap()
+                })
+                .sum();
+            let (tr, _) = import::import(
+                &p,
+                None,
+                &ImportOptions {
+                    run: Some(r + 1),
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+            assert_eq!(tr.ops.len(), nodes.len(), "{fname} run {}", r + 1);
+            let out_bytes: u64 = tr
+                .ops
+                .iter()
+                .flat_map(|o| o.outputs.iter())
+                .map(|&t| tr.tensors[t].bytes)
+                .sum();
+            assert_eq!(out_bytes, bytes, "{fname} run {}", r + 1);
+            assert!(verify(&tr, 5).ok(), "{fname}");
+            let peak = nodes
+                .iter()
+                .map(|x| {
+                    x["args"]["mem_bytes_in_use"]
+                        .as_str()
+                        .unwrap()
+                        .parse::<u64>()
+                        .unwrap()
+                })
+                .max()
+                .unwrap();
+            assert_eq!(
+                tr.summary.peak_live_bytes, peak,
+                "{fname}: without a model, the allocator's figure"
+            );
+        }
+        // Runs are separate: run 1 (warm-up) is not run 2.
+        let a = import::import(
+            &p,
+            None,
+            &ImportOptions {
+                run: Some(1),
+                ..Default::default()
+            },
+        )
+        .unwrap()
+        .0;
+        let b = import::import(
+            &p,
+            None,
+            &ImportOptions {
+                run: Some(2),
+                ..Default::default()
+            },
+        )
+        .unwrap()
+        .0;
+        assert_ne!(a.summary.latency_ns, b.summary.latency_ns, "{fname}");
+        assert!(import::import(
+            &p,
+            None,
+            &ImportOptions {
+                run: Some(99),
+                ..Default::default()
+            }
+        )
+        .unwrap_err()
+        .to_string()
+        .contains("run"));
+    }
+    assert!(n >= 6, "expected the ORT samples");
+}
+
+#[cfg(feature = "onnx")]
+#[test]
+fn noopt_ort_traces_match_the_onnx_nodes_one_to_one() {
+    let (Some(traces), Some(models)) = (shared_data("traces"), shared_data("models")) else {
+        return;
+    };
+    for m in ["resnet18", "mobilenet_v2", "squeezenet1_1", "resnet50_b8"] {
+        let g = spillscope::graph::load(
+            &models.join(format!("{m}.shapes.onnx")),
+            &Default::default(),
+        )
+        .unwrap();
+        let p = traces.join(format!("ort_{m}.noopt.json"));
+        let (tr, warnings) = import::import(
+            &p,
+            Some(Format::Ort),
+            &ImportOptions {
+                model: Some(g.clone()),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert!(warnings.is_empty(), "{m}: {warnings:?}");
+        let mut want: Vec<&str> = g
+            .ops
+            .iter()
+            .filter(|o| o.op_type != "Constant")
+            .map(|o| o.name.as_str())
+            .collect();
+        let mut got: Vec<&str> = tr.ops.iter().map(|o| o.name.as_str()).collect();
+        want.sort();
+        got.sort();
+        assert_eq!(got, want, "{m}: ORT nodes vs ONNX nodes (minus Constant)");
+        let rep = verify(&tr, 5);
+        assert!(rep.ok(), "{m}: {:?}", rep.violations);
+        // Linked to the graph: ops carry the graph's tensors.
+        let conv = tr.ops.iter().find(|o| o.op_type == "Conv").unwrap();
+        assert!(conv.inputs.len() >= 2 && !conv.outputs.is_empty());
+        assert_eq!(
+            tr.summary.peak_live_bytes,
+            spillscope::graph::Liveness::compute(&g).peak_bytes
+        );
+    }
+}
+
+#[test]
+fn pytorch_memory_trace_imports_with_the_files_peak() {
+    let Some(dir) = shared_data("traces") else {
+        return;
+    };
+    for f in ["torch_resnet18.json", "torch_mobilenet_v2.json"] {
+        let p = dir.join(f);
+        assert_eq!(import::detect(&p).unwrap(), Format::Torch);
+        let events = raw(&p);
+        let mem: Vec<&Value> = events.iter().filter(|e| e["name"] == "[memory]").collect();
+        let peak = mem
+            .iter()
+            .map(|e| e["args"]["Total Allocated"].as_f64().unwrap() as u64)
+            .max()
+            .unwrap();
+        let allocs = mem
+            .iter()
+            .filter(|e| e["args"]["Bytes"].as_f64().unwrap() >= 0.0)
+            .count();
+        let cpu_ops = events
+            .iter()
+            .filter(|e| e["cat"] == "cpu_op" && e["ph"] == "X")
+            .count();
+        let (tr, _) = import::import(&p, None, &ImportOptions::default()).unwrap();
+        assert_eq!(tr.summary.peak_live_bytes, peak, "{f}");
+        assert_eq!(tr.ops.len(), cpu_ops, "{f}");
+        assert_eq!(
+            tr.events
+                .iter()
+                .filter(|e| e.kind == EventKind::Alloc)
+                .count(),
+            allocs,
+            "{f}"
+        );
+        // Every memory event inside a cpu_op (same thread) is attributed to
+        // one that encloses it; the others (between ops) to none.
+        let spans: Vec<(f64, f64, i64)> = events
+            .iter()
+            .filter(|e| e["cat"] == "cpu_op" && e["ph"] == "X")
+            .map(|e| {
+                (
+                    e["ts"].as_f64().unwrap(),
+                    e["ts"].as_f64().unwrap() + e["dur"].as_f64().unwrap(),
+                    e["tid"].as_i64().unwrap(),
+                )
+            })
+            .collect();
+        let enclosed = mem
+            .iter()
+            .filter(|m| {
+                spans.iter().any(|s| {
+                    s.0 <= m["ts"].as_f64().unwrap()
+                        && m["ts"].as_f64().unwrap() <= s.1
+                        && s.2 == m["tid"].as_i64().unwrap()
+                })
+            })
+            .count();
+        let attributed = tr.events.iter().filter(|e| e.op.is_some()).count();
+        assert_eq!(attributed, enclosed, "{f}");
+        assert!(
+            tr.events
+                .iter()
+                .filter_map(|e| e.op.map(|o| (e, &tr.ops[o])))
+                .all(|(e, o)| o.start_ns <= e.t_ns && e.t_ns <= o.end_ns),
+            "{f}"
+        );
+        let rep = verify(&tr, 5);
+        assert!(rep.ok(), "{f}: {:?}", rep.violations);
+    }
+}
+
+#[test]
+fn generic_chrome_traces_with_quirks() {
+    let dir = tempfile::tempdir().unwrap();
+    // Out of order, float and string timestamps, B/E, counters, metadata,
+    // flows, an instant memory event, a negative duration, a duplicate flow id,
+    // and no closing bracket.
+    let text = r#"[
+{"ph":"M","name":"thread_name","pid":1,"tid":7,"args":{"name":"npu0"}},
+{"ph":"X","name":"late","cat":"k","ts":50.5,"dur":10,"pid":1,"tid":7},
+{"ph":"X","name":"early","cat":"k","ts":"1.25","dur":"2","pid":1,"tid":7},
+{"ph":"B","name":"span","ts":20,"pid":1,"tid":7},
+{"ph":"E","ts":30,"pid":1,"tid":7},
+{"ph":"C","name":"bw","ts":5,"pid":1,"args":{"value":"0.5"}},
+{"ph":"i","name":"a","ts":3,"pid":1,"tid":7,"args":{"kind":"alloc","tensor":"t0","bytes":64,"pool":"l1"}},
+{"ph":"i","name":"f","ts":60,"pid":1,"tid":7,"args":{"kind":"free","tensor":"t0","bytes":64,"pool":"l1"}},
+{"ph":"X","name":"neg","ts":70,"dur":-4,"pid":1,"tid":7},
+{"ph":"X","name":"bad","ts":"soon","pid":1,"tid":7},
+{"ph":"s","name":"flow","id":9,"bind_id":"f1","ts":1,"pid":1,"tid":7},
+{"ph":"s","name":"flow","id":9,"bind_id":"f1","ts":2,"pid":1,"tid":7},
+"#;
+    let p = dir.path().join("vendor.json");
+    std::fs::write(&p, text).unwrap();
+    assert_eq!(import::detect(&p).unwrap(), Format::Chrome);
+    let (tr, warnings) = import::import(&p, None, &ImportOptions::default()).unwrap();
+    let names: Vec<&str> = tr.ops.iter().map(|o| o.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["early", "span", "late", "neg"],
+        "ops sorted by time"
+    );
+    // Times are relative to the earliest event (the flow at 1 µs).
+    assert_eq!(tr.ops[0].start_ns, 250);
+    assert_eq!(tr.ops[0].end_ns, 2250);
+    assert_eq!(tr.ops[2].start_ns, 49_500);
+    assert_eq!(tr.events.len(), 2);
+    assert_eq!(tr.pools[0].name, "l1");
+    assert_eq!(tr.counters[0].samples, vec![(4000, 0.5)]);
+    let w = warnings.join("\n");
+    assert!(w.contains("event 8") && w.contains("negative"), "{w}");
+    assert!(w.contains("event 9") && w.contains("ts"), "{w}");
+    assert!(w.contains("flow id \"f1\""), "{w}");
+    assert!(w.contains("closing bracket"), "{w}");
+    // Object form, and garbage that is not a trace at all.
+    std::fs::write(&p, r#"{"traceEvents":[{"ph":"X","name":"k","ts":1,"dur":1,"pid":0,"tid":0}],"displayTimeUnit":"ns"}"#).unwrap();
+    assert_eq!(
+        import::import(&p, Some(Format::Chrome), &ImportOptions::default())
+            .unwrap()
+            .0
+            .ops
+            .len(),
+        1
+    );
+    std::fs::write(&p, r#"{"traceEvents": 5}"#).unwrap();
+    let e = import::import(&p, Some(Format::Chrome), &ImportOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("vendor.json"), "{e}");
+    std::fs::write(&p, "[{\"ph\":\"X\",\"name\":\"k\",\"ts\":1,\"du").unwrap();
+    let e = import::import(&p, Some(Format::Chrome), &ImportOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("vendor.json"), "{e}");
+    // A cap on events read.
+    std::fs::write(&p, text).unwrap();
+    let e = import::import(
+        &p,
+        None,
+        &ImportOptions {
+            max_events: Some(3),
+            ..Default::default()
+        },
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("more than 3 events"), "{e}");
+}
+
+#[test]
+fn perfetto_export_round_trips_with_nothing_lost() {
+    let dir = tempfile::tempdir().unwrap();
+    for name in [
+        "encdec-1mib.lru.json",
+        "edge-resnet50-b3.lru.json",
+        "seed-resnet50-b3.ideal.json",
+    ] {
+        let tr = sample(name);
+        let v = to_chrome(&tr);
+        // Flow ids are unique per round trip: each appears once out, at most once in.
+        let evs = v["traceEvents"].as_array().unwrap();
+        let mut outs = std::collections::HashMap::new();
+        for e in evs.iter().filter(|e| e.get("bind_id").is_some()) {
+            if e.get("flow_out").is_some() {
+                *outs
+                    .entry(e["bind_id"].as_str().unwrap().to_string())
+                    .or_insert(0) += 1;
+            }
+        }
+        assert!(outs.values().all(|&n| n == 1), "{name}");
+        assert_eq!(
+            outs.len() as u64,
+            tr.summary.spill_count,
+            "{name}: one flow per eviction"
+        );
+        assert!(evs.iter().any(|e| e["ph"] == "M"
+            && e["name"] == "thread_name"
+            && e["args"]["name"] == "DMA write (evict)"));
+        assert!(evs.iter().any(|e| e["ph"] == "C"));
+        let p = dir.path().join(format!("{name}.chrome.json"));
+        std::fs::write(&p, v.to_string()).unwrap();
+        assert_eq!(import::detect(&p).unwrap(), Format::Chrome);
+        let (back, warnings) = import::import(&p, None, &ImportOptions::default()).unwrap();
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(back.ops, tr.ops, "{name}: ops");
+        assert_eq!(back.tensors, tr.tensors, "{name}: tensors");
+        assert_eq!(back.events, tr.events, "{name}: events");
+        assert_eq!(back.counters, tr.counters, "{name}: counters");
+        assert_eq!(back, tr, "{name}: whole trace");
+    }
+}
+
+#[test]
+fn jsonl_stream_imports_and_tails_incrementally() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("run.jsonl");
+    let first = concat!(
+        "{\"kind\":\"pool\",\"pool\":\"sram\",\"capacity_bytes\":4096,\"alignment\":32}\n",
+        "{\"t_ns\":0,\"kind\":\"op_begin\",\"op\":\"conv\",\"thread\":1}\n",
+        "{\"t_ns\":10,\"kind\":\"alloc\",\"tensor\":\"x\",\"bytes\":1024,\"pool\":\"sram\",\"offset\":0,\"thread\":1}\n",
+        "{\"t_ns\":20,\"kind\":\"evict\",\"tensor\":\"x\",\"bytes\":1024,\"pool\":\"sram\",\"offset\":0,\"thread\":1}\n",
+        "{\"t_ns\":30,\"kind\":\"op_end\",\"op\":\"conv\",\"thread\":1}\n",
+        "{\"t_ns\":40,\"kind\":\"rel"
+    );
+    std::fs::write(&p, first).unwrap();
+    assert_eq!(import::detect(&p).unwrap(), Format::Jsonl);
+    let mut tail = JsonlTail::new(&p);
+    assert_eq!(tail.poll().unwrap(), 5);
+    assert!(tail.pending_partial, "a half-written line waits");
+    let tr = tail.state.snapshot();
+    assert_eq!((tr.ops.len(), tr.events.len()), (1, 2));
+    assert_eq!(tr.events[0].op, Some(0), "events attributed to the open op");
+    assert_eq!(tr.pools[0].capacity_bytes, 4096);
+    let consumed = tail.offset;
+    // The writer finishes the line and appends more; only new bytes are read.
+    let mut f = std::fs::OpenOptions::new().append(true).open(&p).unwrap();
+    use std::io::Write;
+    f.write_all(b"oad\",\"tensor\":\"x\",\"bytes\":1024,\"pool\":\"sram\",\"offset\":2048,\"thread\":1}\n{\"t_ns\":50,\"kind\":\"free\",\"tensor\":\"x\",\"pool\":\"sram\",\"thread\":1}\n{\"kind\":\"dropped\",\"count\":3}\nnot json\n").unwrap();
+    drop(f);
+    assert_eq!(tail.poll().unwrap(), 4);
+    assert!(tail.offset > consumed && !tail.pending_partial);
+    let tr = tail.state.snapshot();
+    assert_eq!(tr.events.len(), 4);
+    assert_eq!(
+        tr.events[3].bytes, 1024,
+        "a free without bytes takes the tensor's size"
+    );
+    assert_eq!(tail.state.dropped, 3);
+    assert!(
+        tail.state.warnings.iter().any(|w| w.contains("line 9")),
+        "{:?}",
+        tail.state.warnings
+    );
+    assert!(verify(&tr, 5).ok(), "{:?}", verify(&tr, 5).violations);
+    assert_eq!(tail.poll().unwrap(), 0, "nothing new");
+    // Truncated and rewritten: read again from the start.
+    std::fs::write(
+        &p,
+        "{\"t_ns\":5,\"kind\":\"alloc\",\"tensor\":\"y\",\"bytes\":64}\n",
+    )
+    .unwrap();
+    assert_eq!(tail.poll().unwrap(), 1);
+    assert_eq!(tail.state.snapshot().tensors[0].name, "y");
+    let (whole, warnings) = import::import(&p, None, &ImportOptions::default()).unwrap();
+    assert_eq!(whole.events.len(), 1);
+    assert!(warnings.is_empty());
+}
+
+#[test]
+fn diff_agreement_is_total_for_a_trace_and_itself() {
+    let a = sample("encdec-1mib.lru.json");
+    let ag = agreement(&a, &a, 5);
+    assert_eq!((ag.spill_pct, ag.alloc_pct), (100.0, 100.0));
+    assert!(ag.unmatched.is_empty());
+    let b = sample("encdec-1mib.ideal.json");
+    let ag = agreement(&a, &b, 5);
+    assert_eq!(ag.spill_b, 0);
+    assert_eq!(ag.spill_pct, 0.0);
+    assert!(
+        ag.alloc_pct > 50.0 && ag.alloc_pct < 100.0,
+        "{}",
+        ag.alloc_pct
+    );
+    assert!(!ag.unmatched.is_empty());
+    let _ = json!(null);
+}
