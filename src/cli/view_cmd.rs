@@ -23,10 +23,13 @@ pub fn is_model_file(p: &Path) -> bool {
         .unwrap_or(0);
     let t = String::from_utf8_lossy(&head[..n]);
     t.trim_start().starts_with('{')
-        && t.contains("\"ops\"")
         && t.contains("\"tensors\"")
         && !t.contains("\"schema\"")
         && !t.contains("\"traceEvents\"")
+        && !matches!(
+            crate::trace::import::detect(p),
+            Ok(crate::trace::import::Format::Jsonl)
+        )
 }
 
 pub fn source_for(a: &ViewArgs) -> Result<Source> {
