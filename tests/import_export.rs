@@ -459,3 +459,59 @@ fn diff_agreement_is_total_for_a_trace_and_itself() {
     assert!(!ag.unmatched.is_empty());
     let _ = json!(null);
 }
+
+#[cfg(feature = "onnx")]
+#[test]
+fn sim_calibrates_against_an_ort_profile() {
+    let (Some(traces), Some(models)) = (shared_data("traces"), shared_data("models")) else {
+        return;
+    };
+    let o = assert_cmd::Command::cargo_bin("spillscope")
+        .unwrap()
+        .args([
+            "sim",
+            models.join("resnet18.shapes.onnx").to_str().unwrap(),
+            "--policy",
+            "ideal",
+            "--calibrate",
+        ])
+        .arg(traces.join("ort_resnet18.noopt.json"))
+        .output()
+        .unwrap();
+    let s = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        s.contains("49 of 49 ops measured") && s.contains("Conv"),
+        "{s}"
+    );
+    // The simulated latency is now the sum of the measured kernel times.
+    let (ort, _) = import::import(
+        &traces.join("ort_resnet18.noopt.json"),
+        None,
+        &ImportOptions::default(),
+    )
+    .unwrap();
+    let measured: u64 = ort.ops.iter().map(|o| o.end_ns - o.start_ns).sum();
+    let o = assert_cmd::Command::cargo_bin("spillscope")
+        .unwrap()
+        .args([
+            "sim",
+            models.join("resnet18.shapes.onnx").to_str().unwrap(),
+            "--policy",
+            "ideal",
+            "--weights",
+            "ignore",
+            "--format",
+            "json",
+            "--calibrate",
+        ])
+        .arg(traces.join("ort_resnet18.noopt.json"))
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let lat = v["runs"][0]["latency_ns"].as_u64().unwrap();
+    assert!(
+        lat >= measured && lat < measured + measured / 100,
+        "{lat} vs measured {measured}"
+    );
+}

@@ -3,6 +3,7 @@
 //! reports call the same functions.
 
 pub mod bounds;
+pub mod calibrate;
 pub mod classify;
 pub mod diff;
 pub mod hotspots;

@@ -195,6 +195,15 @@ pub struct SimArgs {
     /// Overwrite existing output files.
     #[arg(long)]
     pub force: bool,
+    /// Use measured per-op durations from this runtime profile (ONNX Runtime
+    /// or any importable trace; ops matched by name) instead of the roofline,
+    /// and report how far the roofline was, per op type.
+    #[arg(long, value_name = "TRACE")]
+    pub calibrate: Option<PathBuf>,
+    /// Take tensor free points from this instrumented trace (runtimes that
+    /// free late, e.g. at subgraph end); ops and tensors matched by name.
+    #[arg(long = "free-at", value_name = "TRACE")]
+    pub free_at: Option<PathBuf>,
     /// Output format of the summary on stdout.
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,

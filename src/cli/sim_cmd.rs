@@ -76,6 +76,44 @@ pub fn run(a: &SimArgs) -> Result<String> {
             }
         }
     }
+    // Imported with the model, so ORT nodes link to the graph's tensors.
+    let import_opts = crate::trace::import::ImportOptions {
+        model: Some(g.clone()),
+        ..Default::default()
+    };
+    let load = |p: &Path| crate::trace::import::import(p, None, &import_opts).map(|x| x.0);
+    let mut notes = String::new();
+    let measured = match &a.calibrate {
+        Some(p) => {
+            let m = crate::analysis::calibrate::measured_durations(&load(p)?);
+            let (types, matched) = crate::analysis::calibrate::roofline_vs_measured(&g, &hw, &m);
+            notes += &format!("\ncalibration from {}: {matched} of {} ops measured; roofline vs measured per op type:\n", p.display(), g.ops.len());
+            notes += &format!(
+                "{:<24} {:>5} {:>14} {:>14} {:>9}\n",
+                "op type", "ops", "roofline", "measured", "ratio"
+            );
+            for t in &types {
+                notes += &format!(
+                    "{:<24} {:>5} {:>14} {:>14} {:>8.2}x\n",
+                    t.op_type,
+                    t.ops,
+                    crate::units::fmt_ms(t.roofline_ns),
+                    crate::units::fmt_ms(t.measured_ns),
+                    t.ratio
+                );
+            }
+            Some(std::sync::Arc::new(m))
+        }
+        None => None,
+    };
+    let free_at = match &a.free_at {
+        Some(p) => {
+            let f = crate::analysis::calibrate::free_points(&g, &load(p)?);
+            notes += &format!("\nfree points from {}: {} tensors\n", p.display(), f.len());
+            f
+        }
+        None => Vec::new(),
+    };
     let mut traces: Vec<Trace> = Vec::new();
     for &p in &policies {
         let cfg = SimConfig {
@@ -83,7 +121,8 @@ pub fn run(a: &SimArgs) -> Result<String> {
             weights,
             pins: a.pins.clone(),
             prefetch_distance: a.prefetch,
-            free_at: Vec::new(),
+            free_at: free_at.clone(),
+            measured_ns: measured.clone(),
         };
         traces.push(simulate(&g, &hw, &cfg)?);
     }
@@ -96,5 +135,11 @@ pub fn run(a: &SimArgs) -> Result<String> {
         model: g.name.clone(),
         runs: traces.iter().map(RunRow::from_trace).collect(),
     };
-    Ok(render(&rep, a.format))
+    if a.format == Format::Json {
+        if !notes.is_empty() {
+            eprint!("{notes}");
+        }
+        return Ok(render(&rep, a.format));
+    }
+    Ok(render(&rep, a.format) + &notes)
 }

@@ -73,6 +73,7 @@ pub fn source_for(a: &ViewArgs) -> Result<Source> {
             pins: a.pins.clone(),
             prefetch_distance: None,
             free_at: Vec::new(),
+            measured_ns: None,
         },
         capacity: a.hw.capacity,
         bandwidth: a.hw.bandwidth,

@@ -40,9 +40,14 @@ pub struct SimConfig {
     pub pins: Vec<String>,
     /// Overrides the hardware profile's prefetch distance.
     pub prefetch_distance: Option<usize>,
-    /// Extra steps a tensor stays live past its last use (`free_at` overrides).
+    /// `(tensor, step)`: the tensor stays live through op `step` at least
+    /// (runtimes that free late, e.g. at subgraph end; `--free-at TRACE`).
     #[serde(default)]
     pub free_at: Vec<(String, usize)>,
+    /// Measured op durations by op name (`--calibrate`), used instead of the
+    /// roofline estimate.
+    #[serde(skip)]
+    pub measured_ns: Option<std::sync::Arc<std::collections::HashMap<String, u64>>>,
 }
 
 impl Default for SimConfig {
@@ -53,6 +58,7 @@ impl Default for SimConfig {
             pins: Vec::new(),
             prefetch_distance: None,
             free_at: Vec::new(),
+            measured_ns: None,
         }
     }
 }

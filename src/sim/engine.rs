@@ -559,7 +559,11 @@ pub fn simulate(g: &Graph, hw: &HardwareProfile, cfg: &SimConfig) -> Result<Trac
         let sync_penalty = hw.dma.sync_penalty_ns.round() as u64;
         let operand_bytes: u64 = operands.iter().map(|&t| g.tensors[t].bytes).sum();
         let roof = op_time_ns(hw, op.flops, operand_bytes);
-        let compute = roof.time_ns.ceil().max(1.0) as u64;
+        let measured = cfg
+            .measured_ns
+            .as_ref()
+            .and_then(|m| m.get(&op.name).copied());
+        let compute = measured.unwrap_or(roof.time_ns.ceil() as u64).max(1);
         let (mut rd, mut wr) = (0u64, 0u64);
         for &t in &streamed {
             let b = g.tensors[t].bytes;
