@@ -56,51 +56,109 @@ fn id_string(v: &Value) -> Option<String> {
     }
 }
 
-fn to_event(index: usize, v: Value, report: &mut ReadReport, limit: usize) -> Option<ChromeEvent> {
-    let Value::Object(mut m) = v else {
-        if report.warnings.len() < limit {
-            report
-                .warnings
-                .push(format!("event {index}: not an object, skipped"));
+/// A number written as a number or a string; anything else reads as NaN
+/// (the event is then skipped with a warning), never a parse failure.
+#[derive(Debug, Clone, Copy, Default)]
+struct Loose(Option<f64>);
+
+impl<'de> serde::Deserialize<'de> for Loose {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Loose;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a number")
+            }
+            fn visit_f64<E>(self, v: f64) -> std::result::Result<Loose, E> {
+                Ok(Loose(Some(v)))
+            }
+            fn visit_u64<E>(self, v: u64) -> std::result::Result<Loose, E> {
+                Ok(Loose(Some(v as f64)))
+            }
+            fn visit_i64<E>(self, v: i64) -> std::result::Result<Loose, E> {
+                Ok(Loose(Some(v as f64)))
+            }
+            fn visit_str<E>(self, v: &str) -> std::result::Result<Loose, E> {
+                Ok(Loose(v.trim().parse().ok()))
+            }
+            fn visit_bool<E>(self, _: bool) -> std::result::Result<Loose, E> {
+                Ok(Loose(None))
+            }
+            fn visit_unit<E>(self) -> std::result::Result<Loose, E> {
+                Ok(Loose(None))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(
+                self,
+                mut a: A,
+            ) -> std::result::Result<Loose, A::Error> {
+                while a.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(Loose(None))
+            }
+            fn visit_map<A: MapAccess<'de>>(
+                self,
+                mut a: A,
+            ) -> std::result::Result<Loose, A::Error> {
+                while a.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(Loose(None))
+            }
         }
-        return None;
-    };
-    let ph = m
-        .get("ph")
-        .and_then(|v| v.as_str())
-        .unwrap_or("")
-        .to_string();
-    let ts = m.get("ts").and_then(num);
-    let Some(ts) = ts.filter(|t| t.is_finite()) else {
-        if ph != "M" && report.warnings.len() < limit {
+        d.deserialize_any(V)
+    }
+}
+
+/// The typed shape of one event: top-level keys without building a map.
+#[derive(Debug, Default, serde::Deserialize)]
+struct RawEvent {
+    #[serde(default)]
+    ph: Option<Value>,
+    #[serde(default)]
+    name: Option<Value>,
+    #[serde(default)]
+    cat: Option<Value>,
+    #[serde(default)]
+    ts: Option<Loose>,
+    #[serde(default)]
+    dur: Option<Loose>,
+    #[serde(default)]
+    pid: Option<Loose>,
+    #[serde(default)]
+    tid: Option<Loose>,
+    #[serde(default)]
+    id: Option<Value>,
+    #[serde(default)]
+    bind_id: Option<Value>,
+    #[serde(default)]
+    flow_out: Option<Value>,
+    #[serde(default)]
+    flow_in: Option<Value>,
+    #[serde(default)]
+    args: Value,
+}
+
+fn text(v: &Option<Value>) -> String {
+    match v {
+        Some(Value::String(s)) => s.clone(),
+        _ => String::new(),
+    }
+}
+
+fn from_raw(
+    index: usize,
+    r: RawEvent,
+    report: &mut ReadReport,
+    limit: usize,
+) -> Option<ChromeEvent> {
+    let ph = text(&r.ph);
+    let ts = r.ts.and_then(|l| l.0).filter(|t| t.is_finite());
+    if ts.is_none() && ph != "M" {
+        if report.warnings.len() < limit {
             report
                 .warnings
                 .push(format!("event {index}: missing or invalid `ts`, skipped"));
         }
-        if ph != "M" {
-            return None;
-        }
-        return Some(ChromeEvent {
-            index,
-            ph,
-            name: m
-                .get("name")
-                .and_then(|v| v.as_str())
-                .unwrap_or("")
-                .to_string(),
-            cat: String::new(),
-            ts: 0.0,
-            dur: None,
-            pid: m.get("pid").and_then(num).unwrap_or(0.0) as i64,
-            tid: m.get("tid").and_then(num).unwrap_or(0.0) as i64,
-            id: None,
-            bind_id: None,
-            flow_out: false,
-            flow_in: false,
-            args: m.remove("args").unwrap_or(Value::Null),
-        });
-    };
-    let mut dur = m.get("dur").and_then(num);
+        return None;
+    }
+    let mut dur = r.dur.and_then(|l| l.0);
     if let Some(d) = dur {
         if d < 0.0 || !d.is_finite() {
             if report.warnings.len() < limit {
@@ -111,33 +169,25 @@ fn to_event(index: usize, v: Value, report: &mut ReadReport, limit: usize) -> Op
             dur = Some(0.0);
         }
     }
-    let args = m.remove("args").unwrap_or(Value::Null);
-    let bind_id = m
-        .get("bind_id")
+    let bind_id = r
+        .bind_id
+        .as_ref()
         .and_then(id_string)
-        .or_else(|| args.get("bind_id").and_then(id_string));
+        .or_else(|| r.args.get("bind_id").and_then(id_string));
     Some(ChromeEvent {
         index,
         ph,
-        name: m
-            .get("name")
-            .and_then(|v| v.as_str())
-            .unwrap_or("")
-            .to_string(),
-        cat: m
-            .get("cat")
-            .and_then(|v| v.as_str())
-            .unwrap_or("")
-            .to_string(),
-        ts,
+        name: text(&r.name),
+        cat: text(&r.cat),
+        ts: ts.unwrap_or(0.0),
         dur,
-        pid: m.get("pid").and_then(num).unwrap_or(0.0) as i64,
-        tid: m.get("tid").and_then(num).unwrap_or(0.0) as i64,
-        id: m.get("id").and_then(id_string),
+        pid: r.pid.and_then(|l| l.0).unwrap_or(0.0) as i64,
+        tid: r.tid.and_then(|l| l.0).unwrap_or(0.0) as i64,
+        id: r.id.as_ref().and_then(id_string),
         bind_id,
-        flow_out: m.get("flow_out").and_then(|v| v.as_bool()).unwrap_or(false),
-        flow_in: m.get("flow_in").and_then(|v| v.as_bool()).unwrap_or(false),
-        args,
+        flow_out: matches!(r.flow_out, Some(Value::Bool(true))),
+        flow_in: matches!(r.flow_in, Some(Value::Bool(true))),
+        args: r.args,
     })
 }
 
@@ -154,7 +204,7 @@ impl<'de, F: FnMut(ChromeEvent)> Visitor<'de> for &mut Sink<'_, F> {
         f.write_str("an array of trace events, or an object with `traceEvents`")
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<(), A::Error> {
-        while let Some(v) = seq.next_element::<Value>()? {
+        while let Some(v) = seq.next_element::<RawEvent>()? {
             let i = *self.count;
             *self.count += 1;
             if *self.count > self.limit_events {
@@ -163,7 +213,7 @@ impl<'de, F: FnMut(ChromeEvent)> Visitor<'de> for &mut Sink<'_, F> {
                     self.limit_events
                 )));
             }
-            if let Some(e) = to_event(i, v, self.report, 20) {
+            if let Some(e) = from_raw(i, v, self.report, 20) {
                 (self.f)(e);
             }
         }
@@ -220,7 +270,13 @@ pub fn stream<R: Read>(
         Err(e) if e.is_eof() && count > 0 => {
             report.warnings.push(format!("the file ends before its closing bracket (after {count} events); read what was there"));
         }
-        Err(e) => return Err(Error::parse(origin, "Chrome trace JSON", e)),
+        Err(e) => {
+            return Err(Error::parse(
+                origin,
+                "Chrome trace JSON",
+                format!("event {count}: {e}"),
+            ))
+        }
     }
     if count == 0 && report.top.is_empty() {
         return Err(Error::parse(
