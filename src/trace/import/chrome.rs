@@ -253,6 +253,32 @@ pub fn stream<R: Read>(
     r: R,
     origin: &Path,
     max_events: usize,
+    f: impl FnMut(ChromeEvent),
+) -> Result<ReadReport> {
+    let mut de =
+        serde_json::Deserializer::from_reader(std::io::BufReader::with_capacity(1 << 20, r));
+    drive(&mut de, origin, max_events, f)
+}
+
+/// Files up to this size are read whole and parsed from memory (several
+/// times faster); larger ones are streamed.
+pub const SLURP_LIMIT: u64 = 1 << 30;
+
+/// Parses an in-memory Chrome trace.
+pub fn parse_slice(
+    bytes: &[u8],
+    origin: &Path,
+    max_events: usize,
+    f: impl FnMut(ChromeEvent),
+) -> Result<ReadReport> {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    drive(&mut de, origin, max_events, f)
+}
+
+fn drive<'de, R: serde_json::de::Read<'de>>(
+    de: &mut serde_json::Deserializer<R>,
+    origin: &Path,
+    max_events: usize,
     mut f: impl FnMut(ChromeEvent),
 ) -> Result<ReadReport> {
     let mut report = ReadReport::default();
@@ -263,9 +289,7 @@ pub fn stream<R: Read>(
         count: &mut count,
         limit_events: max_events,
     };
-    let mut de =
-        serde_json::Deserializer::from_reader(std::io::BufReader::with_capacity(1 << 20, r));
-    match (&mut sink).deserialize(&mut de) {
+    match (&mut sink).deserialize(de) {
         Ok(()) => {}
         Err(e) if e.is_eof() && count > 0 => {
             report.warnings.push(format!("the file ends before its closing bracket (after {count} events); read what was there"));
@@ -291,8 +315,17 @@ pub fn stream<R: Read>(
 /// Reads every event of a Chrome trace file (sorted by time, stable).
 pub fn read_file(path: &Path, max_events: usize) -> Result<(Vec<ChromeEvent>, ReadReport)> {
     let f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let size = f.metadata().map(|m| m.len()).unwrap_or(u64::MAX);
     let mut events = Vec::new();
-    let report = stream(f, path, max_events, |e| events.push(e))?;
+    let report = if size <= SLURP_LIMIT {
+        let mut bytes = Vec::with_capacity(size as usize);
+        std::io::BufReader::new(f)
+            .read_to_end(&mut bytes)
+            .map_err(|e| Error::io(path, e))?;
+        parse_slice(&bytes, path, max_events, |e| events.push(e))?
+    } else {
+        stream(f, path, max_events, |e| events.push(e))?
+    };
     events.sort_by(|a, b| {
         a.ts.partial_cmp(&b.ts)
             .unwrap_or(std::cmp::Ordering::Equal)
