@@ -57,17 +57,22 @@ fn bench(c: &mut Criterion) {
     let theme = Theme::load(None, ColorMode::TrueColor).unwrap();
     let mut g = c.benchmark_group("explorer_1M_events");
     g.sample_size(10);
+    // What `spillscope view TRACE` does before its first frame: parse, the
+    // quick analyses, the App, one frame (the rest follows in the background).
     g.bench_function("open_to_first_frame", |b| {
         b.iter(|| {
             let tr = Trace::load(&path).unwrap();
-            let app = App::new(vec![Dataset::build("million", tr)]);
+            let app = App::new(vec![Dataset::quick("million", std::sync::Arc::new(tr))]);
             let mut term = Terminal::new(TestBackend::new(120, 40)).unwrap();
             frame(&mut term, &app, &theme);
             black_box(app.view);
         })
     });
-    let tr = Trace::load(&path).unwrap();
-    let mut app = App::new(vec![Dataset::build("million", tr)]);
+    let tr = std::sync::Arc::new(Trace::load(&path).unwrap());
+    g.bench_function("background_analyses", |b| {
+        b.iter(|| black_box(Dataset::complete("million", tr.clone())))
+    });
+    let mut app = App::new(vec![Dataset::complete("million", tr)]);
     eprintln!("peak RSS after opening: {:.0} MiB", vm_hwm_mib());
     let end = app.end_ns();
     let mut term = Terminal::new(TestBackend::new(120, 40)).unwrap();

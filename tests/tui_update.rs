@@ -212,3 +212,38 @@ fn tensor_list_navigation_follows_round_trips() {
     key(&mut a, KeyCode::Up);
     assert_eq!(a.tensor, Some(list[0]));
 }
+
+#[test]
+fn a_quick_open_shows_the_overview_then_the_analyses_arrive() {
+    use std::sync::Arc;
+    let tr = Arc::new(trace("encdec-1mib.lru.json"));
+    let quick = Dataset::quick("lru", tr.clone());
+    assert!(!quick.complete && quick.trips.is_empty());
+    assert_eq!(
+        quick.class.capacity_count, 12,
+        "classification is ready at once"
+    );
+    let mut a = App::new(vec![quick]);
+    assert!(a.hot_order.is_empty());
+    // A stale completion (for other data) is ignored.
+    let other = Dataset::complete("x", Arc::new(trace("encdec-1mib.ideal.json")));
+    update(
+        &mut a,
+        Msg::Analysed {
+            slot: 0,
+            data: Box::new(other),
+        },
+    );
+    assert!(!a.primary().unwrap().complete);
+    update(
+        &mut a,
+        Msg::Analysed {
+            slot: 0,
+            data: Box::new(Dataset::complete("lru", tr)),
+        },
+    );
+    let d = a.primary().unwrap();
+    assert!(d.complete && !d.trips.is_empty());
+    assert_eq!(a.hot_order.len(), d.trace.ops.len());
+    assert!(a.tensor.is_some());
+}

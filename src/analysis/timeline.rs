@@ -213,6 +213,27 @@ impl TimelineIndex {
         }
     }
 
+    /// An index with no activity (a placeholder while the real one is built).
+    pub fn build_empty(end_ns: u64) -> TimelineIndex {
+        let base_ns = end_ns.max(1).div_ceil(256).max(1);
+        let mut levels = vec![vec![Bucket::default(); 256]];
+        while levels.last().map(|l| l.len()).unwrap_or(0) > 1 {
+            let n = levels.last().map(|l| l.len() / 2).unwrap_or(0);
+            levels.push(vec![Bucket::default(); n]);
+        }
+        TimelineIndex {
+            end_ns: end_ns.max(1),
+            base_ns,
+            levels,
+            ops: Vec::new(),
+            ops_max_len: 0,
+            dma: Vec::new(),
+            dma_max_len: 0,
+            spills: Vec::new(),
+            points: Vec::new(),
+        }
+    }
+
     /// Columns for the window `[t0, t1)` split into `width` columns.
     pub fn columns(&self, t0: u64, t1: u64, width: usize) -> Vec<Column> {
         let width = width.max(1);

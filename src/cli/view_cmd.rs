@@ -84,7 +84,7 @@ pub fn run_view(a: &ViewArgs) -> Result<()> {
     let source = source_for(a)?;
     // Load before taking over the terminal, so a bad input is one clear
     // line, not a flash of the UI; the explorer starts with this data.
-    let data = source.load()?;
+    let data = source.load_quick()?;
     run(
         ViewOptions {
             source,

@@ -10,6 +10,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use fuzzy_matcher::skim::SkimMatcherV2;
 use fuzzy_matcher::FuzzyMatcher;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 /// The six views, in Tab order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,6 +86,11 @@ pub enum Msg {
     Resize(u16, u16),
     /// A background load or simulation finished for slot 0 or 1.
     Loaded {
+        slot: usize,
+        data: Box<Dataset>,
+    },
+    /// The complete analyses of data already shown (quick-opened).
+    Analysed {
         slot: usize,
         data: Box<Dataset>,
     },
@@ -527,6 +533,18 @@ pub fn update(app: &mut App, msg: Msg) -> Option<Effect> {
                 if first {
                     app.window = (0, app.end_ns());
                 }
+            }
+            None
+        }
+        Msg::Analysed { slot, data } => {
+            // Only if nothing newer replaced that slot meanwhile.
+            if app
+                .data
+                .get(slot)
+                .map(|d| Arc::ptr_eq(&d.trace, &data.trace))
+                .unwrap_or(false)
+            {
+                app.install(slot, *data);
             }
             None
         }

@@ -8,12 +8,47 @@ use crate::analysis::memmap::{placements, OccupancyIndex, Placement};
 use crate::analysis::roundtrips::{round_trips, TensorTrips};
 use crate::analysis::timeline::{SeriesIndex, TimelineIndex};
 use crate::trace::Trace;
+use std::sync::Arc;
+
+/// The end of a trace's time axis (as the timeline index computes it).
+fn trace_end(tr: &Trace) -> u64 {
+    let ops = tr.ops.iter().map(|o| o.end_ns);
+    let evs = tr.events.iter().map(|e| e.dma_end_ns.unwrap_or(e.t_ns));
+    ops.chain(evs)
+        .chain(std::iter::once(tr.summary.latency_ns))
+        .max()
+        .unwrap_or(0)
+        .max(1)
+}
+
+/// Live bytes per op step, from the `live_bytes` counter.
+fn live_by_step(trace: &Trace) -> Vec<u64> {
+    match trace.counters.iter().find(|c| c.name == "live_bytes") {
+        Some(c) if c.samples.len() == trace.ops.len() => {
+            c.samples.iter().map(|s| s.1 as u64).collect()
+        }
+        Some(c) => trace
+            .ops
+            .iter()
+            .map(|o| {
+                let i = c.samples.partition_point(|s| s.0 <= o.start_ns);
+                i.checked_sub(1).map(|i| c.samples[i].1 as u64).unwrap_or(0)
+            })
+            .collect(),
+        None => Vec::new(),
+    }
+}
 
 /// One trace plus its analyses.
 #[derive(Debug, Clone)]
 pub struct Dataset {
     pub label: String,
-    pub trace: Trace,
+    /// Shared between the quick first view and the complete analyses.
+    pub trace: Arc<Trace>,
+    /// False while the heavy analyses (timeline index, round trips, hotspots,
+    /// memory map) are still being computed in the background.
+    pub complete: bool,
+    end_ns: u64,
     pub index: TimelineIndex,
     pub bus: Option<SeriesIndex>,
     pub hotspots: Vec<Hotspot>,
@@ -30,9 +65,37 @@ pub struct Dataset {
 
 impl Dataset {
     pub fn build(label: impl Into<String>, trace: Trace) -> Dataset {
+        Self::complete(label, Arc::new(trace))
+    }
+
+    /// What the first frame needs, fast: summary, classification and the
+    /// live-bytes profile. The rest is empty until [`Dataset::complete`].
+    pub fn quick(label: impl Into<String>, trace: Arc<Trace>) -> Dataset {
+        let end_ns = trace_end(&trace);
+        let capacity = trace.pools.first().map(|p| p.capacity_bytes).unwrap_or(0);
+        Dataset {
+            label: label.into(),
+            complete: false,
+            end_ns,
+            hotspots: Vec::new(),
+            trips: Vec::new(),
+            class: classify(&trace),
+            index: TimelineIndex::build_empty(end_ns),
+            bus: None,
+            placements: Vec::new(),
+            placement_max_len: 0,
+            occupancy: OccupancyIndex::build(&[], end_ns, capacity),
+            live_by_step: live_by_step(&trace),
+            capacity,
+            trace,
+        }
+    }
+
+    /// Every analysis the views use, computed once.
+    pub fn complete(label: impl Into<String>, trace: Arc<Trace>) -> Dataset {
         // The analyses are independent: run them on both cores.
         let (index, (hotspots, trips, class, placements)) = std::thread::scope(|s| {
-            let t = &trace;
+            let t: &Trace = &trace;
             let other = s.spawn(move || (hotspots(t), round_trips(t), classify(t), placements(t)));
             let index = TimelineIndex::build(t);
             let rest = match other.join() {
@@ -46,28 +109,14 @@ impl Dataset {
             .iter()
             .find(|c| c.name == "bus_occupancy")
             .map(|c| SeriesIndex::build(&c.samples, index.end_ns));
-        let live_by_step = match trace.counters.iter().find(|c| c.name == "live_bytes") {
-            Some(c) if c.samples.len() == trace.ops.len() => {
-                c.samples.iter().map(|s| s.1 as u64).collect()
-            }
-            Some(c) => {
-                // Map samples to op steps by time.
-                trace
-                    .ops
-                    .iter()
-                    .map(|o| {
-                        let i = c.samples.partition_point(|s| s.0 <= o.start_ns);
-                        i.checked_sub(1).map(|i| c.samples[i].1 as u64).unwrap_or(0)
-                    })
-                    .collect()
-            }
-            None => Vec::new(),
-        };
+        let live_by_step = live_by_step(&trace);
         let placement_max_len = placements.iter().map(|p| p.t1 - p.t0).max().unwrap_or(0);
         let capacity = trace.pools.first().map(|p| p.capacity_bytes).unwrap_or(0);
         let occupancy = OccupancyIndex::build(&placements, index.end_ns, capacity);
         Dataset {
             label: label.into(),
+            complete: true,
+            end_ns: index.end_ns,
             hotspots,
             trips,
             class,
@@ -83,7 +132,7 @@ impl Dataset {
     }
 
     pub fn end_ns(&self) -> u64 {
-        self.index.end_ns
+        self.end_ns
     }
 
     /// Round trips of a tensor, if it has any.

@@ -66,6 +66,25 @@ impl Source {
     /// given per-file state (a watcher keeps it between refreshes, so only
     /// appended bytes are read).
     pub fn load_with(&self, tails: &mut HashMap<PathBuf, JsonlTail>) -> Result<Vec<Dataset>> {
+        Ok(self
+            .load_traces(tails)?
+            .into_iter()
+            .map(|(l, t)| Dataset::complete(l, Arc::new(t)))
+            .collect())
+    }
+
+    /// Only what the first frame needs; [`Dataset::complete`] the rest in the
+    /// background (see [`run`]).
+    pub fn load_quick(&self) -> Result<Vec<Dataset>> {
+        Ok(self
+            .load_traces(&mut HashMap::new())?
+            .into_iter()
+            .map(|(l, t)| Dataset::quick(l, Arc::new(t)))
+            .collect())
+    }
+
+    /// The traces (label, trace) this source stands for.
+    fn load_traces(&self, tails: &mut HashMap<PathBuf, JsonlTail>) -> Result<Vec<(String, Trace)>> {
         match self {
             Source::Traces(paths) => paths
                 .iter()
@@ -85,13 +104,10 @@ impl Source {
                         }
                         f => import::import(p, Some(f), &Default::default())?.0,
                     };
-                    Ok(Dataset::build(label, tr))
+                    Ok((label, tr))
                 })
                 .collect(),
-            Source::Embedded(traces) => Ok(traces
-                .iter()
-                .map(|(n, t)| Dataset::build(n.clone(), t.clone()))
-                .collect()),
+            Source::Embedded(traces) => Ok(traces.clone()),
             Source::Model {
                 model,
                 hw,
@@ -118,7 +134,7 @@ impl Source {
                     .file_name()
                     .map(|s| s.to_string_lossy().into_owned())
                     .unwrap_or_default();
-                Ok(vec![Dataset::build(label, tr)])
+                Ok(vec![(label, tr)])
             }
         }
     }
@@ -314,6 +330,19 @@ pub fn run(opts: ViewOptions, initial: Option<Vec<Dataset>>) -> Result<()> {
         }
     });
 
+    // Data opened quickly gets its heavy analyses on a background thread;
+    // the first frame does not wait for them.
+    if let Some(init) = &initial {
+        for (slot, d) in init.iter().enumerate().filter(|(_, d)| !d.complete) {
+            let (tx, label, trace) = (tx.clone(), d.label.clone(), d.trace.clone());
+            std::thread::spawn(move || {
+                let _ = tx.send(Msg::Analysed {
+                    slot,
+                    data: Box::new(Dataset::complete(label, trace)),
+                });
+            });
+        }
+    }
     let mut app = App::new(initial.unwrap_or_default());
     app.ascii = opts.ascii;
     app.live = live;

@@ -47,6 +47,18 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme) {
             };
             f.render_widget(Paragraph::new(msg).style(theme.fg(theme.c.muted)), body);
         }
+        Some(_) if app.view != View::Overview && app.data.iter().any(|d| !d.complete) => {
+            let n: usize = app.data.iter().map(|d| d.trace.events.len()).sum();
+            let msg = format!(
+                "analysing {n} events... (the Overview is ready; this view appears when done)"
+            );
+            f.render_widget(
+                Paragraph::new(msg)
+                    .style(theme.fg(theme.c.muted))
+                    .block(block(format!(" {} ", app.view.title()), theme, g)),
+                body,
+            );
+        }
         Some(_) => match app.view {
             View::Overview => views::overview::draw(f, app, theme, g, body),
             View::Timeline => views::timeline::draw(f, app, theme, g, body),

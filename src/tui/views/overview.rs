@@ -107,7 +107,9 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
         Span::styled("weights   ", k),
         Span::raw(fmt_bytes(s.weight_traffic_bytes)),
     ]));
-    if osc > 0 {
+    if !d.complete {
+        lines.push(Line::styled("analysing round trips...", k));
+    } else if osc > 0 {
         lines.push(Line::styled(
             format!("{osc} oscillating tensor(s): see view 4"),
             theme.strong(theme.c.oscillation),
