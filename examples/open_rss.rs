@@ -1,6 +1,10 @@
-//! Opens a trace the way `spillscope view` does (load, analyses, App) and
-//! prints the wall time and this process's peak and current RSS.
+//! Opens a trace the way `spillscope view` does (parse, quick analyses, App,
+//! first frame; then the complete analyses and a timeline frame) and prints
+//! the times and this process's peak and current RSS.
 //! Usage: cargo run --release --example open_rss -- TRACE.json
+use spillscope::tui::{app, data::Dataset, theme, ui};
+use std::sync::Arc;
+
 fn status(key: &str) -> String {
     std::fs::read_to_string("/proc/self/status")
         .unwrap()
@@ -9,21 +13,28 @@ fn status(key: &str) -> String {
         .unwrap_or("")
         .to_string()
 }
+
 fn main() {
     let p = std::env::args().nth(1).expect("trace path");
     let t = std::time::Instant::now();
-    let tr = spillscope::trace::Trace::load(std::path::Path::new(&p)).unwrap();
+    let tr = Arc::new(spillscope::trace::Trace::load(std::path::Path::new(&p)).unwrap());
     let parsed = t.elapsed();
-    let app = spillscope::tui::app::App::new(vec![spillscope::tui::data::Dataset::build("x", tr)]);
-    let theme =
-        spillscope::tui::theme::Theme::load(None, spillscope::tui::theme::ColorMode::TrueColor)
-            .unwrap();
+    let mut a = app::App::new(vec![Dataset::quick("x", tr.clone())]);
+    let th = theme::Theme::load(None, theme::ColorMode::TrueColor).unwrap();
     let mut term = ratatui::Terminal::new(ratatui::backend::TestBackend::new(120, 40)).unwrap();
-    term.draw(|f| spillscope::tui::ui::draw(f, &app, &theme))
-        .unwrap();
+    term.draw(|f| ui::draw(f, &a, &th)).unwrap();
+    let first = t.elapsed();
+    app::update(
+        &mut a,
+        app::Msg::Analysed {
+            slot: 0,
+            data: Box::new(Dataset::complete("x", tr)),
+        },
+    );
+    a.view = app::View::Timeline;
+    term.draw(|f| ui::draw(f, &a, &th)).unwrap();
     println!(
-        "parsed {:?}, first frame {:?}; {}; {}",
-        parsed,
+        "parsed {parsed:?}, first frame {first:?}, complete + timeline frame {:?}; {}; {}",
         t.elapsed(),
         status("VmHWM"),
         status("VmRSS")
