@@ -133,21 +133,23 @@ impl TraceBuilder {
     /// Finishes: sorts events by time, fills in pools and the summary.
     pub fn finish(mut self) -> Trace {
         self.events.sort_by_key(|e| e.t_ns);
-        // Running live bytes per pool from the placements.
-        let mut live: HashMap<&str, i128> = HashMap::new();
+        // Running live bytes (all pools) and each pool's high-water mark;
+        // pools are few, so a small vector beats hashing per event.
+        let mut live: i128 = 0;
         let mut peak: i128 = 0;
-        let mut high_water: HashMap<&str, u64> = HashMap::new();
+        let mut high_water: Vec<(&str, u64)> = Vec::new();
         for e in &self.events {
-            let d = match e.kind {
+            live += match e.kind {
                 EventKind::Alloc | EventKind::Reload | EventKind::Recompute => e.bytes as i128,
                 EventKind::Free | EventKind::Evict => -(e.bytes as i128),
             };
-            let v = live.entry(e.pool.as_str()).or_default();
-            *v += d;
-            peak = peak.max(live.values().copied().sum());
+            peak = peak.max(live);
             if let Some(off) = e.offset {
-                let hw = high_water.entry(e.pool.as_str()).or_default();
-                *hw = (*hw).max(off + e.bytes);
+                let end = off + e.bytes;
+                match high_water.iter_mut().find(|h| h.0 == e.pool.as_str()) {
+                    Some(h) => h.1 = h.1.max(end),
+                    None => high_water.push((e.pool.as_str(), end)),
+                }
             }
         }
         let mut pools = std::mem::take(&mut self.pools);
@@ -161,7 +163,7 @@ impl TraceBuilder {
             }
         }
         for p in &mut pools {
-            if let Some(&hw) = high_water.get(p.name.as_str()) {
+            if let Some(&(_, hw)) = high_water.iter().find(|h| h.0 == p.name) {
                 p.capacity_bytes = p.capacity_bytes.max(hw);
             }
             if p.capacity_bytes == 0 {

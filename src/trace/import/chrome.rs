@@ -3,6 +3,7 @@
 //! never slurped), tolerant of a missing closing `]` and of events out of
 //! order. Produces loosely typed events the format importers interpret.
 
+use crate::trace::CompactString;
 use crate::{Error, Result};
 use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
@@ -11,13 +12,14 @@ use std::io::Read;
 use std::path::Path;
 
 /// One Chrome trace event with the fields spillscope uses.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct ChromeEvent {
     /// Position in the file (for warnings).
     pub index: usize,
-    pub ph: String,
-    pub name: String,
-    pub cat: String,
+    /// Short strings stay inline (no allocation per event).
+    pub ph: CompactString,
+    pub name: CompactString,
+    pub cat: CompactString,
     /// Microseconds (may be fractional).
     pub ts: f64,
     pub dur: Option<f64>,
@@ -28,7 +30,26 @@ pub struct ChromeEvent {
     /// v2 flow direction on a slice (`flow_out` starts an arrow, `flow_in` ends it).
     pub flow_out: bool,
     pub flow_in: bool,
-    pub args: Value,
+    /// The raw `args` text (one allocation, parsed only when asked for).
+    pub raw_args: Option<Box<serde_json::value::RawValue>>,
+    args_cache: std::sync::OnceLock<Value>,
+}
+
+impl ChromeEvent {
+    /// `args` as a JSON value (parsed on first use; `Null` when absent).
+    pub fn args(&self) -> &Value {
+        self.args_cache.get_or_init(|| {
+            self.raw_args
+                .as_ref()
+                .and_then(|r| serde_json::from_str(r.get()).ok())
+                .unwrap_or(Value::Null)
+        })
+    }
+
+    /// `args` decoded straight into a typed (possibly borrowing) shape.
+    pub fn args_as<'a, T: serde::Deserialize<'a>>(&'a self) -> Option<T> {
+        serde_json::from_str(self.raw_args.as_ref()?.get()).ok()
+    }
 }
 
 /// What reading found besides events.
@@ -59,7 +80,7 @@ fn id_string(v: &Value) -> Option<String> {
 /// A number written as a number or a string; anything else reads as NaN
 /// (the event is then skipped with a warning), never a parse failure.
 #[derive(Debug, Clone, Copy, Default)]
-struct Loose(Option<f64>);
+pub struct Loose(pub Option<f64>);
 
 impl<'de> serde::Deserialize<'de> for Loose {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
@@ -106,15 +127,64 @@ impl<'de> serde::Deserialize<'de> for Loose {
     }
 }
 
+/// A string field that tolerates any JSON type (non-strings read as empty).
+#[derive(Debug, Clone, Default)]
+struct LooseStr(CompactString);
+
+impl<'de> serde::Deserialize<'de> for LooseStr {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = LooseStr;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_str<E>(self, v: &str) -> std::result::Result<LooseStr, E> {
+                Ok(LooseStr(CompactString::from(v)))
+            }
+            fn visit_f64<E>(self, _: f64) -> std::result::Result<LooseStr, E> {
+                Ok(LooseStr::default())
+            }
+            fn visit_u64<E>(self, _: u64) -> std::result::Result<LooseStr, E> {
+                Ok(LooseStr::default())
+            }
+            fn visit_i64<E>(self, _: i64) -> std::result::Result<LooseStr, E> {
+                Ok(LooseStr::default())
+            }
+            fn visit_bool<E>(self, _: bool) -> std::result::Result<LooseStr, E> {
+                Ok(LooseStr::default())
+            }
+            fn visit_unit<E>(self) -> std::result::Result<LooseStr, E> {
+                Ok(LooseStr::default())
+            }
+            fn visit_seq<A: SeqAccess<'de>>(
+                self,
+                mut a: A,
+            ) -> std::result::Result<LooseStr, A::Error> {
+                while a.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(LooseStr::default())
+            }
+            fn visit_map<A: MapAccess<'de>>(
+                self,
+                mut a: A,
+            ) -> std::result::Result<LooseStr, A::Error> {
+                while a.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(LooseStr::default())
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
 /// The typed shape of one event: top-level keys without building a map.
 #[derive(Debug, Default, serde::Deserialize)]
 struct RawEvent {
     #[serde(default)]
-    ph: Option<Value>,
+    ph: LooseStr,
     #[serde(default)]
-    name: Option<Value>,
+    name: LooseStr,
     #[serde(default)]
-    cat: Option<Value>,
+    cat: LooseStr,
     #[serde(default)]
     ts: Option<Loose>,
     #[serde(default)]
@@ -132,14 +202,7 @@ struct RawEvent {
     #[serde(default)]
     flow_in: Option<Value>,
     #[serde(default)]
-    args: Value,
-}
-
-fn text(v: &Option<Value>) -> String {
-    match v {
-        Some(Value::String(s)) => s.clone(),
-        _ => String::new(),
-    }
+    args: Option<Box<serde_json::value::RawValue>>,
 }
 
 fn from_raw(
@@ -148,7 +211,7 @@ fn from_raw(
     report: &mut ReadReport,
     limit: usize,
 ) -> Option<ChromeEvent> {
-    let ph = text(&r.ph);
+    let ph = r.ph.0;
     let ts = r.ts.and_then(|l| l.0).filter(|t| t.is_finite());
     if ts.is_none() && ph != "M" {
         if report.warnings.len() < limit {
@@ -169,16 +232,21 @@ fn from_raw(
             dur = Some(0.0);
         }
     }
-    let bind_id = r
-        .bind_id
-        .as_ref()
-        .and_then(id_string)
-        .or_else(|| r.args.get("bind_id").and_then(id_string));
+    let bind_id = r.bind_id.as_ref().and_then(id_string).or_else(|| {
+        let raw = r.args.as_ref()?.get();
+        if !raw.contains("bind_id") {
+            return None;
+        }
+        serde_json::from_str::<Value>(raw)
+            .ok()?
+            .get("bind_id")
+            .and_then(id_string)
+    });
     Some(ChromeEvent {
         index,
         ph,
-        name: text(&r.name),
-        cat: text(&r.cat),
+        name: r.name.0,
+        cat: r.cat.0,
         ts: ts.unwrap_or(0.0),
         dur,
         pid: r.pid.and_then(|l| l.0).unwrap_or(0.0) as i64,
@@ -187,7 +255,8 @@ fn from_raw(
         bind_id,
         flow_out: matches!(r.flow_out, Some(Value::Bool(true))),
         flow_in: matches!(r.flow_in, Some(Value::Bool(true))),
-        args: r.args,
+        raw_args: r.args,
+        args_cache: std::sync::OnceLock::new(),
     })
 }
 
@@ -264,6 +333,63 @@ pub fn stream<R: Read>(
 /// times faster); larger ones are streamed.
 pub const SLURP_LIMIT: u64 = 1 << 30;
 
+/// The fast path for a well-formed in-memory trace: split the event array
+/// with `RawValue` (a cheap scan), then decode the halves on two threads.
+/// `None` when the file is not well formed (the caller falls back).
+fn parse_parallel(bytes: &[u8], max_events: usize) -> Option<(Vec<ChromeEvent>, ReadReport)> {
+    use serde_json::value::RawValue;
+    #[derive(serde::Deserialize)]
+    struct Obj<'a> {
+        #[serde(borrow, rename = "traceEvents")]
+        events: Vec<&'a RawValue>,
+        #[serde(default, rename = "displayTimeUnit")]
+        unit: Option<Value>,
+        #[serde(default, rename = "baseTimeNanoseconds")]
+        base: Option<Value>,
+    }
+    let first = bytes.iter().find(|b| !b.is_ascii_whitespace())?;
+    let mut report = ReadReport::default();
+    let raws: Vec<&RawValue> = if *first == b'[' {
+        serde_json::from_slice(bytes).ok()?
+    } else {
+        let o: Obj = serde_json::from_slice(bytes).ok()?;
+        if let Some(u) = o.unit {
+            report.top.insert("displayTimeUnit".into(), u);
+        }
+        if let Some(b) = o.base {
+            report.top.insert("baseTimeNanoseconds".into(), b);
+        }
+        o.events
+    };
+    if raws.len() > max_events || raws.is_empty() {
+        return None;
+    }
+    let decode = |from: usize, part: &[&RawValue]| -> Option<(Vec<ChromeEvent>, ReadReport)> {
+        let mut rep = ReadReport::default();
+        let mut out = Vec::with_capacity(part.len());
+        for (i, r) in part.iter().enumerate() {
+            let raw: RawEvent = serde_json::from_str(r.get()).ok()?;
+            if let Some(e) = from_raw(from + i, raw, &mut rep, 20) {
+                out.push(e);
+            }
+        }
+        Some((out, rep))
+    };
+    let mid = raws.len() / 2;
+    let (a, b) = std::thread::scope(|s| {
+        let h = s.spawn(|| decode(mid, &raws[mid..]));
+        let a = decode(0, &raws[..mid]);
+        (a, h.join().ok().flatten())
+    });
+    let (mut ea, ra) = a?;
+    let (eb, rb) = b?;
+    ea.extend(eb);
+    report.warnings.extend(ra.warnings);
+    report.warnings.extend(rb.warnings);
+    report.warnings.truncate(20);
+    Some((ea, report))
+}
+
 /// Parses an in-memory Chrome trace.
 pub fn parse_slice(
     bytes: &[u8],
@@ -322,7 +448,15 @@ pub fn read_file(path: &Path, max_events: usize) -> Result<(Vec<ChromeEvent>, Re
         std::io::BufReader::new(f)
             .read_to_end(&mut bytes)
             .map_err(|e| Error::io(path, e))?;
-        parse_slice(&bytes, path, max_events, |e| events.push(e))?
+        match parse_parallel(&bytes, max_events) {
+            Some((evs, report)) => {
+                events = evs;
+                report
+            }
+            // Truncated or odd files: the sequential reader recovers what it
+            // can and names the offending event.
+            None => parse_slice(&bytes, path, max_events, |e| events.push(e))?,
+        }
     } else {
         stream(f, path, max_events, |e| events.push(e))?
     };

@@ -3,12 +3,16 @@
 //! `tensor` + `bytes` in args) become events, `C` become counters. A trace
 //! spillscope exported is rebuilt exactly from its `spillscope` metadata.
 
+use super::chrome::Loose;
 use super::chrome::{num, read_file, ChromeEvent};
 use super::{us_to_ns, ImportOptions};
 use crate::trace::build::TraceBuilder;
 use crate::trace::{Counter, Event, EventKind, Meta, Pool, Summary, Trace, TraceOp, TraceTensor};
 use crate::{Error, Result};
+use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::Value;
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
@@ -73,18 +77,24 @@ pub fn import(path: &Path, opts: &ImportOptions) -> Result<(Trace, Vec<String>)>
                 None => warnings.push(format!("event {}: `E` without a matching `B`", e.index)),
             },
             "C" => {
-                if let Value::Object(m) = &e.args {
+                if let Value::Object(m) = e.args() {
                     for (k, v) in m {
                         if let Some(x) = num(v) {
-                            let series = if k == "value" {
-                                e.name.clone()
+                            let sample = (us_to_ns(e.ts, t0), x);
+                            // No allocation for a series already seen.
+                            if k == "value" {
+                                match counters.get_mut(e.name.as_str()) {
+                                    Some(s) => s.push(sample),
+                                    None => {
+                                        counters.insert(e.name.to_string(), vec![sample]);
+                                    }
+                                }
                             } else {
-                                format!("{} {k}", e.name)
-                            };
-                            counters
-                                .entry(series)
-                                .or_default()
-                                .push((us_to_ns(e.ts, t0), x));
+                                counters
+                                    .entry(format!("{} {k}", e.name))
+                                    .or_default()
+                                    .push(sample);
+                            }
                         }
                     }
                 }
@@ -106,11 +116,11 @@ pub fn import(path: &Path, opts: &ImportOptions) -> Result<(Trace, Vec<String>)>
         let end = us_to_ns(*end, t0);
         b.op(TraceOp {
             id: 0,
-            name: e.name.clone(),
+            name: e.name.to_string(),
             op_type: if e.cat.is_empty() {
                 "slice".into()
             } else {
-                e.cat.clone()
+                e.cat.to_string()
             },
             start_ns: start,
             end_ns: end.max(start),
@@ -123,28 +133,22 @@ pub fn import(path: &Path, opts: &ImportOptions) -> Result<(Trace, Vec<String>)>
         });
     }
     for e in &events {
-        let Some(kind) = memory_kind(e) else { continue };
-        let tensor = e
-            .args
-            .get("tensor")
-            .and_then(|v| v.as_str())
-            .map(str::to_string)
-            .unwrap_or_else(|| e.name.clone());
-        let bytes = e.args.get("bytes").and_then(num).unwrap_or(0.0).max(0.0) as u64;
-        let pool = e
-            .args
-            .get("pool")
-            .and_then(|v| v.as_str())
-            .unwrap_or("mem")
-            .to_string();
-        let id = b.tensor(&tensor, bytes, "activation", &pool);
-        let offset = e.args.get("offset").and_then(num).map(|v| v as u64);
+        // Typed, borrowing decode of the args: no map, no copies.
+        let Some(a) = e.args_as::<MemArgs>() else {
+            continue;
+        };
+        let Some(kind) = a.kind() else { continue };
+        let tensor: &str = a.tensor.as_deref().unwrap_or(&e.name);
+        let bytes = a.bytes.and_then(|l| l.0).unwrap_or(0.0).max(0.0) as u64;
+        let pool: &str = a.pool.as_deref().unwrap_or("mem");
+        let id = b.tensor(tensor, bytes, "activation", pool);
+        let offset = a.offset.and_then(|l| l.0).map(|v| v as u64);
         b.event(
             us_to_ns(e.ts, t0),
             kind,
             id,
             bytes,
-            &pool,
+            pool,
             offset,
             None,
             Some(e.tid.max(0) as u64),
@@ -169,27 +173,51 @@ pub fn import(path: &Path, opts: &ImportOptions) -> Result<(Trace, Vec<String>)>
     Ok((b.finish(), warnings))
 }
 
+/// The args of a memory event (`kind`, `tensor`, `bytes`, `pool`,
+/// `offset`), or of an exported spillscope event.
+#[derive(Deserialize)]
+struct MemArgs<'a> {
+    #[serde(default, borrow)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    tensor: Option<Cow<'a, str>>,
+    #[serde(default)]
+    bytes: Option<Loose>,
+    #[serde(default, borrow)]
+    pool: Option<Cow<'a, str>>,
+    #[serde(default)]
+    offset: Option<Loose>,
+    #[serde(default, borrow)]
+    spillscope_event: Option<&'a RawValue>,
+}
+
+impl MemArgs<'_> {
+    fn kind(&self) -> Option<EventKind> {
+        if let Some(se) = self.spillscope_event {
+            #[derive(Deserialize)]
+            struct K<'a> {
+                #[serde(borrow)]
+                kind: Cow<'a, str>,
+            }
+            return serde_json::from_str::<K>(se.get())
+                .ok()
+                .and_then(|k| kind_of(&k.kind));
+        }
+        if self.tensor.is_some() && self.bytes.is_some() {
+            return self.kind.as_deref().and_then(kind_of);
+        }
+        None
+    }
+}
+
 fn memory_kind(e: &ChromeEvent) -> Option<EventKind> {
-    if e.args.get("spillscope_event").is_some() {
-        return e.args["spillscope_event"]
-            .get("kind")
-            .and_then(|v| v.as_str())
-            .and_then(kind_of);
-    }
-    if e.args.get("tensor").is_some() && e.args.get("bytes").is_some() {
-        return e
-            .args
-            .get("kind")
-            .and_then(|v| v.as_str())
-            .and_then(kind_of);
-    }
-    None
+    e.args_as::<MemArgs>().and_then(|a| a.kind())
 }
 
 /// Rebuilds a spillscope export exactly.
 fn rebuild(path: &Path, meta: &ChromeEvent, events: &[ChromeEvent]) -> Result<Trace> {
     let bad = |what: &str| Error::parse(path, "spillscope Chrome export", what.to_string());
-    let a = &meta.args;
+    let a = meta.args();
     let t0 = a.get("t0_ns").and_then(|v| v.as_u64()).unwrap_or(0);
     let mut tensors: Vec<TraceTensor> = Vec::new();
     let mut by_name: HashMap<String, usize> = HashMap::new();
@@ -232,12 +260,12 @@ fn rebuild(path: &Path, meta: &ChromeEvent, events: &[ChromeEvent]) -> Result<Tr
     let mut ops: Vec<TraceOp> = Vec::new();
     let mut op_ids: HashMap<String, usize> = HashMap::new();
     for e in events.iter().filter(|e| e.ph == "X" && e.cat == "op") {
-        let g = |k: &str| e.args.get(k);
+        let g = |k: &str| e.args().get(k);
         let id = ops.len();
-        op_ids.entry(e.name.clone()).or_insert(id);
+        op_ids.entry(e.name.to_string()).or_insert(id);
         ops.push(TraceOp {
             id,
-            name: e.name.clone(),
+            name: e.name.to_string(),
             op_type: g("op_type").and_then(|v| v.as_str()).unwrap_or("").into(),
             start_ns: g("start_ns")
                 .and_then(|v| v.as_u64())
@@ -265,7 +293,7 @@ fn rebuild(path: &Path, meta: &ChromeEvent, events: &[ChromeEvent]) -> Result<Tr
     }
     let mut evs: Vec<(usize, Event)> = Vec::new();
     for e in events {
-        let Some(se) = e.args.get("spillscope_event") else {
+        let Some(se) = e.args().get("spillscope_event") else {
             continue;
         };
         let idx = se
@@ -313,10 +341,10 @@ fn rebuild(path: &Path, meta: &ChromeEvent, events: &[ChromeEvent]) -> Result<Tr
         })
         .collect();
     for e in events.iter().filter(|e| e.ph == "C") {
-        let key = e.id.clone().unwrap_or_else(|| e.name.clone());
+        let key = e.id.clone().unwrap_or_else(|| e.name.to_string());
         if let (Some(c), Some(v)) = (
             counters.iter_mut().find(|c| c.name == key),
-            e.args.get("value").and_then(num),
+            e.args().get("value").and_then(num),
         ) {
             c.samples.push((us_to_ns(e.ts, 0.0) + t0, v));
         }

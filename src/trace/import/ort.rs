@@ -30,7 +30,7 @@ pub fn node_name(e: &ChromeEvent) -> Option<&str> {
 }
 
 fn arg_u64(e: &ChromeEvent, key: &str) -> Option<u64> {
-    e.args.get(key).and_then(num).map(|v| v.max(0.0) as u64)
+    e.args().get(key).and_then(num).map(|v| v.max(0.0) as u64)
 }
 
 pub fn import(path: &Path, opts: &ImportOptions) -> Result<(Trace, Vec<String>)> {
@@ -87,7 +87,7 @@ pub fn import(path: &Path, opts: &ImportOptions) -> Result<(Trace, Vec<String>)>
     for e in &in_run {
         let name = node_name(e).unwrap_or_default();
         let op_type = e
-            .args
+            .args()
             .get("op_name")
             .and_then(|v| v.as_str())
             .unwrap_or("Unknown")

@@ -40,7 +40,7 @@ pub fn import(path: &Path, opts: &ImportOptions) -> Result<(Trace, Vec<String>)>
     let pool = "cpu";
     let base = mems
         .iter()
-        .filter_map(|e| e.args.get("Addr").and_then(num))
+        .filter_map(|e| e.args().get("Addr").and_then(num))
         .fold(f64::INFINITY, f64::min);
     let mut live: HashMap<u64, (usize, u64)> = HashMap::new();
     let mut generation: HashMap<u64, usize> = HashMap::new();
@@ -56,7 +56,7 @@ pub fn import(path: &Path, opts: &ImportOptions) -> Result<(Trace, Vec<String>)>
             let end = us_to_ns(end_us, t0);
             let id = b.op(TraceOp {
                 id: 0,
-                name: e.name.clone(),
+                name: e.name.to_string(),
                 op_type: e.name.trim_start_matches("aten::").to_string(),
                 start_ns: start,
                 end_ns: end.max(start),
@@ -78,8 +78,8 @@ pub fn import(path: &Path, opts: &ImportOptions) -> Result<(Trace, Vec<String>)>
             continue;
         }
         let (Some(addr), Some(bytes)) = (
-            e.args.get("Addr").and_then(num),
-            e.args.get("Bytes").and_then(num),
+            e.args().get("Addr").and_then(num),
+            e.args().get("Bytes").and_then(num),
         ) else {
             warnings.push(format!(
                 "event {}: [memory] without Addr/Bytes, skipped",
@@ -95,7 +95,7 @@ pub fn import(path: &Path, opts: &ImportOptions) -> Result<(Trace, Vec<String>)>
             st.pop();
         }
         let op = st.last().map(|s| s.1);
-        if let Some(tot) = e.args.get("Total Allocated").and_then(num) {
+        if let Some(tot) = e.args().get("Total Allocated").and_then(num) {
             total.push((t, tot));
             peak_total = peak_total.max(tot.max(0.0) as u64);
         }
