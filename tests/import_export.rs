@@ -515,3 +515,27 @@ fn sim_calibrates_against_an_ort_profile() {
         "{lat} vs measured {measured}"
     );
 }
+
+#[test]
+fn a_huge_file_is_streamed_and_garbage_in_it_is_a_clear_error() {
+    // 1.5 GiB, sparse (no disk used): past the in-memory limit, so it is
+    // streamed; its NUL bytes are not JSON, so reading stops at once.
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("huge.json");
+    let f = std::fs::File::create(&p).unwrap();
+    f.set_len(3 << 29).unwrap();
+    drop(f);
+    let t = std::time::Instant::now();
+    let e = import::import(&p, Some(Format::Chrome), &ImportOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("huge.json") && e.contains("Chrome trace"), "{e}");
+    assert!(
+        t.elapsed() < std::time::Duration::from_secs(10),
+        "streamed, not slurped"
+    );
+    let e = import::import(&p, None, &ImportOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("huge.json"), "{e}");
+}

@@ -460,10 +460,25 @@ pub fn read_file(path: &Path, max_events: usize) -> Result<(Vec<ChromeEvent>, Re
     } else {
         stream(f, path, max_events, |e| events.push(e))?
     };
-    events.sort_by(|a, b| {
+    Ok((sort_by_time(events), report))
+}
+
+/// Stable sort by timestamp. Events are big, so sort indices and move each
+/// event once; already-ordered input (the common case) costs one pass.
+fn sort_by_time(events: Vec<ChromeEvent>) -> Vec<ChromeEvent> {
+    let before = |a: &ChromeEvent, b: &ChromeEvent| {
         a.ts.partial_cmp(&b.ts)
             .unwrap_or(std::cmp::Ordering::Equal)
             .then(a.index.cmp(&b.index))
-    });
-    Ok((events, report))
+    };
+    if events
+        .windows(2)
+        .all(|w| before(&w[0], &w[1]) != std::cmp::Ordering::Greater)
+    {
+        return events;
+    }
+    let mut order: Vec<usize> = (0..events.len()).collect();
+    order.sort_by(|&a, &b| before(&events[a], &events[b]));
+    let mut slots: Vec<Option<ChromeEvent>> = events.into_iter().map(Some).collect();
+    order.into_iter().filter_map(|i| slots[i].take()).collect()
 }

@@ -292,22 +292,31 @@ fn rebuild(path: &Path, meta: &ChromeEvent, events: &[ChromeEvent]) -> Result<Tr
         }
     }
     let mut evs: Vec<(usize, Event)> = Vec::new();
+    // Exported events decode straight from their raw args (no JSON tree).
+    #[derive(Deserialize)]
+    struct Exported<'a> {
+        #[serde(borrow)]
+        spillscope_event: Option<&'a RawValue>,
+    }
+    #[derive(Deserialize)]
+    struct Extra<'a> {
+        #[serde(default, borrow)]
+        tensor_name: Option<Cow<'a, str>>,
+        #[serde(default)]
+        index: Option<usize>,
+    }
     for e in events {
-        let Some(se) = e.args().get("spillscope_event") else {
+        let Some(raw) = e.args_as::<Exported>().and_then(|x| x.spillscope_event) else {
             continue;
         };
-        let idx = se
-            .get("index")
-            .and_then(|v| v.as_u64())
-            .unwrap_or(evs.len() as u64) as usize;
-        let mut ev: Event = serde_json::from_value(se.clone())
+        let mut ev: Event = serde_json::from_str(raw.get())
             .map_err(|err| bad(&format!("event {}: {err}", e.index)))?;
-        if let Some(n) = se.get("tensor_name").and_then(|v| v.as_str()) {
-            if let Some(&t) = by_name.get(n) {
-                ev.tensor = t;
-            }
+        let extra: Extra = serde_json::from_str(raw.get())
+            .map_err(|err| bad(&format!("event {}: {err}", e.index)))?;
+        if let Some(&t) = extra.tensor_name.as_deref().and_then(|n| by_name.get(n)) {
+            ev.tensor = t;
         }
-        evs.push((idx, ev));
+        evs.push((extra.index.unwrap_or(evs.len()), ev));
     }
     evs.sort_by_key(|x| x.0);
     let specs: Vec<(String, String, Option<String>)> = a
