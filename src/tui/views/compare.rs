@@ -110,6 +110,59 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
         }
     }
     let Some(diff) = &app.diff else { return };
+    // Ops on top, tensors whose round trips changed below (when there is room).
+    let changed: Vec<_> = diff
+        .tensors
+        .iter()
+        .filter(|t| t.a_trips != t.b_trips || t.a_bytes_moved != t.b_bytes_moved)
+        .collect();
+    let tensor_h = if changed.is_empty() || table.height < 10 {
+        0
+    } else {
+        (changed.len() as u16 + 3).min(table.height / 2)
+    };
+    let [table, tensor_area] =
+        Layout::vertical([Constraint::Min(3), Constraint::Length(tensor_h)]).areas(table);
+    if tensor_h > 0 {
+        let name_w = (tensor_area.width as usize)
+            .saturating_sub(9 * 4 + 8)
+            .max(10);
+        let rows: Vec<Row> = changed
+            .iter()
+            .take(tensor_h.saturating_sub(3) as usize)
+            .map(|t| {
+                Row::new(vec![
+                    Cell::from(truncate_left(&t.name, name_w)),
+                    Cell::from(t.a_trips.to_string()),
+                    Cell::from(t.b_trips.to_string()),
+                    Cell::from(fmt_bytes(t.a_bytes_moved)),
+                    Cell::from(fmt_bytes(t.b_bytes_moved)),
+                ])
+            })
+            .collect();
+        let header = Row::new(vec![
+            "tensor (biggest change first)",
+            "trips A",
+            "trips B",
+            "moved A",
+            "moved B",
+        ])
+        .style(theme.strong(theme.c.muted));
+        let widths = [
+            Constraint::Min(16),
+            Constraint::Length(9),
+            Constraint::Length(9),
+            Constraint::Length(10),
+            Constraint::Length(10),
+        ];
+        let title = format!(" tensors whose round trips changed: {} ", changed.len());
+        f.render_widget(
+            Table::new(rows, widths)
+                .header(header)
+                .block(block(title, theme, g)),
+            tensor_area,
+        );
+    }
     let header = Row::new(vec![
         "op (biggest change first)",
         "traffic A",
