@@ -28,19 +28,7 @@ fn measured() -> spillscope::trace::Trace {
     let mut t = 0;
     for i in 0..4u64 {
         let d = (i + 1) * 10_000;
-        b.op(TraceOp {
-            id: 0,
-            name: format!("op{i}"),
-            op_type: "Add".into(),
-            start_ns: t,
-            end_ns: t + d,
-            stall_ns: 0,
-            inputs: vec![],
-            outputs: vec![],
-            streamed: vec![],
-            flops: None,
-            bound: None,
-        });
+        b.op(TraceOp::span(format!("op{i}"), "Add", t, t + d));
         t += d;
     }
     let a = b.tensor("a", 1024, "activation", "mem");

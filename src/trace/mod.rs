@@ -84,6 +84,31 @@ pub struct TraceOp {
     pub bound: Option<String>,
 }
 
+impl TraceOp {
+    /// An op known only by its name, type and time span (what runtime
+    /// profilers record); operands and roofline data left empty.
+    pub fn span(
+        name: impl Into<String>,
+        op_type: impl Into<String>,
+        start_ns: u64,
+        end_ns: u64,
+    ) -> TraceOp {
+        TraceOp {
+            id: 0,
+            name: name.into(),
+            op_type: op_type.into(),
+            start_ns,
+            end_ns: end_ns.max(start_ns),
+            stall_ns: 0,
+            inputs: Vec::new(),
+            outputs: Vec::new(),
+            streamed: Vec::new(),
+            flops: None,
+            bound: None,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum EventKind {

@@ -114,23 +114,12 @@ pub fn import(path: &Path, opts: &ImportOptions) -> Result<(Trace, Vec<String>)>
         }
         let start = us_to_ns(*s, t0);
         let end = us_to_ns(*end, t0);
-        b.op(TraceOp {
-            id: 0,
-            name: e.name.to_string(),
-            op_type: if e.cat.is_empty() {
-                "slice".into()
-            } else {
-                e.cat.to_string()
-            },
-            start_ns: start,
-            end_ns: end.max(start),
-            stall_ns: 0,
-            inputs: vec![],
-            outputs: vec![],
-            streamed: vec![],
-            flops: None,
-            bound: None,
-        });
+        let op_type = if e.cat.is_empty() {
+            "slice"
+        } else {
+            e.cat.as_str()
+        };
+        b.op(TraceOp::span(e.name.as_str(), op_type, start, end));
     }
     for e in &events {
         // Typed, borrowing decode of the args: no map, no copies.

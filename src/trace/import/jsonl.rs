@@ -95,19 +95,7 @@ impl JsonlState {
             "dropped" => self.dropped += l.count.unwrap_or(1),
             "op_begin" => {
                 let name = l.op.unwrap_or_else(|| format!("op{}", self.b.ops.len()));
-                let id = self.b.op(TraceOp {
-                    id: 0,
-                    name,
-                    op_type: "op".into(),
-                    start_ns: t,
-                    end_ns: t,
-                    stall_ns: 0,
-                    inputs: vec![],
-                    outputs: vec![],
-                    streamed: vec![],
-                    flops: None,
-                    bound: None,
-                });
+                let id = self.b.op(TraceOp::span(name, "op", t, t));
                 self.open.entry(thread).or_default().push(id);
             }
             "op_end" => match self.open.get_mut(&thread).and_then(|v| v.pop()) {

@@ -54,19 +54,12 @@ pub fn import(path: &Path, opts: &ImportOptions) -> Result<(Trace, Vec<String>)>
             let start = us_to_ns(e.ts, t0);
             let end_us = e.ts + e.dur.unwrap_or(0.0);
             let end = us_to_ns(end_us, t0);
-            let id = b.op(TraceOp {
-                id: 0,
-                name: e.name.to_string(),
-                op_type: e.name.trim_start_matches("aten::").to_string(),
-                start_ns: start,
-                end_ns: end.max(start),
-                stall_ns: 0,
-                inputs: vec![],
-                outputs: vec![],
-                streamed: vec![],
-                flops: None,
-                bound: None,
-            });
+            let id = b.op(TraceOp::span(
+                e.name.as_str(),
+                e.name.trim_start_matches("aten::"),
+                start,
+                end,
+            ));
             let st = open.entry(e.tid).or_default();
             while st.last().map(|s| s.0 < e.ts).unwrap_or(false) {
                 st.pop();
