@@ -24,6 +24,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        Some(Command::Whatif(a)) => {
+            print(&spillscope::cli::whatif_cmd::run_whatif(&a)?);
+            Ok(ExitCode::SUCCESS)
+        }
         Some(Command::Import(a)) => {
             print(&spillscope::cli::trace_cmds::run_import(&a)?);
             Ok(ExitCode::SUCCESS)

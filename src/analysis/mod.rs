@@ -11,3 +11,4 @@ pub mod memmap;
 pub mod roundtrips;
 pub mod runs;
 pub mod timeline;
+pub mod whatif;

@@ -25,6 +25,8 @@ pub enum Command {
     Hw(HwArgs),
     /// Print the summary of the bundled sample (what `spillscope` alone does off a terminal).
     Sample(SampleArgs),
+    /// Sweep capacity, bandwidth and policy; one row per configuration and the knee called out.
+    Whatif(WhatifArgs),
     /// Import a runtime trace (ONNX Runtime, PyTorch, Chrome/Perfetto, spillscope JSONL).
     Import(ImportArgs),
     /// Export a trace for Perfetto / chrome://tracing.
@@ -34,6 +36,42 @@ pub enum Command {
     /// Open the terminal explorer on a trace, two traces (compare), or a model
     /// that is re-simulated whenever it, the hardware or the schedule config changes.
     View(ViewArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SweepFormat {
+    Table,
+    Json,
+    Csv,
+}
+
+#[derive(Debug, Args)]
+pub struct WhatifArgs {
+    /// Model: `.onnx` or graph JSON.
+    pub model: PathBuf,
+    /// Capacities: `16MiB..64MiB:4MiB` (inclusive, with step) or `8MiB,16MiB`;
+    /// default the profile's.
+    #[arg(long, value_name = "RANGE")]
+    pub capacity: Option<String>,
+    /// DRAM bandwidths: `20GB/s..60GB/s:20GB/s` or `30GB/s,60GB/s`; default the profile's.
+    #[arg(long, value_name = "RANGE")]
+    pub bandwidth: Option<String>,
+    /// Policies: comma-separated or `all`.
+    #[arg(long, default_value = "lru", value_name = "LIST")]
+    pub policy: String,
+    /// Hardware profile (file or preset) the sweep varies.
+    #[arg(long, value_name = "FILE|PRESET", default_value = "seed-npu")]
+    pub hw: String,
+    #[command(flatten)]
+    pub model_opts: ModelOpts,
+    /// Weights: `stream`, `resident` or `ignore`.
+    #[arg(long, default_value = "stream", value_name = "MODE")]
+    pub weights: String,
+    /// Keep this tensor resident (repeatable).
+    #[arg(long = "pin", value_name = "TENSOR")]
+    pub pins: Vec<String>,
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: SweepFormat,
 }
 
 /// How a trace file is read (spillscope traces load directly; others are imported).

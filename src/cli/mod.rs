@@ -7,5 +7,6 @@ pub mod sim_cmd;
 pub mod trace_cmds;
 pub mod verify_cmd;
 pub mod view_cmd;
+pub mod whatif_cmd;
 
 pub use args::{Cli, Command};

@@ -1,0 +1,97 @@
+//! `spillscope whatif`: a parallel sweep with a progress bar on a terminal.
+
+use super::args::{SweepFormat, WhatifArgs};
+use crate::analysis::runs::{render_table, RunRow, RunsReport};
+use crate::analysis::whatif::{grid, knees, parse_bandwidth_range, parse_size_range, run};
+use crate::cost::HardwareProfile;
+use crate::sim::{EvictionPolicy, SimConfig, WeightMode};
+use crate::{Error, Result};
+use std::io::IsTerminal;
+
+/// CSV of the rows (one header line, then one line per configuration).
+pub fn to_csv(rows: &[RunRow]) -> String {
+    let mut s = String::from("policy,capacity_bytes,read_bandwidth,write_bandwidth,latency_ns,spill_count,spilled_bytes,reloaded_bytes,traffic_bytes,stall_ns,peak_live_bytes,peak_resident_bytes,lower_bound_traffic_bytes,throughput_fps\n");
+    for r in rows {
+        s += &format!(
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{:.3}\n",
+            r.policy,
+            r.capacity_bytes,
+            r.read_bandwidth,
+            r.write_bandwidth,
+            r.latency_ns,
+            r.spill_count,
+            r.spilled_bytes,
+            r.reloaded_bytes,
+            r.traffic_bytes,
+            r.stall_ns,
+            r.peak_live_bytes,
+            r.peak_resident_bytes,
+            r.lower_bound_traffic_bytes,
+            r.throughput_fps
+        );
+    }
+    s
+}
+
+pub fn run_whatif(a: &WhatifArgs) -> Result<String> {
+    let hw = HardwareProfile::load(&a.hw)?;
+    let policies = EvictionPolicy::parse_list(&a.policy).map_err(Error::Config)?;
+    let weights: WeightMode = a.weights.parse().map_err(Error::Config)?;
+    let capacities = match &a.capacity {
+        Some(r) => parse_size_range(r)?,
+        None => vec![hw.memory.capacity.0],
+    };
+    if capacities.contains(&0) {
+        return Err(Error::Hardware("capacity must be greater than zero".into()));
+    }
+    let bandwidths: Vec<Option<f64>> = match &a.bandwidth {
+        Some(r) => parse_bandwidth_range(r)?.into_iter().map(Some).collect(),
+        None => vec![None],
+    };
+    let g = crate::graph::load(&a.model, &a.model_opts.load_options())?;
+    let base = SimConfig {
+        weights,
+        pins: a.pins.clone(),
+        ..Default::default()
+    };
+    let points = grid(&capacities, &bandwidths, &policies);
+    let bar = if std::io::stderr().is_terminal() && points.len() > 1 {
+        let pb = indicatif::ProgressBar::new(points.len() as u64);
+        pb.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{bar:40} {pos}/{len} configurations {elapsed}",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        Some(pb)
+    } else {
+        None
+    };
+    let tick = || {
+        if let Some(b) = &bar {
+            b.inc(1);
+        }
+    };
+    let rows = run(&g, &hw, &base, &points, &tick)?;
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let knees = knees(&rows);
+    let rep = RunsReport {
+        model: g.name.clone(),
+        runs: rows,
+    };
+    Ok(match a.format {
+        SweepFormat::Json => serde_json::to_string_pretty(&rep).unwrap_or_default() + "\n",
+        SweepFormat::Csv => to_csv(&rep.runs),
+        SweepFormat::Table => {
+            let mut s = render_table(&rep);
+            s.push('\n');
+            for k in &knees {
+                s += &k.text;
+                s.push('\n');
+            }
+            s
+        }
+    })
+}

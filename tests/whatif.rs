@@ -1,0 +1,148 @@
+//! What-if sweeps: ranges, parallel runs equal to single runs, the knee.
+
+mod common;
+use common::{graph, test_hw};
+use spillscope::analysis::whatif::{grid, knees, parse_bandwidth_range, parse_size_range, run};
+use spillscope::sim::{simulate, EvictionPolicy, SimConfig, WeightMode};
+
+const K: u64 = 1024;
+
+#[test]
+fn ranges_parse_inclusively_and_refuse_nonsense() {
+    assert_eq!(
+        parse_size_range("16MiB..64MiB:16MiB").unwrap(),
+        vec![16 << 20, 32 << 20, 48 << 20, 64 << 20]
+    );
+    assert_eq!(parse_size_range("1KiB,4KiB").unwrap(), vec![1024, 4096]);
+    assert_eq!(
+        parse_bandwidth_range("20GB/s..60GB/s:20GB/s").unwrap(),
+        vec![20e9, 40e9, 60e9]
+    );
+    assert!(parse_size_range("64MiB..16MiB:4MiB").is_err());
+    assert!(parse_size_range("16MiB..64MiB")
+        .unwrap_err()
+        .to_string()
+        .contains("step"));
+    assert!(parse_size_range("1..100000000:1")
+        .unwrap_err()
+        .to_string()
+        .contains("10,000"));
+}
+
+#[test]
+fn sweep_rows_equal_single_runs_and_the_knee_is_where_spills_stop() {
+    // Peak live is 4 units: from 4 KiB on nothing spills.
+    let g = graph(
+        &[
+            ("op0", &["x"], &["a"]),
+            ("op1", &["a"], &["b"]),
+            ("op2", &["b"], &["c"]),
+            ("op3", &["c"], &["d"]),
+            ("op4", &["d", "a"], &["e"]),
+            ("op5", &["e", "b"], &["f"]),
+            ("op6", &["f"], &["g"]),
+        ],
+        K,
+        &[],
+        &["g"],
+    );
+    let hw = test_hw(K);
+    let base = SimConfig {
+        weights: WeightMode::Ignore,
+        ..Default::default()
+    };
+    let caps = parse_size_range("2KiB..6KiB:1KiB").unwrap();
+    let points = grid(
+        &caps,
+        &[None],
+        &[EvictionPolicy::Lru, EvictionPolicy::Belady],
+    );
+    assert_eq!(points.len(), 10);
+    let ticks = std::sync::atomic::AtomicUsize::new(0);
+    let rows = run(&g, &hw, &base, &points, &|| {
+        ticks.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    })
+    .unwrap();
+    assert_eq!(ticks.into_inner(), 10);
+    for (p, r) in points.iter().zip(&rows) {
+        let single = simulate(
+            &g,
+            &hw.clone().with_capacity(p.capacity_bytes).unwrap(),
+            &SimConfig {
+                policy: p.policy,
+                ..base.clone()
+            },
+        )
+        .unwrap();
+        assert_eq!(r.latency_ns, single.summary.latency_ns);
+        assert_eq!(r.traffic_bytes, single.summary.traffic_bytes);
+        assert_eq!(r.capacity_bytes, p.capacity_bytes);
+    }
+    let ks = knees(&rows);
+    assert_eq!(ks.len(), 2);
+    for k in &ks {
+        assert_eq!(k.zero_spill_capacity, Some(4 * K), "{}", k.text);
+        assert!(k.text.contains("at 4.0 KiB spills drop to 0"), "{}", k.text);
+    }
+}
+
+#[test]
+fn whatif_cli_json_and_csv() {
+    let model =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/encoder_decoder.json");
+    let o = assert_cmd::Command::cargo_bin("spillscope")
+        .unwrap()
+        .args([
+            "whatif",
+            model.to_str().unwrap(),
+            "--capacity",
+            "512KiB..2MiB:512KiB",
+            "--policy",
+            "lru,belady",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let runs = v["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 8);
+    assert_eq!(runs[0]["capacity_bytes"], 512 * 1024);
+    assert_eq!(runs[3]["capacity_bytes"], 2048 * 1024);
+    assert!(runs
+        .iter()
+        .all(|r| r["read_bandwidth"].as_f64().unwrap() > 0.0 && r["policy"].is_string()));
+    let o = assert_cmd::Command::cargo_bin("spillscope")
+        .unwrap()
+        .args([
+            "whatif",
+            model.to_str().unwrap(),
+            "--capacity",
+            "1MiB,2MiB",
+            "--bandwidth",
+            "30GB/s,60GB/s",
+            "--format",
+            "csv",
+        ])
+        .output()
+        .unwrap();
+    let csv = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(csv.lines().count(), 5, "{csv}");
+    assert!(csv.starts_with("policy,capacity_bytes,read_bandwidth"));
+    let o = assert_cmd::Command::cargo_bin("spillscope")
+        .unwrap()
+        .args([
+            "whatif",
+            model.to_str().unwrap(),
+            "--capacity",
+            "256KiB..4MiB:256KiB",
+        ])
+        .output()
+        .unwrap();
+    let t = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        t.contains("spills drop to 0") || t.contains("spills at every capacity"),
+        "{t}"
+    );
+}
