@@ -17,7 +17,7 @@ fn bench(c: &mut Criterion) {
     }
     .expect("bundled model loads");
     let hw = HardwareProfile::preset("seed-npu").unwrap();
-    let caps: Vec<u64> = (1..=64).map(|i| i * 2 << 20).collect();
+    let caps: Vec<u64> = (1..=64).map(|i| (i * 2) << 20).collect();
     let points = grid(&caps, &[None], &[EvictionPolicy::Lru]);
     let mut grp = c.benchmark_group("whatif");
     grp.sample_size(10);
