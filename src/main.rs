@@ -24,6 +24,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        Some(Command::Suggest(a)) => {
+            print(&spillscope::cli::whatif_cmd::run_suggest(&a)?);
+            Ok(ExitCode::SUCCESS)
+        }
         Some(Command::Whatif(a)) => {
             print(&spillscope::cli::whatif_cmd::run_whatif(&a)?);
             Ok(ExitCode::SUCCESS)

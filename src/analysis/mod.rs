@@ -10,5 +10,6 @@ pub mod hotspots;
 pub mod memmap;
 pub mod roundtrips;
 pub mod runs;
+pub mod suggest;
 pub mod timeline;
 pub mod whatif;

@@ -27,6 +27,8 @@ pub enum Command {
     Sample(SampleArgs),
     /// Sweep capacity, bandwidth and policy; one row per configuration and the knee called out.
     Whatif(WhatifArgs),
+    /// Re-simulated suggestions (pin, capacity, policy, prefetch, weights, fp16) sorted by ms saved.
+    Suggest(SuggestArgs),
     /// Import a runtime trace (ONNX Runtime, PyTorch, Chrome/Perfetto, spillscope JSONL).
     Import(ImportArgs),
     /// Export a trace for Perfetto / chrome://tracing.
@@ -36,6 +38,27 @@ pub enum Command {
     /// Open the terminal explorer on a trace, two traces (compare), or a model
     /// that is re-simulated whenever it, the hardware or the schedule config changes.
     View(ViewArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SuggestArgs {
+    /// Model: `.onnx` or graph JSON.
+    pub model: PathBuf,
+    #[command(flatten)]
+    pub hw: HwOpts,
+    #[command(flatten)]
+    pub model_opts: ModelOpts,
+    /// The baseline policy.
+    #[arg(long, default_value = "lru", value_name = "POLICY")]
+    pub policy: String,
+    /// Weights: `stream`, `resident` or `ignore`.
+    #[arg(long, default_value = "stream", value_name = "MODE")]
+    pub weights: String,
+    /// Baseline schedule config (TOML), as for `view --config`.
+    #[arg(long, value_name = "SCHED.toml")]
+    pub config: Option<PathBuf>,
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: Format,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

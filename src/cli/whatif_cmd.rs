@@ -95,3 +95,46 @@ pub fn run_whatif(a: &WhatifArgs) -> Result<String> {
         }
     })
 }
+
+/// `spillscope suggest`.
+pub fn run_suggest(a: &super::args::SuggestArgs) -> Result<String> {
+    use crate::analysis::suggest::suggest;
+    let hw = a.hw.resolve()?;
+    let mut cfg = SimConfig {
+        policy: a.policy.parse().map_err(Error::Config)?,
+        weights: a.weights.parse().map_err(Error::Config)?,
+        ..Default::default()
+    };
+    if let Some(c) = &a.config {
+        cfg = crate::sim::ScheduleFile::load(c)?.apply(cfg);
+    }
+    let g = crate::graph::load(&a.model, &a.model_opts.load_options())?;
+    let s = suggest(&g, &hw, &cfg)?;
+    if a.format == super::args::Format::Json {
+        return Ok(serde_json::to_string_pretty(&s).unwrap_or_default() + "\n");
+    }
+    let b = &s.baseline;
+    let mut out = format!(
+        "baseline: {} [{}] at {}: {:.3} ms, {} spills, {} traffic\n\n",
+        g.name,
+        b.policy,
+        crate::units::fmt_bytes(b.capacity_bytes),
+        b.latency_ns as f64 / 1e6,
+        b.spill_count,
+        crate::units::fmt_bytes(b.traffic_bytes)
+    );
+    if s.suggestions.is_empty() {
+        out += "no change tried lowers the latency\n";
+    }
+    for (i, x) in s.suggestions.iter().enumerate() {
+        out += &format!(
+            "{}. -{:.3} ms ({:.1} %)  {}\n     {}\n",
+            i + 1,
+            x.gain_ns as f64 / 1e6,
+            x.gain_pct,
+            x.description,
+            x.config_change
+        );
+    }
+    Ok(out)
+}

@@ -1,0 +1,198 @@
+//! Counterfactual suggestions: each candidate change is re-simulated (never
+//! guessed) and kept only if it lowers latency; sorted by the milliseconds it
+//! saves, each with the config change that realises it.
+
+use super::roundtrips::round_trips;
+use super::runs::RunRow;
+use super::whatif::{grid, run as sweep};
+use crate::cost::HardwareProfile;
+use crate::graph::{Graph, TensorKind};
+use crate::sim::{simulate, EvictionPolicy, SimConfig, WeightMode};
+use crate::units::fmt_bytes;
+use crate::Result;
+use serde::Serialize;
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Suggestion {
+    /// `pin`, `capacity`, `policy`, `prefetch`, `weights`, `fp16`.
+    pub kind: String,
+    pub description: String,
+    pub gain_ns: i64,
+    pub gain_pct: f64,
+    /// The flag or SCHED.toml line that realises it.
+    pub config_change: String,
+    pub run: RunRow,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Suggestions {
+    pub baseline: RunRow,
+    pub suggestions: Vec<Suggestion>,
+}
+
+/// A copy of `g` with activations (not weights) in fp16: f32 tensors halve.
+pub fn to_fp16(g: &Graph) -> Graph {
+    let mut h = g.clone();
+    for t in h.tensors.iter_mut() {
+        let is_f32 = t
+            .dtype
+            .as_deref()
+            .map(|d| matches!(d, "f32" | "float32" | "float"))
+            .unwrap_or(true);
+        if t.kind != TensorKind::Weight && is_f32 {
+            t.bytes = t.bytes.div_ceil(2);
+            t.dtype = Some("f16".into());
+        }
+    }
+    h
+}
+
+/// Re-simulates candidate changes of `cfg` on `hw` and returns the ones that help.
+pub fn suggest(g: &Graph, hw: &HardwareProfile, cfg: &SimConfig) -> Result<Suggestions> {
+    let base_tr = simulate(g, hw, cfg)?;
+    let baseline = RunRow::from_trace(&base_tr);
+    let base_lat = baseline.latency_ns as i64;
+    let mut out: Vec<Suggestion> = Vec::new();
+    let mut consider = |kind: &str, description: String, config_change: String, run: RunRow| {
+        let gain = base_lat - run.latency_ns as i64;
+        if gain > 0 {
+            out.push(Suggestion {
+                kind: kind.into(),
+                description,
+                gain_ns: gain,
+                gain_pct: gain as f64 * 100.0 / base_lat.max(1) as f64,
+                config_change,
+                run,
+            });
+        }
+    };
+    // Pin the tensors that move the most (oscillating ones first).
+    let trips = round_trips(&base_tr);
+    for t in trips.iter().take(5) {
+        if cfg.pins.contains(&t.name) {
+            continue;
+        }
+        let mut c = cfg.clone();
+        c.pins.push(t.name.clone());
+        let r = RunRow::from_trace(&simulate(g, hw, &c)?);
+        let what = if t.oscillating {
+            "oscillating"
+        } else {
+            "moved"
+        };
+        consider(
+            "pin",
+            format!(
+                "pin {} ({}, {what} {} times, {} moved)",
+                t.name,
+                fmt_bytes(t.bytes),
+                t.trips.len(),
+                fmt_bytes(t.bytes_moved)
+            ),
+            format!("--pin {:?}   (SCHED.toml: pins = [{:?}])", t.name, t.name),
+            r,
+        );
+    }
+    // The smallest capacity that removes spill traffic (within the sweep).
+    if baseline.traffic_bytes > 0 {
+        let cap = hw.memory.capacity.0;
+        let top = (baseline.peak_live_bytes.max(cap) * 2).max(cap + 1);
+        let step = (cap / 8).max(1 << 20);
+        let caps: Vec<u64> = (1..)
+            .map(|i| cap + i * step)
+            .take_while(|&c| c <= top)
+            .collect();
+        let rows = sweep(g, hw, cfg, &grid(&caps, &[None], &[cfg.policy]), &|| {})?;
+        if let Some(r) = rows
+            .iter()
+            .find(|r| r.traffic_bytes == 0)
+            .or_else(|| rows.iter().min_by_key(|r| r.latency_ns))
+        {
+            consider(
+                "capacity",
+                format!(
+                    "on-chip capacity {} (from {}){}",
+                    fmt_bytes(r.capacity_bytes),
+                    fmt_bytes(cap),
+                    if r.traffic_bytes == 0 {
+                        ": the smallest tried with no spill traffic"
+                    } else {
+                        ""
+                    }
+                ),
+                format!(
+                    "--capacity {}   (hardware: memory.capacity = {})",
+                    r.capacity_bytes, r.capacity_bytes
+                ),
+                r.clone(),
+            );
+        }
+    }
+    // Another policy.
+    for p in [
+        EvictionPolicy::Lru,
+        EvictionPolicy::Belady,
+        EvictionPolicy::Lifetime,
+    ] {
+        if p != cfg.policy {
+            let c = SimConfig {
+                policy: p,
+                ..cfg.clone()
+            };
+            let r = RunRow::from_trace(&simulate(g, hw, &c)?);
+            consider(
+                "policy",
+                format!("switch policy {} -> {p}", cfg.policy),
+                format!("--policy {p}   (SCHED.toml: policy = \"{p}\")"),
+                r,
+            );
+        }
+    }
+    // Prefetch distance (async DMA only).
+    if hw.dma.async_dma {
+        let current = cfg.prefetch_distance.unwrap_or(hw.dma.prefetch_distance);
+        for d in [0usize, 1, 2, 4, 8] {
+            if d != current {
+                let c = SimConfig {
+                    prefetch_distance: Some(d),
+                    ..cfg.clone()
+                };
+                let r = RunRow::from_trace(&simulate(g, hw, &c)?);
+                consider(
+                    "prefetch",
+                    format!("prefetch distance {current} -> {d} ops"),
+                    format!("--prefetch {d}   (SCHED.toml: prefetch_distance = {d})"),
+                    r,
+                );
+            }
+        }
+    }
+    // Weights kept resident instead of streamed per use.
+    if cfg.weights == WeightMode::Stream {
+        let c = SimConfig {
+            weights: WeightMode::Resident,
+            ..cfg.clone()
+        };
+        let r = RunRow::from_trace(&simulate(g, hw, &c)?);
+        consider(
+            "weights",
+            "keep weights resident between uses instead of streaming them per op".into(),
+            "--weights resident   (SCHED.toml: weights = \"resident\")".into(),
+            r,
+        );
+    }
+    // fp16 activations: half the bytes.
+    let h = to_fp16(g);
+    let r = RunRow::from_trace(&simulate(&h, hw, cfg)?);
+    consider(
+        "fp16",
+        "fp16 activations (f32 activation bytes halved)".into(),
+        "export the model with fp16 activations".into(),
+        r,
+    );
+    out.sort_by(|a, b| b.gain_ns.cmp(&a.gain_ns).then(a.kind.cmp(&b.kind)));
+    Ok(Suggestions {
+        baseline,
+        suggestions: out,
+    })
+}

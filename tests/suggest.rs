@@ -1,0 +1,146 @@
+//! Suggestions are re-simulated: each gain is confirmed here by a second,
+//! independent simulation, and the capacity suggestion matches the whatif knee.
+
+use spillscope::analysis::suggest::{suggest, to_fp16};
+use spillscope::analysis::whatif::{grid, knees, run};
+use spillscope::cost::HardwareProfile;
+use spillscope::graph::Graph;
+use spillscope::sim::{simulate, EvictionPolicy, SimConfig, WeightMode};
+use std::path::Path;
+
+fn confirm(g: &Graph, hw: &HardwareProfile, base: &SimConfig) -> usize {
+    let s = suggest(g, hw, base).unwrap();
+    let base_lat = simulate(g, hw, base).unwrap().summary.latency_ns;
+    assert_eq!(s.baseline.latency_ns, base_lat);
+    assert!(
+        s.suggestions
+            .windows(2)
+            .all(|w| w[0].gain_ns >= w[1].gain_ns),
+        "sorted by gain"
+    );
+    for x in &s.suggestions {
+        let again = match x.kind.as_str() {
+            "pin" => {
+                let name = x.config_change.split('"').nth(1).unwrap().to_string();
+                let mut c = base.clone();
+                c.pins.push(name);
+                simulate(g, hw, &c).unwrap()
+            }
+            "capacity" => simulate(
+                g,
+                &hw.clone().with_capacity(x.run.capacity_bytes).unwrap(),
+                base,
+            )
+            .unwrap(),
+            "policy" => simulate(
+                g,
+                hw,
+                &SimConfig {
+                    policy: x.run.policy.parse().unwrap(),
+                    ..base.clone()
+                },
+            )
+            .unwrap(),
+            "prefetch" => {
+                let d: usize = x
+                    .config_change
+                    .split_whitespace()
+                    .nth(1)
+                    .unwrap()
+                    .parse()
+                    .unwrap();
+                simulate(
+                    g,
+                    hw,
+                    &SimConfig {
+                        prefetch_distance: Some(d),
+                        ..base.clone()
+                    },
+                )
+                .unwrap()
+            }
+            "weights" => simulate(
+                g,
+                hw,
+                &SimConfig {
+                    weights: WeightMode::Resident,
+                    ..base.clone()
+                },
+            )
+            .unwrap(),
+            "fp16" => simulate(&to_fp16(g), hw, base).unwrap(),
+            k => panic!("unknown kind {k}"),
+        };
+        assert_eq!(
+            again.summary.latency_ns, x.run.latency_ns,
+            "{}",
+            x.description
+        );
+        assert_eq!(
+            x.gain_ns,
+            base_lat as i64 - again.summary.latency_ns as i64,
+            "{}",
+            x.description
+        );
+        assert!(x.gain_ns > 0 && x.gain_pct > 0.0);
+    }
+    // The capacity suggestion is the knee of the same sweep.
+    if let Some(c) = s.suggestions.iter().find(|x| x.kind == "capacity") {
+        let cap = hw.memory.capacity.0;
+        let top = (s.baseline.peak_live_bytes.max(cap) * 2).max(cap + 1);
+        let step = (cap / 8).max(1 << 20);
+        let caps: Vec<u64> = (1..)
+            .map(|i| cap + i * step)
+            .take_while(|&c| c <= top)
+            .collect();
+        let rows = run(g, hw, base, &grid(&caps, &[None], &[base.policy]), &|| {}).unwrap();
+        let k = &knees(&rows)[0];
+        if c.run.traffic_bytes == 0 {
+            assert_eq!(
+                k.zero_spill_capacity,
+                Some(c.run.capacity_bytes),
+                "{}",
+                k.text
+            );
+        } else {
+            // No capacity in the sweep removes all traffic: the fastest one.
+            assert_eq!(k.zero_spill_capacity, None);
+            assert_eq!(
+                c.run.latency_ns,
+                rows.iter().map(|r| r.latency_ns).min().unwrap()
+            );
+        }
+    }
+    s.suggestions.len()
+}
+
+#[test]
+fn encoder_decoder_suggestions_are_confirmed() {
+    let g = spillscope::graph::load(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/encoder_decoder.json"),
+        &Default::default(),
+    )
+    .unwrap();
+    let hw = HardwareProfile::preset("seed-npu")
+        .unwrap()
+        .with_capacity(640 * 1024)
+        .unwrap();
+    let n = confirm(&g, &hw, &SimConfig::with_policy(EvictionPolicy::Lru));
+    assert!(n >= 3, "fp16, capacity and policy at least");
+}
+
+#[cfg(feature = "onnx")]
+#[test]
+fn edge_resnet50_suggestions_are_confirmed() {
+    let g = spillscope::graph::load(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("sample-traces/resnet50_b8.shapes.onnx"),
+        &spillscope::graph::LoadOptions {
+            dims: vec![],
+            batch: Some(3),
+        },
+    )
+    .unwrap();
+    let hw = HardwareProfile::preset("edge-npu-16m").unwrap();
+    let n = confirm(&g, &hw, &SimConfig::with_policy(EvictionPolicy::Lru));
+    assert!(n >= 2);
+}
