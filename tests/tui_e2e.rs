@@ -203,3 +203,45 @@ fn rewriting_a_watched_config_updates_the_screen() {
     assert!(!s.contains("polcy"), "banner cleared:\n{s}");
     t.send(&["q"]);
 }
+
+#[test]
+fn the_terminal_is_restored_on_sigterm_and_sighup() {
+    for sig in ["TERM", "HUP", "INT"] {
+        let dir = tempfile::tempdir().unwrap();
+        let tr = dir.path().join(format!("sig{sig}.json"));
+        std::fs::copy(root().join("sample-traces/encdec-1mib.lru.json"), &tr).unwrap();
+        let cmd = format!(
+            "{} view {}; echo EXITED $?; sleep 3",
+            bin().display(),
+            tr.display()
+        );
+        let Some(t) = Tmux::start(&format!("sig{sig}"), &cmd, 100, 30) else {
+            return;
+        };
+        t.wait_for(Duration::from_secs(10), |s| {
+            s.contains("Overview") && s.contains("latency")
+        })
+        .expect("first frame");
+        let pattern = format!("^{} view {}", bin().display(), tr.display());
+        let ok = Command::new("pkill")
+            .args([&format!("-{sig}"), "-f", &pattern])
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false);
+        assert!(ok, "pkill found no explorer process");
+        let s = t
+            .wait_for(Duration::from_secs(3), |s| s.contains("EXITED"))
+            .expect("exits on the signal");
+        assert!(
+            !s.contains("latency"),
+            "SIG{sig}: the explorer's screen is still there:\n{s}"
+        );
+        // Raw mode is off again: a typed line echoes in the shell.
+        t.send_literal("echo typed-ok");
+        t.send(&["Enter"]);
+        t.wait_for(Duration::from_secs(2), |s| {
+            s.matches("typed-ok").count() >= 1
+        })
+        .expect("terminal usable again");
+    }
+}

@@ -99,6 +99,8 @@ pub enum Msg {
     /// A watched file changed.
     FileChanged(PathBuf),
     Tick,
+    /// SIGTERM, SIGINT or SIGHUP (an SSH drop): leave cleanly.
+    Terminate,
 }
 
 /// Work for the runtime to do.
@@ -558,5 +560,9 @@ pub fn update(app: &mut App, msg: Msg) -> Option<Effect> {
             Some(Effect::Refresh)
         }
         Msg::Tick => None,
+        Msg::Terminate => {
+            app.quit = true;
+            None
+        }
     }
 }

@@ -296,6 +296,19 @@ pub fn run(opts: ViewOptions, initial: Option<Vec<Dataset>>) -> Result<()> {
     if opts.mouse {
         let _ = crossterm::execute!(std::io::stdout(), crossterm::event::EnableMouseCapture);
     }
+    // Signals end the loop like `q`, so the guard restores the terminal.
+    #[cfg(unix)]
+    {
+        use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+        let sig_tx = tx.clone();
+        if let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP]) {
+            std::thread::spawn(move || {
+                if signals.forever().next().is_some() {
+                    let _ = sig_tx.send(Msg::Terminate);
+                }
+            });
+        }
+    }
     let input_tx = tx.clone();
     std::thread::spawn(move || loop {
         match event::read() {
