@@ -144,3 +144,76 @@ fn edge_resnet50_suggestions_are_confirmed() {
     let n = confirm(&g, &hw, &SimConfig::with_policy(EvictionPolicy::Lru));
     assert!(n >= 2);
 }
+
+#[test]
+fn write_config_realises_the_best_schedule_suggestion() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("sched.toml");
+    let model = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/encoder_decoder.json");
+    let bin = || assert_cmd::Command::cargo_bin("spillscope").unwrap();
+    let o = bin()
+        .args([
+            "suggest",
+            model.to_str().unwrap(),
+            "--capacity",
+            "640KiB",
+            "--format",
+            "json",
+            "--write-config",
+            cfg.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let best = v["suggestions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| ["pin", "policy", "prefetch", "weights"].contains(&s["kind"].as_str().unwrap()))
+        .unwrap()
+        .clone();
+    for k in [
+        "kind",
+        "description",
+        "gain_ns",
+        "gain_pct",
+        "config_change",
+        "run",
+    ] {
+        assert!(!best[k].is_null(), "{k}");
+    }
+    // Simulating with the written config gives the suggestion's latency.
+    let o = bin()
+        .args([
+            "sim",
+            model.to_str().unwrap(),
+            "--capacity",
+            "640KiB",
+            "--format",
+            "json",
+            "--config",
+            cfg.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let sim: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(sim["runs"].as_array().unwrap().len(), 1);
+    assert_eq!(sim["runs"][0]["latency_ns"], best["run"]["latency_ns"]);
+    // Never overwritten without --force; the file is untouched.
+    let before = std::fs::read(&cfg).unwrap();
+    let o = bin()
+        .args([
+            "suggest",
+            model.to_str().unwrap(),
+            "--capacity",
+            "640KiB",
+            "--write-config",
+            cfg.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--force"));
+    assert_eq!(std::fs::read(&cfg).unwrap(), before);
+}

@@ -57,6 +57,14 @@ pub struct SuggestArgs {
     /// Baseline schedule config (TOML), as for `view --config`.
     #[arg(long, value_name = "SCHED.toml")]
     pub config: Option<PathBuf>,
+    /// Write the best schedule-level suggestion (pin, policy, prefetch,
+    /// weights) applied to the baseline as a new schedule config (atomically;
+    /// an existing file needs --force).
+    #[arg(long, value_name = "SCHED.toml")]
+    pub write_config: Option<PathBuf>,
+    /// Overwrite an existing --write-config file.
+    #[arg(long)]
+    pub force: bool,
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,
 }
@@ -249,6 +257,10 @@ pub struct SimArgs {
     /// Reload/weight prefetch distance in ops (overrides the profile; needs async DMA).
     #[arg(long, value_name = "OPS")]
     pub prefetch: Option<usize>,
+    /// Schedule config (TOML: policy, pins, prefetch_distance, weights,
+    /// free_at) applied over these flags; its `policy`, if set, is the one run.
+    #[arg(long, value_name = "SCHED.toml")]
+    pub config: Option<PathBuf>,
     /// Write the trace here; with several policies, one file per policy
     /// (`out.json` becomes `out.lru.json`, ...).
     #[arg(short = 'o', long = "output", value_name = "TRACE.json")]

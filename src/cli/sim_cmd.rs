@@ -60,7 +60,14 @@ pub fn render(rep: &RunsReport, format: Format) -> String {
 }
 
 pub fn run(a: &SimArgs) -> Result<String> {
-    let policies = EvictionPolicy::parse_list(&a.policy).map_err(Error::Config)?;
+    let mut policies = EvictionPolicy::parse_list(&a.policy).map_err(Error::Config)?;
+    let sched = match &a.config {
+        Some(p) => Some(crate::sim::ScheduleFile::load(p)?),
+        None => None,
+    };
+    if let Some(p) = sched.as_ref().and_then(|s| s.policy) {
+        policies = vec![p];
+    }
     let weights: WeightMode = a.weights.parse().map_err(Error::Config)?;
     let hw = a.hw.resolve()?;
     let g = crate::graph::load(&a.model, &a.model_opts.load_options())?;
@@ -123,6 +130,10 @@ pub fn run(a: &SimArgs) -> Result<String> {
             prefetch_distance: a.prefetch,
             free_at: free_at.clone(),
             measured_ns: measured.clone(),
+        };
+        let cfg = match &sched {
+            Some(s) => s.apply(cfg),
+            None => cfg,
         };
         traces.push(simulate(&g, &hw, &cfg)?);
     }

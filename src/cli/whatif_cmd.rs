@@ -110,6 +110,43 @@ pub fn run_suggest(a: &super::args::SuggestArgs) -> Result<String> {
     }
     let g = crate::graph::load(&a.model, &a.model_opts.load_options())?;
     let s = suggest(&g, &hw, &cfg)?;
+    if let Some(path) = &a.write_config {
+        // The best suggestion a schedule config can express.
+        let best = s
+            .suggestions
+            .iter()
+            .find(|x| matches!(x.kind.as_str(), "pin" | "policy" | "prefetch" | "weights"));
+        let Some(best) = best else {
+            return Err(Error::Config("no schedule-level suggestion (pin, policy, prefetch, weights) saves time; nothing written".into()));
+        };
+        let mut new = cfg.clone();
+        match best.kind.as_str() {
+            "pin" => new.pins.push(
+                best.config_change
+                    .split('"')
+                    .nth(1)
+                    .unwrap_or_default()
+                    .to_string(),
+            ),
+            "policy" => new.policy = best.run.policy.parse().map_err(Error::Config)?,
+            "prefetch" => {
+                new.prefetch_distance = best
+                    .config_change
+                    .split_whitespace()
+                    .nth(1)
+                    .and_then(|d| d.parse().ok())
+            }
+            _ => new.weights = crate::sim::WeightMode::Resident,
+        }
+        let text = format!(
+            "# written by `spillscope suggest`: {} (saves {:.3} ms, {:.1} %)\n{}",
+            best.description,
+            best.gain_ns as f64 / 1e6,
+            best.gain_pct,
+            crate::sim::ScheduleFile::from_config(&new).to_toml()
+        );
+        super::sim_cmd::write_atomic(path, &text, a.force)?;
+    }
     if a.format == super::args::Format::Json {
         return Ok(serde_json::to_string_pretty(&s).unwrap_or_default() + "\n");
     }

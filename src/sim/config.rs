@@ -103,6 +103,21 @@ impl ScheduleFile {
         })
     }
 
+    /// The file that reproduces `cfg` (the inverse of [`ScheduleFile::apply`]).
+    pub fn from_config(cfg: &SimConfig) -> ScheduleFile {
+        ScheduleFile {
+            policy: Some(cfg.policy),
+            weights: Some(cfg.weights),
+            pins: cfg.pins.clone(),
+            prefetch_distance: cfg.prefetch_distance,
+            free_at: cfg.free_at.iter().cloned().collect(),
+        }
+    }
+
+    pub fn to_toml(&self) -> String {
+        toml::to_string_pretty(self).unwrap_or_default()
+    }
+
     /// Applies the file over `base` (file values win over defaults; flags
     /// are applied by the caller after this).
     pub fn apply(&self, mut base: SimConfig) -> SimConfig {
