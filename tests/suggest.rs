@@ -217,3 +217,33 @@ fn write_config_realises_the_best_schedule_suggestion() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("--force"));
     assert_eq!(std::fs::read(&cfg).unwrap(), before);
 }
+
+#[test]
+fn suggest_from_a_simulator_trace_matches_suggest_from_the_model() {
+    use spillscope::analysis::suggest::inputs_of_trace;
+    let tr = spillscope::trace::Trace::load(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("sample-traces/encdec-1mib.lru.json"),
+    )
+    .unwrap();
+    let (g2, hw2, cfg2) = inputs_of_trace(&tr).unwrap();
+    let g = spillscope::graph::load(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/encoder_decoder.json"),
+        &Default::default(),
+    )
+    .unwrap();
+    let hw = HardwareProfile::preset("seed-npu")
+        .unwrap()
+        .with_capacity(1 << 20)
+        .unwrap();
+    let a = suggest(&g, &hw, &SimConfig::with_policy(EvictionPolicy::Lru)).unwrap();
+    let b = suggest(&g2, &hw2, &cfg2).unwrap();
+    assert_eq!(a.baseline, b.baseline);
+    assert_eq!(a.suggestions, b.suggestions);
+    // An imported (measured) trace cannot be re-simulated.
+    let mut m = tr.clone();
+    m.source = "instrumented".into();
+    assert!(inputs_of_trace(&m)
+        .unwrap_err()
+        .to_string()
+        .contains("simulator trace"));
+}

@@ -196,3 +196,53 @@ pub fn suggest(g: &Graph, hw: &HardwareProfile, cfg: &SimConfig) -> Result<Sugge
         suggestions: out,
     })
 }
+
+/// Rebuilds what a simulator trace was made from (graph, hardware, config),
+/// so `suggest TRACE` can re-simulate without the model file.
+pub fn inputs_of_trace(tr: &crate::trace::Trace) -> Result<(Graph, HardwareProfile, SimConfig)> {
+    use crate::graph::{GraphBuilder, OpSpec, TensorSpec};
+    use crate::Error;
+    if tr.source != "simulator" {
+        return Err(Error::Config(
+            "suggestions re-simulate: they need a simulator trace (or the model)".into(),
+        ));
+    }
+    let hw: HardwareProfile = serde_json::from_value(tr.meta.hardware.clone())
+        .map_err(|e| Error::Config(format!("the trace's hardware record: {e}")))?;
+    let cfg: SimConfig = serde_json::from_value(tr.meta.config.clone())
+        .map_err(|e| Error::Config(format!("the trace's config record: {e}")))?;
+    let mut b = GraphBuilder::new(tr.meta.model.clone());
+    for t in &tr.tensors {
+        let kind = match t.kind.as_str() {
+            "input" => Some(TensorKind::Input),
+            "weight" => Some(TensorKind::Weight),
+            _ => None,
+        };
+        b.tensor(TensorSpec {
+            name: t.name.clone(),
+            bytes: t.bytes,
+            kind,
+            shape: None,
+            dtype: None,
+        });
+        if t.kind == "output" {
+            b.output(t.name.clone());
+        }
+    }
+    let name = |i: &usize| {
+        tr.tensors
+            .get(*i)
+            .map(|t| t.name.clone())
+            .unwrap_or_default()
+    };
+    for o in &tr.ops {
+        b.op(OpSpec {
+            name: o.name.clone(),
+            op_type: o.op_type.clone(),
+            inputs: o.inputs.iter().map(name).collect(),
+            outputs: o.outputs.iter().map(name).collect(),
+            flops: o.flops,
+        });
+    }
+    Ok((b.build()?, hw, cfg))
+}

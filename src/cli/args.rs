@@ -42,7 +42,8 @@ pub enum Command {
 
 #[derive(Debug, Args)]
 pub struct SuggestArgs {
-    /// Model: `.onnx` or graph JSON.
+    /// Model (`.onnx` or graph JSON), or a simulator trace (its graph,
+    /// hardware and config are taken from it; the flags below are then ignored).
     pub model: PathBuf,
     #[command(flatten)]
     pub hw: HwOpts,

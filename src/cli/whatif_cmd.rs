@@ -99,16 +99,25 @@ pub fn run_whatif(a: &WhatifArgs) -> Result<String> {
 /// `spillscope suggest`.
 pub fn run_suggest(a: &super::args::SuggestArgs) -> Result<String> {
     use crate::analysis::suggest::suggest;
-    let hw = a.hw.resolve()?;
-    let mut cfg = SimConfig {
-        policy: a.policy.parse().map_err(Error::Config)?,
-        weights: a.weights.parse().map_err(Error::Config)?,
-        ..Default::default()
+    let (g, hw, cfg) = if super::view_cmd::is_model_file(&a.model) {
+        let hw = a.hw.resolve()?;
+        let mut cfg = SimConfig {
+            policy: a.policy.parse().map_err(Error::Config)?,
+            weights: a.weights.parse().map_err(Error::Config)?,
+            ..Default::default()
+        };
+        if let Some(c) = &a.config {
+            cfg = crate::sim::ScheduleFile::load(c)?.apply(cfg);
+        }
+        (
+            crate::graph::load(&a.model, &a.model_opts.load_options())?,
+            hw,
+            cfg,
+        )
+    } else {
+        // A simulator trace carries its graph, hardware and config.
+        crate::analysis::suggest::inputs_of_trace(&crate::trace::Trace::load(&a.model)?)?
     };
-    if let Some(c) = &a.config {
-        cfg = crate::sim::ScheduleFile::load(c)?.apply(cfg);
-    }
-    let g = crate::graph::load(&a.model, &a.model_opts.load_options())?;
     let s = suggest(&g, &hw, &cfg)?;
     if let Some(path) = &a.write_config {
         // The best suggestion a schedule config can express.
