@@ -152,7 +152,7 @@ fn draw_live_chart(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Re
     buf.set_stringn(
         inner.x,
         inner.y + h - 1,
-        format!("step 0..{}", n - 1),
+        format!("0..{}", n - 1),
         label_w as usize - 1,
         muted,
     );
