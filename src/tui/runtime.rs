@@ -167,7 +167,8 @@ impl Drop for TerminalGuard {
 /// The worker's inbox: at most one pending request (newer replaces older).
 #[derive(Default)]
 struct Latest {
-    pending: Mutex<Option<u64>>,
+    /// A refresh is wanted (several requests while busy collapse into one).
+    pending: Mutex<bool>,
     cv: Condvar,
 }
 
@@ -176,20 +177,19 @@ fn spawn_worker(source: Source, tx: Sender<Msg>) -> Arc<Latest> {
     let inbox = latest.clone();
     let mut tails: HashMap<PathBuf, JsonlTail> = HashMap::new();
     std::thread::spawn(move || loop {
-        let generation = {
+        {
             let mut g = match inbox.pending.lock() {
                 Ok(g) => g,
                 Err(_) => return,
             };
-            while g.is_none() {
+            while !*g {
                 g = match inbox.cv.wait(g) {
                     Ok(g) => g,
                     Err(_) => return,
                 };
             }
-            g.take()
-        };
-        let _ = generation;
+            *g = false;
+        }
         let msg = match source.load_with(&mut tails) {
             Ok(sets) => {
                 let mut ok = true;
@@ -218,9 +218,9 @@ fn spawn_worker(source: Source, tx: Sender<Msg>) -> Arc<Latest> {
     latest
 }
 
-fn request(latest: &Latest, generation: u64) {
+fn request(latest: &Latest) {
     if let Ok(mut g) = latest.pending.lock() {
-        *g = Some(generation);
+        *g = true;
         latest.cv.notify_one();
     }
 }
@@ -284,10 +284,9 @@ pub fn run(opts: ViewOptions, initial: Option<Vec<Dataset>>) -> Result<()> {
     let live = !opts.source.watched(opts.watch).is_empty();
     let watcher = spawn_watcher(&opts.source.watched(opts.watch), tx.clone())?;
     let worker = spawn_worker(opts.source.clone(), tx.clone());
-    let mut generation = 1u64;
     let preloaded = initial.is_some();
     if !preloaded {
-        request(&worker, generation);
+        request(&worker);
     }
 
     let mut terminal =
@@ -378,8 +377,7 @@ pub fn run(opts: ViewOptions, initial: Option<Vec<Dataset>>) -> Result<()> {
         };
         let redraw = !matches!(msg, Msg::Tick);
         if let Some(Effect::Refresh) = update(&mut app, msg) {
-            generation += 1;
-            request(&worker, generation);
+            request(&worker);
         }
         dirty |= redraw;
         if app.quit {

@@ -128,8 +128,7 @@ pub fn import(path: &Path, opts: &ImportOptions) -> Result<(Trace, Vec<String>)>
             flops: None,
             bound: None,
         });
-        if let (Some(g), Some(gop)) = (graph, graph.and_then(|g| g.op_by_name(name))) {
-            let _ = g;
+        if let Some(gop) = graph.and_then(|g| g.op_by_name(name)) {
             op_of_node[gop.id] = Some(id);
         }
         if graph.is_none() {
