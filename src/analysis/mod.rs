@@ -8,6 +8,7 @@ pub mod classify;
 pub mod diff;
 pub mod hotspots;
 pub mod memmap;
+pub mod optimum;
 pub mod roundtrips;
 pub mod runs;
 pub mod suggest;

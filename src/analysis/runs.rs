@@ -36,6 +36,49 @@ pub struct RunRow {
 pub struct RunsReport {
     pub model: String,
     pub runs: Vec<RunRow>,
+    /// Extension: the exact minimum traffic (ILP) at this capacity, for
+    /// graphs small enough to solve.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub optimum: Option<crate::analysis::optimum::Optimum>,
+}
+
+/// One line that puts the exact optimum beside the policies.
+pub fn optimum_line(rep: &RunsReport) -> Option<String> {
+    let o = rep.optimum.as_ref()?;
+    let worst_gap = |best: u64| -> String {
+        rep.runs
+            .iter()
+            .filter(|r| r.policy != "ideal")
+            .map(|r| {
+                format!(
+                    "{} +{}",
+                    r.policy,
+                    fmt_bytes(r.traffic_bytes.saturating_sub(best))
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    Some(match (o.exact_bytes, o.lp_bound_bytes) {
+        (Some(e), lp) => format!(
+            "exact minimum traffic (ILP, fragmentation and weights relaxed): {}{} in {} ms; above it: {}",
+            fmt_bytes(e),
+            lp.map(|b| format!(" (LP bound {})", fmt_bytes(b)))
+                .unwrap_or_default(),
+            o.solve_ms,
+            worst_gap(e)
+        ),
+        (None, Some(b)) => format!(
+            "LP lower bound on traffic: {} ({}); above it: {}",
+            fmt_bytes(b),
+            o.note.clone().unwrap_or_default(),
+            worst_gap(b)
+        ),
+        (None, None) => format!(
+            "exact minimum traffic: not computed ({})",
+            o.note.clone().unwrap_or_default()
+        ),
+    })
 }
 
 impl RunRow {
@@ -149,6 +192,10 @@ pub fn render_table(rep: &RunsReport) -> String {
         out += &line(r);
         out.push('\n');
     }
+    if let Some(l) = optimum_line(rep) {
+        out += &l;
+        out.push('\n');
+    }
     out
 }
 
@@ -165,6 +212,9 @@ pub fn render_markdown(rep: &RunsReport) -> String {
     out.push('\n');
     for r in &rep.runs {
         out += &format!("| {} |\n", cells(r).join(" | "));
+    }
+    if let Some(l) = optimum_line(rep) {
+        out += &format!("\n{l}\n");
     }
     out
 }

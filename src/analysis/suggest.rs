@@ -6,8 +6,11 @@ use super::roundtrips::round_trips;
 use super::runs::RunRow;
 use super::whatif::{grid, run as sweep};
 use crate::cost::HardwareProfile;
-use crate::graph::{Graph, TensorKind};
-use crate::sim::{simulate, EvictionPolicy, SimConfig, WeightMode};
+use crate::graph::{transform, Graph, TensorKind};
+use crate::sim::{
+    prepare_graph, simulate, ActivationDtype, EvictionPolicy, RecomputeSpec, SimConfig, WeightMode,
+};
+use crate::trace::EventKind;
 use crate::units::fmt_bytes;
 use crate::Result;
 use serde::Serialize;
@@ -22,6 +25,10 @@ pub struct Suggestion {
     /// The flag or SCHED.toml line that realises it.
     pub config_change: String,
     pub run: RunRow,
+    /// The baseline config with this change applied, when a schedule config
+    /// can express it (everything but hardware changes).
+    #[serde(skip)]
+    pub sim_config: Option<SimConfig>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -30,22 +37,7 @@ pub struct Suggestions {
     pub suggestions: Vec<Suggestion>,
 }
 
-/// A copy of `g` with activations (not weights) in fp16: f32 tensors halve.
-pub fn to_fp16(g: &Graph) -> Graph {
-    let mut h = g.clone();
-    for t in h.tensors.iter_mut() {
-        let is_f32 = t
-            .dtype
-            .as_deref()
-            .map(|d| matches!(d, "f32" | "float32" | "float"))
-            .unwrap_or(true);
-        if t.kind != TensorKind::Weight && is_f32 {
-            t.bytes = t.bytes.div_ceil(2);
-            t.dtype = Some("f16".into());
-        }
-    }
-    h
-}
+pub use crate::graph::transform::to_fp16;
 
 /// Re-simulates candidate changes of `cfg` on `hw` and returns the ones that help.
 pub fn suggest(g: &Graph, hw: &HardwareProfile, cfg: &SimConfig) -> Result<Suggestions> {
@@ -53,7 +45,11 @@ pub fn suggest(g: &Graph, hw: &HardwareProfile, cfg: &SimConfig) -> Result<Sugge
     let baseline = RunRow::from_trace(&base_tr);
     let base_lat = baseline.latency_ns as i64;
     let mut out: Vec<Suggestion> = Vec::new();
-    let mut consider = |kind: &str, description: String, config_change: String, run: RunRow| {
+    let mut consider = |kind: &str,
+                        description: String,
+                        config_change: String,
+                        run: RunRow,
+                        sim_config: Option<SimConfig>| {
         let gain = base_lat - run.latency_ns as i64;
         if gain > 0 {
             out.push(Suggestion {
@@ -63,6 +59,7 @@ pub fn suggest(g: &Graph, hw: &HardwareProfile, cfg: &SimConfig) -> Result<Sugge
                 gain_pct: gain as f64 * 100.0 / base_lat.max(1) as f64,
                 config_change,
                 run,
+                sim_config,
             });
         }
     };
@@ -91,6 +88,7 @@ pub fn suggest(g: &Graph, hw: &HardwareProfile, cfg: &SimConfig) -> Result<Sugge
             ),
             format!("--pin {:?}   (SCHED.toml: pins = [{:?}])", t.name, t.name),
             r,
+            Some(c),
         );
     }
     // The smallest capacity that removes spill traffic (within the sweep).
@@ -125,6 +123,7 @@ pub fn suggest(g: &Graph, hw: &HardwareProfile, cfg: &SimConfig) -> Result<Sugge
                     r.capacity_bytes, r.capacity_bytes
                 ),
                 r.clone(),
+                None,
             );
         }
     }
@@ -145,6 +144,7 @@ pub fn suggest(g: &Graph, hw: &HardwareProfile, cfg: &SimConfig) -> Result<Sugge
                 format!("switch policy {} -> {p}", cfg.policy),
                 format!("--policy {p}   (SCHED.toml: policy = \"{p}\")"),
                 r,
+                Some(c),
             );
         }
     }
@@ -163,6 +163,7 @@ pub fn suggest(g: &Graph, hw: &HardwareProfile, cfg: &SimConfig) -> Result<Sugge
                     format!("prefetch distance {current} -> {d} ops"),
                     format!("--prefetch {d}   (SCHED.toml: prefetch_distance = {d})"),
                     r,
+                    Some(c),
                 );
             }
         }
@@ -179,17 +180,111 @@ pub fn suggest(g: &Graph, hw: &HardwareProfile, cfg: &SimConfig) -> Result<Sugge
             "keep weights resident between uses instead of streaming them per op".into(),
             "--weights resident   (SCHED.toml: weights = \"resident\")".into(),
             r,
+            Some(c),
         );
     }
     // fp16 activations: half the bytes.
-    let h = to_fp16(g);
-    let r = RunRow::from_trace(&simulate(&h, hw, cfg)?);
-    consider(
-        "fp16",
-        "fp16 activations (f32 activation bytes halved)".into(),
-        "export the model with fp16 activations".into(),
-        r,
-    );
+    if cfg.dtype != ActivationDtype::Fp16 {
+        let c = SimConfig {
+            dtype: ActivationDtype::Fp16,
+            ..cfg.clone()
+        };
+        let r = RunRow::from_trace(&simulate(g, hw, &c)?);
+        consider(
+            "fp16",
+            "fp16 activations (f32 activation bytes halved)".into(),
+            "--dtype fp16   (SCHED.toml: dtype = \"fp16\")".into(),
+            r,
+            Some(c),
+        );
+    }
+    // Fusion of conv/matmul + elementwise chains.
+    if !cfg.fuse {
+        let (_, fusions) = transform::fuse(g)?;
+        if !fusions.is_empty() {
+            let c = SimConfig {
+                fuse: true,
+                ..cfg.clone()
+            };
+            let r = RunRow::from_trace(&simulate(g, hw, &c)?);
+            let bytes: u64 = fusions.iter().map(|f| f.removed_bytes).sum();
+            consider(
+                "fuse",
+                format!(
+                    "fuse {} conv/matmul+elementwise chains (e.g. {}): {} of intermediates stay on chip",
+                    fusions.len(),
+                    fusions[0].name,
+                    fmt_bytes(bytes)
+                ),
+                "--fuse   (SCHED.toml: fuse = true)".into(),
+                r,
+                Some(c),
+            );
+        }
+    }
+    // Recompute instead of reload, where the producer's inputs are resident.
+    if cfg.recompute.is_off() && baseline.reloaded_bytes > 0 {
+        let all = SimConfig {
+            recompute: RecomputeSpec::All(true),
+            ..cfg.clone()
+        };
+        let tr = simulate(g, hw, &all)?;
+        let mut names: Vec<String> = Vec::new();
+        for e in tr.events.iter().filter(|e| e.kind == EventKind::Recompute) {
+            if let Some(t) = tr.tensors.get(e.tensor) {
+                if !names.contains(&t.name) {
+                    names.push(t.name.clone());
+                }
+            }
+        }
+        if !names.is_empty() {
+            let c = SimConfig {
+                recompute: RecomputeSpec::Tensors(names.clone()),
+                ..cfg.clone()
+            };
+            let tr = simulate(g, hw, &c)?;
+            let shown: Vec<&str> = names.iter().take(3).map(String::as_str).collect();
+            consider(
+                "recompute",
+                format!(
+                    "recompute {} instead of reloading ({} tensors, {} not reloaded)",
+                    shown.join(", ") + if names.len() > 3 { ", ..." } else { "" },
+                    names.len(),
+                    fmt_bytes(tr.summary.recompute_saved_bytes)
+                ),
+                format!("--recompute   (SCHED.toml: recompute = {names:?})"),
+                RunRow::from_trace(&tr),
+                Some(c),
+            );
+        }
+    }
+    // A memory-aware op order.
+    if cfg.order.is_file() {
+        let c = SimConfig {
+            order: transform::OrderSpec::Named(transform::NamedOrder::Memory),
+            ..cfg.clone()
+        };
+        let h = prepare_graph(g, &c)?;
+        let r = RunRow::from_trace(&simulate(g, hw, &c)?);
+        let before = prepare_graph(g, cfg)?;
+        let moved = before
+            .ops
+            .iter()
+            .zip(h.ops.iter())
+            .filter(|(a, b)| a.name != b.name)
+            .count();
+        consider(
+            "reorder",
+            format!(
+                "memory-aware op order ({moved} ops move): peak live {} -> {}",
+                fmt_bytes(baseline.peak_live_bytes),
+                fmt_bytes(crate::graph::Liveness::compute(&h).peak_bytes)
+            ),
+            "--order memory   (SCHED.toml: order = \"memory\")".into(),
+            r,
+            Some(c),
+        );
+    }
     out.sort_by(|a, b| b.gain_ns.cmp(&a.gain_ns).then(a.kind.cmp(&b.kind)));
     Ok(Suggestions {
         baseline,
@@ -244,5 +339,6 @@ pub fn inputs_of_trace(tr: &crate::trace::Trace) -> Result<(Graph, HardwareProfi
             flops: o.flops,
         });
     }
-    Ok((b.build()?, hw, cfg))
+    // The rebuilt graph already has the trace's rewrites applied.
+    Ok((b.build()?, hw, cfg.without_graph_transforms()))
 }

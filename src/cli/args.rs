@@ -27,7 +27,7 @@ pub enum Command {
     Sample(SampleArgs),
     /// Sweep capacity, bandwidth and policy; one row per configuration and the knee called out.
     Whatif(WhatifArgs),
-    /// Re-simulated suggestions (pin, capacity, policy, prefetch, weights, fp16) sorted by ms saved.
+    /// Re-simulated suggestions (pin, capacity, policy, prefetch, weights, fp16, fuse, recompute, reorder) sorted by ms saved.
     Suggest(SuggestArgs),
     /// Import a runtime trace (ONNX Runtime, PyTorch, Chrome/Perfetto, spillscope JSONL).
     Import(ImportArgs),
@@ -58,9 +58,11 @@ pub struct SuggestArgs {
     /// Baseline schedule config (TOML), as for `view --config`.
     #[arg(long, value_name = "SCHED.toml")]
     pub config: Option<PathBuf>,
-    /// Write the best schedule-level suggestion (pin, policy, prefetch,
-    /// weights) applied to the baseline as a new schedule config (atomically;
-    /// an existing file needs --force).
+    #[command(flatten)]
+    pub rewrite: RewriteOpts,
+    /// Write the best suggestion a schedule config can express (everything
+    /// but capacity) applied to the baseline as a new schedule config
+    /// (atomically; an existing file needs --force).
     #[arg(long, value_name = "SCHED.toml")]
     pub write_config: Option<PathBuf>,
     /// Overwrite an existing --write-config file.
@@ -102,6 +104,8 @@ pub struct WhatifArgs {
     /// Keep this tensor resident (repeatable).
     #[arg(long = "pin", value_name = "TENSOR")]
     pub pins: Vec<String>,
+    #[command(flatten)]
+    pub rewrite: RewriteOpts,
     #[arg(long, value_enum, default_value = "table")]
     pub format: SweepFormat,
 }
@@ -178,8 +182,8 @@ pub struct ViewArgs {
     pub hw: HwOpts,
     #[command(flatten)]
     pub model_opts: ModelOpts,
-    /// Schedule config (TOML: policy, pins, prefetch_distance, weights, free_at),
-    /// watched and re-applied on every save.
+    /// Schedule config (TOML: policy, pins, prefetch_distance, weights,
+    /// free_at, fuse, dtype, order, recompute), watched and re-applied on every save.
     #[arg(long, value_name = "SCHED.toml")]
     pub config: Option<PathBuf>,
     /// Policy for a model (the config file's `policy` wins).
@@ -191,6 +195,8 @@ pub struct ViewArgs {
     /// Keep this tensor resident (for a model; repeatable).
     #[arg(long = "pin", value_name = "TENSOR")]
     pub pins: Vec<String>,
+    #[command(flatten)]
+    pub rewrite: RewriteOpts,
     /// Reload traces when another process rewrites them.
     #[arg(long)]
     pub watch: bool,
@@ -227,6 +233,55 @@ pub struct HwOpts {
     pub bandwidth: Option<f64>,
 }
 
+/// Graph rewrites the simulator applies before running (also settable in
+/// SCHED.toml: `fuse`, `dtype`, `order`, `recompute`).
+#[derive(Debug, Args, Clone, Default)]
+pub struct RewriteOpts {
+    /// Fuse conv/matmul + elementwise chains (conv+bn+relu...): intermediates stay on chip.
+    #[arg(long)]
+    pub fuse: bool,
+    /// Activation dtype: `native` or `fp16` (f32 activation bytes halved).
+    #[arg(long, value_name = "DTYPE")]
+    pub dtype: Option<String>,
+    /// Op order: `file`, `memory` (memory-aware topological order) or
+    /// comma-separated op names that must run in that relative order.
+    #[arg(long, value_name = "ORDER")]
+    pub order: Option<String>,
+    /// Recompute evicted tensors from resident producer inputs instead of
+    /// reloading them, where that is quicker.
+    #[arg(long)]
+    pub recompute: bool,
+}
+
+impl RewriteOpts {
+    /// Applies the flags over `cfg` (flags win over a config file).
+    pub fn apply(&self, mut cfg: crate::sim::SimConfig) -> crate::Result<crate::sim::SimConfig> {
+        use crate::sim::config::{NamedOrder, OrderSpec};
+        if self.fuse {
+            cfg.fuse = true;
+        }
+        if let Some(d) = &self.dtype {
+            cfg.dtype = d.parse().map_err(crate::Error::Config)?;
+        }
+        if let Some(o) = &self.order {
+            cfg.order = match o.trim() {
+                "file" => OrderSpec::Named(NamedOrder::File),
+                "memory" => OrderSpec::Named(NamedOrder::Memory),
+                list => OrderSpec::Ops(
+                    list.split(',')
+                        .map(|s| s.trim().to_string())
+                        .filter(|s| !s.is_empty())
+                        .collect(),
+                ),
+            };
+        }
+        if self.recompute {
+            cfg.recompute = crate::sim::RecomputeSpec::All(true);
+        }
+        Ok(cfg)
+    }
+}
+
 /// How a model file is read.
 #[derive(Debug, Args, Clone)]
 pub struct ModelOpts {
@@ -258,8 +313,11 @@ pub struct SimArgs {
     /// Reload/weight prefetch distance in ops (overrides the profile; needs async DMA).
     #[arg(long, value_name = "OPS")]
     pub prefetch: Option<usize>,
+    #[command(flatten)]
+    pub rewrite: RewriteOpts,
     /// Schedule config (TOML: policy, pins, prefetch_distance, weights,
-    /// free_at) applied over these flags; its `policy`, if set, is the one run.
+    /// free_at, fuse, dtype, order, recompute) applied over these flags
+    /// (rewrite flags --fuse/--dtype/--order/--recompute win over it); its `policy`, if set, is the one run.
     #[arg(long, value_name = "SCHED.toml")]
     pub config: Option<PathBuf>,
     /// Write the trace here; with several policies, one file per policy
@@ -278,6 +336,10 @@ pub struct SimArgs {
     /// free late, e.g. at subgraph end); ops and tensors matched by name.
     #[arg(long = "free-at", value_name = "TRACE")]
     pub free_at: Option<PathBuf>,
+    /// Seconds the exact (ILP) minimum-traffic solver may take on graphs of
+    /// up to 400 tensors; 0 turns it off.
+    #[arg(long, value_name = "SECS", default_value_t = 3.0)]
+    pub ilp_time: f64,
     /// Output format of the summary on stdout.
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,

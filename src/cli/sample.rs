@@ -49,6 +49,7 @@ pub fn summary(format: Format) -> Result<String> {
     let rep = RunsReport {
         model,
         runs: trs.iter().map(RunRow::from_trace).collect(),
+        optimum: None,
     };
     Ok(super::sim_cmd::render(&rep, format))
 }

@@ -130,11 +130,13 @@ pub fn run(a: &SimArgs) -> Result<String> {
             prefetch_distance: a.prefetch,
             free_at: free_at.clone(),
             measured_ns: measured.clone(),
+            ..Default::default()
         };
         let cfg = match &sched {
             Some(s) => s.apply(cfg),
             None => cfg,
         };
+        let cfg = a.rewrite.apply(cfg)?;
         traces.push(simulate(&g, &hw, &cfg)?);
     }
     if let Some(out) = &a.output {
@@ -142,9 +144,28 @@ pub fn run(a: &SimArgs) -> Result<String> {
             write_atomic(&output_path_for(out, p, several), &tr.to_json(), a.force)?;
         }
     }
+    // The exact optimum at this capacity, for graphs small enough.
+    let optimum = if a.ilp_time > 0.0 && policies.iter().any(|&p| p != EvictionPolicy::Ideal) {
+        let cfg = a.rewrite.apply(SimConfig::default())?;
+        let cfg = match &sched {
+            Some(s) => s.apply(cfg),
+            None => cfg,
+        };
+        let prepared = crate::sim::prepare_graph(&g, &cfg)?;
+        let limits = crate::analysis::optimum::OptimumLimits {
+            time_limit_s: a.ilp_time,
+            ..Default::default()
+        };
+        (prepared.tensors.len() <= limits.max_tensors).then(|| {
+            crate::analysis::optimum::optimal_traffic(&prepared, hw.memory.capacity.0, limits)
+        })
+    } else {
+        None
+    };
     let rep = RunsReport {
         model: g.name.clone(),
         runs: traces.iter().map(RunRow::from_trace).collect(),
+        optimum,
     };
     if a.format == Format::Json {
         if !notes.is_empty() {

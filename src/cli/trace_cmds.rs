@@ -26,6 +26,7 @@ pub fn run_import(a: &ImportArgs) -> Result<String> {
     let rep = RunsReport {
         model: tr.meta.model.clone(),
         runs: vec![RunRow::from_trace(&tr)],
+        optimum: None,
     };
     let mut s = render(&rep, a.format);
     if a.format == Format::Table {

@@ -67,14 +67,12 @@ pub fn source_for(a: &ViewArgs) -> Result<Source> {
         hw: a.hw.hw.clone(),
         config: a.config.clone(),
         load: a.model_opts.load_options(),
-        base: SimConfig {
+        base: Box::new(a.rewrite.apply(SimConfig {
             policy,
             weights,
             pins: a.pins.clone(),
-            prefetch_distance: None,
-            free_at: Vec::new(),
-            measured_ns: None,
-        },
+            ..Default::default()
+        })?),
         capacity: a.hw.capacity,
         bandwidth: a.hw.bandwidth,
     })

@@ -49,11 +49,11 @@ pub fn run_whatif(a: &WhatifArgs) -> Result<String> {
         None => vec![None],
     };
     let g = crate::graph::load(&a.model, &a.model_opts.load_options())?;
-    let base = SimConfig {
+    let base = a.rewrite.apply(SimConfig {
         weights,
         pins: a.pins.clone(),
         ..Default::default()
-    };
+    })?;
     let points = grid(&capacities, &bandwidths, &policies);
     let bar = if std::io::stderr().is_terminal() && points.len() > 1 {
         let pb = indicatif::ProgressBar::new(points.len() as u64);
@@ -80,6 +80,7 @@ pub fn run_whatif(a: &WhatifArgs) -> Result<String> {
     let rep = RunsReport {
         model: g.name.clone(),
         runs: rows,
+        optimum: None,
     };
     Ok(match a.format {
         SweepFormat::Json => serde_json::to_string_pretty(&rep).unwrap_or_default() + "\n",
@@ -109,6 +110,7 @@ pub fn run_suggest(a: &super::args::SuggestArgs) -> Result<String> {
         if let Some(c) = &a.config {
             cfg = crate::sim::ScheduleFile::load(c)?.apply(cfg);
         }
+        let cfg = a.rewrite.apply(cfg)?;
         (
             crate::graph::load(&a.model, &a.model_opts.load_options())?,
             hw,
@@ -121,38 +123,18 @@ pub fn run_suggest(a: &super::args::SuggestArgs) -> Result<String> {
     let s = suggest(&g, &hw, &cfg)?;
     if let Some(path) = &a.write_config {
         // The best suggestion a schedule config can express.
-        let best = s
-            .suggestions
-            .iter()
-            .find(|x| matches!(x.kind.as_str(), "pin" | "policy" | "prefetch" | "weights"));
-        let Some(best) = best else {
-            return Err(Error::Config("no schedule-level suggestion (pin, policy, prefetch, weights) saves time; nothing written".into()));
+        let best = s.suggestions.iter().find(|x| x.sim_config.is_some());
+        let (Some(best), Some(new)) = (best, best.and_then(|b| b.sim_config.as_ref())) else {
+            return Err(Error::Config(
+                "no suggestion a schedule config can express saves time; nothing written".into(),
+            ));
         };
-        let mut new = cfg.clone();
-        match best.kind.as_str() {
-            "pin" => new.pins.push(
-                best.config_change
-                    .split('"')
-                    .nth(1)
-                    .unwrap_or_default()
-                    .to_string(),
-            ),
-            "policy" => new.policy = best.run.policy.parse().map_err(Error::Config)?,
-            "prefetch" => {
-                new.prefetch_distance = best
-                    .config_change
-                    .split_whitespace()
-                    .nth(1)
-                    .and_then(|d| d.parse().ok())
-            }
-            _ => new.weights = crate::sim::WeightMode::Resident,
-        }
         let text = format!(
             "# written by `spillscope suggest`: {} (saves {:.3} ms, {:.1} %)\n{}",
             best.description,
             best.gain_ns as f64 / 1e6,
             best.gain_pct,
-            crate::sim::ScheduleFile::from_config(&new).to_toml()
+            crate::sim::ScheduleFile::from_config(new).to_toml()
         );
         super::sim_cmd::write_atomic(path, &text, a.force)?;
     }

@@ -9,6 +9,7 @@ pub mod json;
 pub mod liveness;
 #[cfg(feature = "onnx")]
 pub mod onnx;
+pub mod transform;
 
 pub use builder::{GraphBuilder, OpSpec, TensorSpec};
 pub use liveness::{LiveInterval, Liveness};

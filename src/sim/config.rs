@@ -1,6 +1,7 @@
 //! Knobs of one simulation run that are about scheduling, not hardware.
 
 use super::EvictionPolicy;
+pub use crate::graph::transform::{NamedOrder, OrderSpec};
 use serde::{Deserialize, Serialize};
 use std::str::FromStr;
 
@@ -31,6 +32,59 @@ impl FromStr for WeightMode {
     }
 }
 
+/// The element type activations are stored in (weights keep theirs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum ActivationDtype {
+    /// As the model declares.
+    #[default]
+    Native,
+    /// f32 activations stored as fp16 (bytes halved).
+    #[serde(alias = "f16")]
+    Fp16,
+}
+
+impl FromStr for ActivationDtype {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "native" | "f32" => Ok(ActivationDtype::Native),
+            "fp16" | "f16" => Ok(ActivationDtype::Fp16),
+            _ => Err(format!("unknown dtype {s:?} (use native or fp16)")),
+        }
+    }
+}
+
+/// Which evicted tensors may be recomputed from their producer's inputs
+/// instead of reloaded: `true`/`false`, or a list of tensor names.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum RecomputeSpec {
+    All(bool),
+    Tensors(Vec<String>),
+}
+
+impl Default for RecomputeSpec {
+    fn default() -> Self {
+        RecomputeSpec::All(false)
+    }
+}
+
+impl RecomputeSpec {
+    pub fn allows(&self, name: &str) -> bool {
+        match self {
+            RecomputeSpec::All(b) => *b,
+            RecomputeSpec::Tensors(v) => v.iter().any(|n| n == name),
+        }
+    }
+    pub fn is_off(&self) -> bool {
+        match self {
+            RecomputeSpec::All(b) => !*b,
+            RecomputeSpec::Tensors(v) => v.is_empty(),
+        }
+    }
+}
+
 /// Everything about a run that is the scheduler's choice.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SimConfig {
@@ -44,6 +98,19 @@ pub struct SimConfig {
     /// (runtimes that free late, e.g. at subgraph end; `--free-at TRACE`).
     #[serde(default)]
     pub free_at: Vec<(String, usize)>,
+    /// Fuse producer→elementwise chains (conv+bn+relu...): intermediates
+    /// stay on chip.
+    #[serde(default)]
+    pub fuse: bool,
+    #[serde(default)]
+    pub dtype: ActivationDtype,
+    /// The op order: file, memory-aware, or the user's overrides.
+    #[serde(default)]
+    pub order: OrderSpec,
+    /// Recompute evicted tensors instead of reloading them, where the
+    /// producer's inputs are resident and recomputing is quicker.
+    #[serde(default)]
+    pub recompute: RecomputeSpec,
     /// Measured op durations by op name (`--calibrate`), used instead of the
     /// roofline estimate.
     #[serde(skip)]
@@ -58,6 +125,10 @@ impl Default for SimConfig {
             pins: Vec::new(),
             prefetch_distance: None,
             free_at: Vec::new(),
+            fuse: false,
+            dtype: ActivationDtype::Native,
+            order: OrderSpec::default(),
+            recompute: RecomputeSpec::default(),
             measured_ns: None,
         }
     }
@@ -70,6 +141,22 @@ impl SimConfig {
             ..Default::default()
         }
     }
+
+    /// Does this config rewrite the graph (fusion, dtype, order)?
+    pub fn transforms_graph(&self) -> bool {
+        self.fuse || self.dtype != ActivationDtype::Native || !self.order.is_file()
+    }
+
+    /// The same config without graph rewrites (for a graph that already has
+    /// them applied, such as one rebuilt from a trace).
+    pub fn without_graph_transforms(&self) -> SimConfig {
+        SimConfig {
+            fuse: false,
+            dtype: ActivationDtype::Native,
+            order: OrderSpec::default(),
+            ..self.clone()
+        }
+    }
 }
 
 /// The schedule config file (`SCHED.toml`) a user edits while the explorer
@@ -80,6 +167,10 @@ impl SimConfig {
 /// weights = "stream"        # stream | resident | ignore
 /// pins = ["encoder_out"]    # tensors never evicted
 /// prefetch_distance = 2     # ops ahead (async DMA only)
+/// fuse = true               # conv+bn+relu style chains keep intermediates on chip
+/// dtype = "fp16"            # native | fp16 (activations)
+/// order = "memory"          # file | memory | ["op_a", "op_b", ...] (relative order)
+/// recompute = true          # or ["tensor", ...]: recompute instead of reload
 /// [free_at]                 # runtimes that free late: tensor -> last step
 /// "layer1/out" = 40
 /// ```
@@ -93,6 +184,10 @@ pub struct ScheduleFile {
     pub prefetch_distance: Option<usize>,
     #[serde(default)]
     pub free_at: std::collections::BTreeMap<String, usize>,
+    pub fuse: Option<bool>,
+    pub dtype: Option<ActivationDtype>,
+    pub order: Option<OrderSpec>,
+    pub recompute: Option<RecomputeSpec>,
 }
 
 impl ScheduleFile {
@@ -111,6 +206,10 @@ impl ScheduleFile {
             pins: cfg.pins.clone(),
             prefetch_distance: cfg.prefetch_distance,
             free_at: cfg.free_at.iter().cloned().collect(),
+            fuse: cfg.fuse.then_some(true),
+            dtype: (cfg.dtype != ActivationDtype::Native).then_some(cfg.dtype),
+            order: (!cfg.order.is_file()).then(|| cfg.order.clone()),
+            recompute: (!cfg.recompute.is_off()).then(|| cfg.recompute.clone()),
         }
     }
 
@@ -137,6 +236,18 @@ impl ScheduleFile {
         }
         for (k, v) in &self.free_at {
             base.free_at.push((k.clone(), *v));
+        }
+        if let Some(f) = self.fuse {
+            base.fuse = f;
+        }
+        if let Some(d) = self.dtype {
+            base.dtype = d;
+        }
+        if let Some(o) = &self.order {
+            base.order = o.clone();
+        }
+        if let Some(r) = &self.recompute {
+            base.recompute = r.clone();
         }
         base
     }

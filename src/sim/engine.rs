@@ -8,15 +8,17 @@
 //!    time (overlapping streaming when DMA is async); 5. prefetch inputs of
 //!    the next ops into free space; 6. free tensors whose lifetime ends.
 
+use super::config::ActivationDtype;
 use super::{Allocator, EvictionPolicy, SimConfig, WeightMode};
 use crate::analysis::bounds;
 use crate::cost::bus::Direction;
 use crate::cost::{op_time_ns, BusModel, HardwareProfile};
-use crate::graph::{Graph, Liveness, TensorId, TensorKind};
+use crate::graph::{transform, Graph, Liveness, TensorId, TensorKind};
 use crate::trace::{
     Counter, Event, EventKind, Meta, Pool, Summary, Trace, TraceOp, TraceTensor, SCHEMA,
 };
 use crate::{Error, Result};
+use std::borrow::Cow;
 
 const POOL: &str = "sram";
 /// Address space of the `ideal` policy: large enough never to fill.
@@ -63,6 +65,7 @@ struct Sim<'a> {
     reloaded_bytes: u64,
     weight_bytes: u64,
     streamed_bytes: u64,
+    recomputed_bytes: u64,
     peak_resident: u64,
     resident_samples: Vec<(u64, f64)>,
 }
@@ -123,6 +126,45 @@ impl<'a> Sim<'a> {
             Some(last) if last.0 == t_ns => last.1 = used as f64,
             _ => self.resident_samples.push((t_ns, used as f64)),
         }
+    }
+
+    /// Recomputing evicted `t` instead of reloading it: allowed by the config,
+    /// the producer's activation inputs all resident, and quicker than the
+    /// reload. Returns the cost (ns on the compute unit), the producer's
+    /// inputs to keep resident meanwhile, and weight bytes to fetch again.
+    fn recompute_plan(
+        &self,
+        t: TensorId,
+        hw: &HardwareProfile,
+    ) -> Option<(u64, Vec<TensorId>, u64)> {
+        let tensor = &self.g.tensors[t];
+        if !matches!(tensor.kind, TensorKind::Activation | TensorKind::Output)
+            || !self.cfg.recompute.allows(&tensor.name)
+        {
+            return None;
+        }
+        let p = &self.g.ops[tensor.producer?];
+        let mut keep = Vec::new();
+        let mut weight_load = 0u64;
+        let mut operand_bytes = tensor.bytes;
+        for &x in &p.inputs {
+            let xt = &self.g.tensors[x];
+            operand_bytes += xt.bytes;
+            if !self.modeled[x] {
+                continue;
+            }
+            if self.st[x].loc == Loc::Chip {
+                keep.push(x);
+            } else if xt.kind == TensorKind::Weight {
+                weight_load += xt.bytes;
+            } else {
+                return None;
+            }
+        }
+        let compute = op_time_ns(hw, p.flops, operand_bytes).time_ns.ceil() as u64;
+        let cost = compute + self.bus.transfer_ns(weight_load, Direction::Read);
+        let reload = self.bus.transfer_ns(tensor.bytes, Direction::Read);
+        (cost < reload).then_some((cost.max(1), keep, weight_load))
     }
 
     /// Evicts `t` at `now_ns`; returns the end of its write-back, if any.
@@ -292,8 +334,34 @@ impl<'a> Sim<'a> {
     }
 }
 
-/// Runs one simulation of `g` on `hw` under `cfg`.
+/// The graph as `cfg` rewrites it before simulating: fusion, then fp16
+/// activations, then the op order. Borrowed when nothing changes.
+pub fn prepare_graph<'g>(g: &'g Graph, cfg: &SimConfig) -> Result<Cow<'g, Graph>> {
+    if !cfg.transforms_graph() {
+        return Ok(Cow::Borrowed(g));
+    }
+    let mut h = if cfg.fuse {
+        transform::fuse(g)?.0
+    } else {
+        g.clone()
+    };
+    if cfg.dtype == ActivationDtype::Fp16 {
+        h = transform::to_fp16(&h);
+    }
+    if !cfg.order.is_file() {
+        h = transform::apply_order(&h, &cfg.order)?;
+    }
+    Ok(Cow::Owned(h))
+}
+
+/// Runs one simulation of `g` on `hw` under `cfg` (graph rewrites in `cfg`
+/// applied first, so the trace shows the graph that ran).
 pub fn simulate(g: &Graph, hw: &HardwareProfile, cfg: &SimConfig) -> Result<Trace> {
+    let g = prepare_graph(g, cfg)?;
+    simulate_graph(&g, hw, cfg)
+}
+
+fn simulate_graph(g: &Graph, hw: &HardwareProfile, cfg: &SimConfig) -> Result<Trace> {
     let n = g.ops.len();
     let nt = g.tensors.len();
     let ideal = cfg.policy == EvictionPolicy::Ideal;
@@ -382,6 +450,7 @@ pub fn simulate(g: &Graph, hw: &HardwareProfile, cfg: &SimConfig) -> Result<Trac
         reloaded_bytes: 0,
         weight_bytes: 0,
         streamed_bytes: 0,
+        recomputed_bytes: 0,
         peak_resident: 0,
         resident_samples: Vec::new(),
     };
@@ -469,15 +538,61 @@ pub fn simulate(g: &Graph, hw: &HardwareProfile, cfg: &SimConfig) -> Result<Trac
         // 2. Inputs resident.
         let mut wait_until = now;
         let mut frag_evictions = 0usize;
+        let mut recompute_ns = 0u64;
         for &t in &operands {
             if !is_input(t) || streamed.contains(&t) {
                 continue;
             }
-            match sim.st[t].loc {
-                Loc::Chip => {
+            let plan = if sim.st[t].loc == Loc::Dram {
+                sim.recompute_plan(t, hw)
+            } else {
+                None
+            };
+            match (sim.st[t].loc, plan) {
+                (Loc::Chip, _) => {
                     wait_until = wait_until.max(sim.st[t].ready_at);
                 }
-                Loc::Dram | Loc::Absent => {
+                (Loc::Dram, Some((cost, producer_inputs, weight_load))) => {
+                    // The producer's inputs must survive making room.
+                    let newly: Vec<TensorId> = producer_inputs
+                        .iter()
+                        .copied()
+                        .filter(|&x| !protected[x])
+                        .collect();
+                    for &x in &newly {
+                        protected[x] = true;
+                    }
+                    let size = sim.aligned(t);
+                    let placed = sim.make_room(size, &protected, i, now, t);
+                    for &x in &newly {
+                        protected[x] = false;
+                    }
+                    match placed {
+                        Some((off, wb_end, frag)) => {
+                            frag_evictions += frag;
+                            wait_until = wait_until.max(wb_end);
+                            recompute_ns += cost;
+                            sim.weight_bytes += weight_load;
+                            sim.recomputed_bytes += g.tensors[t].bytes;
+                            sim.st[t].loc = Loc::Chip;
+                            sim.st[t].offset = off;
+                            sim.st[t].dirty = false;
+                            sim.st[t].ready_at = now;
+                            let mut ev = sim.event(now, EventKind::Recompute, t, i);
+                            ev.reason = Some(match g.tensors[t].producer {
+                                Some(p) => format!("recompute:{}", g.ops[p].name).into(),
+                                None => "recompute".into(),
+                            });
+                            sim.push(ev, i);
+                            sim.note_resident(now);
+                        }
+                        None => {
+                            protected[t] = false;
+                            streamed.push(t);
+                        }
+                    }
+                }
+                (Loc::Dram | Loc::Absent, _) => {
                     let size = sim.aligned(t);
                     match sim.make_room(size, &protected, i, now, t) {
                         Some((off, wb_end, frag)) => {
@@ -563,7 +678,7 @@ pub fn simulate(g: &Graph, hw: &HardwareProfile, cfg: &SimConfig) -> Result<Trac
             .measured_ns
             .as_ref()
             .and_then(|m| m.get(&op.name).copied());
-        let compute = measured.unwrap_or(roof.time_ns.ceil() as u64).max(1);
+        let compute = measured.unwrap_or(roof.time_ns.ceil() as u64).max(1) + recompute_ns;
         let (mut rd, mut wr) = (0u64, 0u64);
         for &t in &streamed {
             let b = g.tensors[t].bytes;
@@ -750,7 +865,7 @@ pub fn simulate(g: &Graph, hw: &HardwareProfile, cfg: &SimConfig) -> Result<Trac
         spilled_bytes: sim.spilled_bytes,
         reloaded_bytes: sim.reloaded_bytes,
         traffic_bytes: traffic,
-        recompute_saved_bytes: 0,
+        recompute_saved_bytes: sim.recomputed_bytes,
         stall_ns: total_stall,
         peak_live_bytes: sim.live.peak_bytes,
         peak_resident_bytes: sim.peak_resident,

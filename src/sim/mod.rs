@@ -8,6 +8,6 @@ pub mod engine;
 pub mod policy;
 
 pub use allocator::Allocator;
-pub use config::{ScheduleFile, SimConfig, WeightMode};
-pub use engine::simulate;
+pub use config::{ActivationDtype, RecomputeSpec, ScheduleFile, SimConfig, WeightMode};
+pub use engine::{prepare_graph, simulate};
 pub use policy::EvictionPolicy;

@@ -30,7 +30,7 @@ pub enum Source {
         hw: String,
         config: Option<PathBuf>,
         load: LoadOptions,
-        base: SimConfig,
+        base: Box<SimConfig>,
         capacity: Option<u64>,
         bandwidth: Option<f64>,
     },
@@ -124,7 +124,7 @@ impl Source {
                 if let Some(b) = bandwidth {
                     profile = profile.with_bandwidth(*b);
                 }
-                let mut cfg = base.clone();
+                let mut cfg = (**base).clone();
                 if let Some(c) = config {
                     cfg = ScheduleFile::load(c)?.apply(cfg);
                 }

@@ -1,0 +1,450 @@
+//! Graph rewrites that a compiler could apply and that the what-if engine
+//! re-simulates: fusing producer→elementwise chains (intermediates stay on
+//! chip, as the 003 seed's conv+bn+relu example), fp16 activations, and
+//! schedule orders (memory-aware, or the user's overrides). Each returns a new
+//! [`Graph`] checked by the builder, so the simulator sees one IR.
+
+use super::{Graph, GraphBuilder, OpId, OpSpec, TensorKind, TensorSpec};
+use crate::{Error, Result};
+use serde::{Deserialize, Serialize};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+
+/// Ops that start a fusable chain: they produce a tile the next ops can
+/// consume from on-chip registers/buffers without a round trip to memory.
+const FUSION_HEADS: &[&str] = &["Conv", "ConvTranspose", "Gemm", "MatMul"];
+/// Elementwise (per-tile) ops that can be folded into the chain.
+const FUSION_TAILS: &[&str] = &[
+    "BatchNormalization",
+    "Relu",
+    "Clip",
+    "Sigmoid",
+    "HardSigmoid",
+    "HardSwish",
+    "LeakyRelu",
+    "PRelu",
+    "Tanh",
+    "Gelu",
+    "Silu",
+    "Mish",
+    "Elu",
+    "Add",
+    "Mul",
+    "Div",
+    "Sub",
+];
+
+/// One fused chain: the ops folded together and the tensors that no longer
+/// touch memory.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Fusion {
+    pub ops: Vec<String>,
+    pub name: String,
+    pub removed_tensors: Vec<String>,
+    pub removed_bytes: u64,
+}
+
+/// A builder holding `g`'s tensors except `skip` (by name), no ops yet.
+fn specs_of_except(g: &Graph, skip: &std::collections::HashSet<&str>) -> GraphBuilder {
+    let mut b = GraphBuilder::new(g.name.clone());
+    for t in g.tensors.iter().filter(|t| !skip.contains(t.name.as_str())) {
+        b.tensor(TensorSpec {
+            name: t.name.clone(),
+            bytes: t.bytes,
+            kind: match t.kind {
+                TensorKind::Activation | TensorKind::Output => None,
+                k => Some(k),
+            },
+            shape: t.shape.clone(),
+            dtype: t.dtype.clone(),
+        });
+        if t.kind == TensorKind::Output {
+            b.output(t.name.clone());
+        }
+    }
+    b
+}
+
+fn specs_of(g: &Graph) -> GraphBuilder {
+    specs_of_except(g, &Default::default())
+}
+
+fn op_spec(g: &Graph, i: OpId) -> OpSpec {
+    let o = &g.ops[i];
+    OpSpec {
+        name: o.name.clone(),
+        op_type: o.op_type.clone(),
+        inputs: o
+            .inputs
+            .iter()
+            .map(|&t| g.tensors[t].name.clone())
+            .collect(),
+        outputs: o
+            .outputs
+            .iter()
+            .map(|&t| g.tensors[t].name.clone())
+            .collect(),
+        flops: Some(o.flops),
+    }
+}
+
+/// The single-output tensor of op `i` that only op `next` reads, if the
+/// chain may continue through it.
+fn chain_link(g: &Graph, i: OpId) -> Option<OpId> {
+    let o = &g.ops[i];
+    if o.outputs.len() != 1 {
+        return None;
+    }
+    let t = &g.tensors[o.outputs[0]];
+    if t.kind != TensorKind::Activation || t.consumers.len() != 1 {
+        return None;
+    }
+    let next = t.consumers[0];
+    FUSION_TAILS
+        .contains(&g.ops[next].op_type.as_str())
+        .then_some(next)
+}
+
+/// Fuses every head op with the elementwise ops that alone consume its output
+/// (`Conv→BatchNormalization→Relu`, `Conv→Add→Relu`, `MatMul→Add→Gelu`...).
+/// The fused op runs at the position of the chain's last op, reads the
+/// union of the chain's outside inputs and writes the last output; the
+/// intermediates vanish from memory. Returns the rewritten graph and the
+/// chains (empty when nothing fused: the graph is then an unchanged copy).
+pub fn fuse(g: &Graph) -> Result<(Graph, Vec<Fusion>)> {
+    let mut chain_of: Vec<Option<usize>> = vec![None; g.ops.len()];
+    let mut chains: Vec<Vec<OpId>> = Vec::new();
+    for i in 0..g.ops.len() {
+        if chain_of[i].is_some() || !FUSION_HEADS.contains(&g.ops[i].op_type.as_str()) {
+            continue;
+        }
+        let mut chain = vec![i];
+        let mut cur = i;
+        while let Some(next) = chain_link(g, cur) {
+            if chain_of[next].is_some() {
+                break;
+            }
+            chain.push(next);
+            cur = next;
+        }
+        if chain.len() > 1 {
+            for &o in &chain {
+                chain_of[o] = Some(chains.len());
+            }
+            chains.push(chain);
+        }
+    }
+    let mut ops: Vec<OpSpec> = Vec::with_capacity(g.ops.len());
+    let mut fusions = Vec::new();
+    for (i, chain) in chain_of.iter().enumerate() {
+        match *chain {
+            None => {
+                ops.push(op_spec(g, i));
+            }
+            Some(c) if *chains[c].last().unwrap_or(&i) == i => {
+                let chain = &chains[c];
+                let inner: Vec<usize> = chain[..chain.len() - 1]
+                    .iter()
+                    .map(|&o| g.ops[o].outputs[0])
+                    .collect();
+                let mut inputs: Vec<String> = Vec::new();
+                for &o in chain {
+                    for &t in &g.ops[o].inputs {
+                        let name = &g.tensors[t].name;
+                        if !inner.contains(&t) && !inputs.contains(name) {
+                            inputs.push(name.clone());
+                        }
+                    }
+                }
+                let name = chain
+                    .iter()
+                    .map(|&o| g.ops[o].name.as_str())
+                    .collect::<Vec<_>>()
+                    .join("+");
+                let op_type = chain
+                    .iter()
+                    .map(|&o| g.ops[o].op_type.as_str())
+                    .collect::<Vec<_>>()
+                    .join("+");
+                ops.push(OpSpec {
+                    name: name.clone(),
+                    op_type,
+                    inputs,
+                    outputs: g.ops[i]
+                        .outputs
+                        .iter()
+                        .map(|&t| g.tensors[t].name.clone())
+                        .collect(),
+                    flops: Some(chain.iter().map(|&o| g.ops[o].flops).sum()),
+                });
+                fusions.push(Fusion {
+                    ops: chain.iter().map(|&o| g.ops[o].name.clone()).collect(),
+                    name,
+                    removed_tensors: inner.iter().map(|&t| g.tensors[t].name.clone()).collect(),
+                    removed_bytes: inner.iter().map(|&t| g.tensors[t].bytes).sum(),
+                });
+            }
+            Some(_) => {}
+        }
+    }
+    if fusions.is_empty() {
+        return Ok((g.clone(), fusions));
+    }
+    // Intermediates nobody reads any more are dropped by not declaring them.
+    let dead: std::collections::HashSet<&str> = fusions
+        .iter()
+        .flat_map(|f| f.removed_tensors.iter().map(String::as_str))
+        .collect();
+    let mut b = specs_of_except(g, &dead);
+    for spec in ops {
+        b.op(spec);
+    }
+    Ok((b.build()?, fusions))
+}
+
+/// A copy of `g` with activations (not weights) in fp16: f32 tensors halve.
+pub fn to_fp16(g: &Graph) -> Graph {
+    let mut h = g.clone();
+    for t in h.tensors.iter_mut() {
+        let is_f32 = t
+            .dtype
+            .as_deref()
+            .map(|d| matches!(d, "f32" | "float32" | "float"))
+            .unwrap_or(true);
+        if t.kind != TensorKind::Weight && is_f32 {
+            t.bytes = t.bytes.div_ceil(2);
+            t.dtype = Some("f16".into());
+        }
+    }
+    h
+}
+
+/// Which order the ops run in.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum OrderSpec {
+    /// `"file"` (as given) or `"memory"` (memory-aware greedy).
+    Named(NamedOrder),
+    /// Op names that must run in this relative order; the rest keep theirs.
+    Ops(Vec<String>),
+}
+
+impl Default for OrderSpec {
+    fn default() -> Self {
+        OrderSpec::Named(NamedOrder::File)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NamedOrder {
+    File,
+    Memory,
+}
+
+impl OrderSpec {
+    pub fn is_file(&self) -> bool {
+        matches!(self, OrderSpec::Named(NamedOrder::File))
+    }
+}
+
+/// A memory-aware topological order: among the ready ops, run the one that
+/// frees the most bytes net of what it allocates (ties: file order). Greedy,
+/// O((ops + edges) log ops); it often lowers peak live bytes of graphs with
+/// parallel branches (run a branch to its end before starting the next).
+pub fn memory_aware_order(g: &Graph) -> Vec<OpId> {
+    let n = g.ops.len();
+    // Remaining unscheduled consumers per tensor (with multiplicity removed).
+    let mut remaining: Vec<usize> = g.tensors.iter().map(|t| t.consumers.len()).collect();
+    let mut indeg = vec![0usize; n];
+    let mut preds: Vec<Vec<OpId>> = vec![Vec::new(); n];
+    for (i, o) in g.ops.iter().enumerate() {
+        let mut p: Vec<OpId> = o
+            .inputs
+            .iter()
+            .filter_map(|&t| g.tensors[t].producer)
+            .collect();
+        p.sort_unstable();
+        p.dedup();
+        indeg[i] = p.len();
+        preds[i] = p;
+    }
+    let mut succs: Vec<Vec<OpId>> = vec![Vec::new(); n];
+    for (i, p) in preds.iter().enumerate() {
+        for &q in p {
+            succs[q].push(i);
+        }
+    }
+    let delta = |i: OpId, remaining: &[usize]| -> i64 {
+        let o = &g.ops[i];
+        let alloc: u64 = o.outputs.iter().map(|&t| g.tensors[t].bytes).sum();
+        let mut freed = 0u64;
+        let mut seen: Vec<usize> = Vec::new();
+        for &t in &o.inputs {
+            let tt = &g.tensors[t];
+            if seen.contains(&t) || tt.kind != TensorKind::Activation {
+                continue;
+            }
+            seen.push(t);
+            if remaining[t] == 1 {
+                freed += tt.bytes;
+            }
+        }
+        alloc as i64 - freed as i64
+    };
+    // Lazy heap: entries are re-checked against the current delta on pop.
+    let mut heap: BinaryHeap<Reverse<(i64, OpId)>> = BinaryHeap::new();
+    for (i, &d) in indeg.iter().enumerate() {
+        if d == 0 {
+            heap.push(Reverse((delta(i, &remaining), i)));
+        }
+    }
+    let mut done = vec![false; n];
+    let mut order = Vec::with_capacity(n);
+    while let Some(Reverse((d, i))) = heap.pop() {
+        if done[i] {
+            continue;
+        }
+        let now = delta(i, &remaining);
+        if now != d {
+            heap.push(Reverse((now, i)));
+            continue;
+        }
+        done[i] = true;
+        order.push(i);
+        let mut seen: Vec<usize> = Vec::new();
+        for &t in &g.ops[i].inputs {
+            if seen.contains(&t) {
+                continue;
+            }
+            seen.push(t);
+            remaining[t] = remaining[t]
+                .saturating_sub(g.tensors[t].consumers.iter().filter(|&&c| c == i).count());
+            // The last remaining consumer now frees it: its priority changed.
+            if remaining[t] == 1 {
+                if let Some(&c) = g.tensors[t].consumers.iter().find(|&&c| !done[c]) {
+                    if indeg[c] == 0 {
+                        heap.push(Reverse((delta(c, &remaining), c)));
+                    }
+                }
+            }
+        }
+        for &s in &succs[i] {
+            indeg[s] -= 1;
+            if indeg[s] == 0 {
+                heap.push(Reverse((delta(s, &remaining), s)));
+            }
+        }
+    }
+    order
+}
+
+/// The file order with the listed ops forced into the listed relative
+/// order: a topological sort that takes the earliest ready op in file order,
+/// except that a listed op may run only when it is the next listed one.
+/// Errors name the op that cannot run where it was asked to (dependency).
+pub fn order_with_overrides(g: &Graph, names: &[String]) -> Result<Vec<OpId>> {
+    let n = g.ops.len();
+    let by_name: HashMap<&str, OpId> = g
+        .ops
+        .iter()
+        .enumerate()
+        .map(|(i, o)| (o.name.as_str(), i))
+        .collect();
+    let mut rank: Vec<Option<usize>> = vec![None; n];
+    for (k, name) in names.iter().enumerate() {
+        let &i = by_name
+            .get(name.as_str())
+            .ok_or_else(|| Error::Config(format!("order: no op named {name:?} in the graph")))?;
+        if rank[i].is_some() {
+            return Err(Error::Config(format!("order: op {name:?} listed twice")));
+        }
+        rank[i] = Some(k);
+    }
+    let mut indeg = vec![0usize; n];
+    let mut succs: Vec<Vec<OpId>> = vec![Vec::new(); n];
+    for (i, o) in g.ops.iter().enumerate() {
+        let mut p: Vec<OpId> = o
+            .inputs
+            .iter()
+            .filter_map(|&t| g.tensors[t].producer)
+            .collect();
+        p.sort_unstable();
+        p.dedup();
+        indeg[i] = p.len();
+        for q in p {
+            succs[q].push(i);
+        }
+    }
+    let mut ready: BinaryHeap<Reverse<OpId>> = BinaryHeap::new();
+    let mut parked: Vec<bool> = vec![false; n];
+    let mut next_listed = 0usize;
+    let listed: Vec<OpId> = names.iter().map(|nm| by_name[nm.as_str()]).collect();
+    for (i, &d) in indeg.iter().enumerate() {
+        if d == 0 {
+            ready.push(Reverse(i));
+        }
+    }
+    let mut order = Vec::with_capacity(n);
+    loop {
+        // Release the next listed op if it is ready and parked.
+        if next_listed < listed.len() && parked[listed[next_listed]] {
+            let i = listed[next_listed];
+            parked[i] = false;
+            ready.push(Reverse(i));
+        }
+        let Some(Reverse(i)) = ready.pop() else {
+            break;
+        };
+        if let Some(k) = rank[i] {
+            if k != next_listed {
+                parked[i] = true;
+                continue;
+            }
+            next_listed += 1;
+        }
+        order.push(i);
+        for &s in &succs[i] {
+            indeg[s] -= 1;
+            if indeg[s] == 0 {
+                ready.push(Reverse(s));
+            }
+        }
+    }
+    if order.len() < n {
+        let stuck = listed
+            .get(next_listed)
+            .map(|&i| g.ops[i].name.clone())
+            .unwrap_or_default();
+        let before = next_listed
+            .checked_sub(1)
+            .and_then(|k| listed.get(k))
+            .map(|&i| format!(" after {:?}", g.ops[i].name))
+            .unwrap_or_default();
+        return Err(Error::Config(format!(
+            "order: op {stuck:?} cannot run{before}: its inputs come from ops listed later"
+        )));
+    }
+    Ok(order)
+}
+
+/// `g` with its ops in `order` (a permutation that respects dependencies).
+pub fn reorder(g: &Graph, order: &[OpId]) -> Result<Graph> {
+    if order.iter().copied().eq(0..g.ops.len()) {
+        return Ok(g.clone());
+    }
+    let mut b = specs_of(g);
+    for &i in order {
+        b.op(op_spec(g, i));
+    }
+    b.build()
+}
+
+/// Applies the order spec.
+pub fn apply_order(g: &Graph, spec: &OrderSpec) -> Result<Graph> {
+    match spec {
+        OrderSpec::Named(NamedOrder::File) => Ok(g.clone()),
+        OrderSpec::Named(NamedOrder::Memory) => reorder(g, &memory_aware_order(g)),
+        OrderSpec::Ops(names) => reorder(g, &order_with_overrides(g, names)?),
+    }
+}
