@@ -44,6 +44,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             print(&spillscope::cli::trace_cmds::run_diff(&a)?);
             Ok(ExitCode::SUCCESS)
         }
+        Some(Command::Report(a)) => {
+            print(&spillscope::cli::report_cmd::run(&a)?);
+            Ok(ExitCode::SUCCESS)
+        }
         Some(Command::View(a)) => {
             spillscope::cli::view_cmd::run_view(&a)?;
             Ok(ExitCode::SUCCESS)

@@ -32,6 +32,18 @@ fn single() -> App {
         trace("encdec-1mib.lru.json"),
     )]);
     a.tensor = a.tensor_list().first().copied();
+    // The suggestions the background worker would post.
+    let t = a.data[0].trace.clone();
+    let (g, hw, cfg) = spillscope::analysis::suggest::inputs_of_trace(&t).unwrap();
+    let s = spillscope::analysis::suggest::suggest(&g, &hw, &cfg).unwrap();
+    assert!(!s.suggestions.is_empty());
+    spillscope::tui::app::update(
+        &mut a,
+        spillscope::tui::app::Msg::Suggested {
+            trace: t,
+            result: Ok(s),
+        },
+    );
     a
 }
 

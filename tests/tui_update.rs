@@ -38,7 +38,7 @@ fn tab_and_digits_move_between_views() {
     assert_eq!(a.view, View::Timeline);
     key(&mut a, KeyCode::BackTab);
     key(&mut a, KeyCode::BackTab);
-    assert_eq!(a.view, View::Compare);
+    assert_eq!(a.view, View::Suggest);
     for (i, v) in View::ALL.iter().enumerate() {
         chars(&mut a, &(i + 1).to_string());
         assert_eq!(a.view, *v);
@@ -246,4 +246,81 @@ fn a_quick_open_shows_the_overview_then_the_analyses_arrive() {
     assert!(d.complete && !d.trips.is_empty());
     assert_eq!(a.hot_order.len(), d.trace.ops.len());
     assert!(a.tensor.is_some());
+}
+
+/// The Suggestions view: results for a stale trace are ignored, a new primary
+/// trace resets them to pending, and Enter on a pin opens that tensor.
+#[test]
+fn suggestions_arrive_for_the_current_trace_only_and_pin_opens_the_tensor() {
+    use spillscope::analysis::suggest::suggest;
+    use spillscope::cost::HardwareProfile;
+    use spillscope::sim::{simulate, EvictionPolicy, SimConfig, WeightMode};
+    use spillscope::tui::app::SuggestState;
+    use std::sync::Arc;
+    let g = spillscope::graph::load(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/long_source_encdec.json"),
+        &Default::default(),
+    )
+    .unwrap();
+    let hw = HardwareProfile::preset("seed-npu")
+        .unwrap()
+        .with_capacity(1600 * 1024)
+        .unwrap();
+    let cfg = SimConfig {
+        policy: EvictionPolicy::Lru,
+        weights: WeightMode::Ignore,
+        ..Default::default()
+    };
+    let tr = Arc::new(simulate(&g, &hw, &cfg).unwrap());
+    let s = suggest(&g, &hw, &cfg).unwrap();
+    let mut a = App::new(vec![Dataset::complete("long", tr.clone())]);
+    assert_eq!(a.suggestions, SuggestState::Pending);
+    // A result for some other trace is dropped.
+    let other = Arc::new(trace("encdec-1mib.lru.json"));
+    update(
+        &mut a,
+        Msg::Suggested {
+            trace: other,
+            result: Ok(s.clone()),
+        },
+    );
+    assert_eq!(a.suggestions, SuggestState::Pending);
+    update(
+        &mut a,
+        Msg::Suggested {
+            trace: tr.clone(),
+            result: Ok(s.clone()),
+        },
+    );
+    assert!(matches!(a.suggestions, SuggestState::Ready(_)));
+    key(&mut a, KeyCode::Char('7'));
+    assert_eq!(a.view, View::Suggest);
+    let pin = s.suggestions.iter().position(|x| x.kind == "pin").unwrap();
+    for _ in 0..pin {
+        key(&mut a, KeyCode::Down);
+    }
+    assert_eq!(a.suggest_sel, pin);
+    key(&mut a, KeyCode::Enter);
+    assert_eq!(a.view, View::Tensor);
+    let t = a.tensor.unwrap();
+    assert_eq!(a.data[0].trace.tensors[t].name, "enc5.ffn.norm");
+    // A newly loaded primary trace resets the view to pending.
+    update(
+        &mut a,
+        Msg::Loaded {
+            slot: 0,
+            data: Box::new(Dataset::build("again", trace("encdec-1mib.lru.json"))),
+        },
+    );
+    assert_eq!(a.suggestions, SuggestState::Pending);
+    // An error is shown as such.
+    let cur = a.data[0].trace.clone();
+    update(
+        &mut a,
+        Msg::Suggested {
+            trace: cur,
+            result: Err("no graph".into()),
+        },
+    );
+    assert_eq!(a.suggestions, SuggestState::Unavailable("no graph".into()));
 }

@@ -3,7 +3,9 @@
 //! fit and is a *lifetime* spill (fragmentation, late free, order).
 
 use crate::trace::{EventKind, Trace};
+use crate::units::fmt_bytes;
 use serde::Serialize;
+use std::collections::{BTreeMap, HashMap};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -42,8 +44,110 @@ fn live_at(tr: &Trace, t: u64) -> Option<u64> {
     c.samples.get(i.checked_sub(1)?).map(|s| s.1 as u64)
 }
 
+/// What was on chip at one eviction, from replaying the events before it.
+struct Residency<'a> {
+    /// Per pool: offset -> (end, tensor).
+    pools: HashMap<&'a str, BTreeMap<u64, (u64, usize)>>,
+    at: HashMap<usize, (&'a str, u64)>,
+}
+
+impl<'a> Residency<'a> {
+    fn apply(&mut self, e: &'a crate::trace::Event) {
+        match e.kind {
+            EventKind::Alloc | EventKind::Reload | EventKind::Recompute => {
+                if let Some(off) = e.offset {
+                    self.pools
+                        .entry(e.pool.as_str())
+                        .or_default()
+                        .insert(off, (off + e.bytes, e.tensor));
+                    self.at.insert(e.tensor, (e.pool.as_str(), off));
+                }
+            }
+            EventKind::Free | EventKind::Evict => {
+                if let Some((pool, off)) = self.at.remove(&e.tensor) {
+                    if let Some(m) = self.pools.get_mut(pool) {
+                        m.remove(&off);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Largest hole and free bytes of `pool` (capacity `cap`).
+    fn holes(&self, pool: &str, cap: u64) -> (u64, u64) {
+        let (mut largest, mut free, mut cursor) = (0u64, 0u64, 0u64);
+        if let Some(m) = self.pools.get(pool) {
+            for (&off, &(end, _)) in m {
+                let gap = off.saturating_sub(cursor);
+                largest = largest.max(gap);
+                free += gap;
+                cursor = cursor.max(end);
+            }
+        }
+        let tail = cap.saturating_sub(cursor);
+        (largest.max(tail), free + tail)
+    }
+}
+
+/// Names the cause of a lifetime spill: the hole that was too small for the
+/// request, or a tensor still resident after its last use (freed late).
+fn lifetime_cause(tr: &Trace, res: &Residency, i: usize, cap: u64) -> Option<String> {
+    let e = &tr.events[i];
+    let name = |t: usize| {
+        tr.tensors
+            .get(t)
+            .map(|x| x.name.as_str())
+            .unwrap_or("?")
+            .to_string()
+    };
+    // The request this eviction made room for: the next placement at the same time.
+    let request = tr.events[i..]
+        .iter()
+        .take_while(|x| x.t_ns == e.t_ns)
+        .find(|x| {
+            matches!(
+                x.kind,
+                EventKind::Alloc | EventKind::Reload | EventKind::Recompute
+            ) && x.pool == e.pool
+        });
+    let (largest, free) = res.holes(e.pool.as_str(), cap);
+    if let Some(r) = request {
+        if largest < r.bytes && free >= r.bytes {
+            return Some(format!(
+                "fragmentation: largest hole {} < {} needed for {} ({} free in all)",
+                fmt_bytes(largest),
+                fmt_bytes(r.bytes),
+                name(r.tensor),
+                fmt_bytes(free)
+            ));
+        }
+    }
+    let op = e.op?;
+    let late = res
+        .pools
+        .get(e.pool.as_str())?
+        .values()
+        .filter_map(|&(end, t)| {
+            let x = tr.tensors.get(t)?;
+            let last = *x.consumers.iter().max()?;
+            (x.kind != "output" && x.kind != "weight" && last < op).then_some((end, t, last))
+        })
+        .max_by_key(|&(_, t, _)| tr.tensors[t].bytes)?;
+    Some(format!(
+        "late free: {} ({}) still resident after its last use at op {}",
+        name(late.1),
+        fmt_bytes(tr.tensors[late.1].bytes),
+        late.2
+    ))
+}
+
 pub fn classify(tr: &Trace) -> Classification {
     let mut out = Classification::default();
+    let mut res = Residency {
+        pools: HashMap::new(),
+        at: HashMap::new(),
+    };
+    let mut replayed = 0usize;
     for (i, e) in tr.events.iter().enumerate() {
         if e.kind != EventKind::Evict {
             continue;
@@ -59,6 +163,16 @@ pub fn classify(tr: &Trace) -> Classification {
             SpillClass::Capacity
         } else {
             SpillClass::Lifetime
+        };
+        let detail = if class == SpillClass::Lifetime {
+            // Replay up to this eviction (events are in time order).
+            for x in &tr.events[replayed..i] {
+                res.apply(x);
+            }
+            replayed = i;
+            lifetime_cause(tr, &res, i, cap)
+        } else {
+            None
         };
         match class {
             SpillClass::Capacity => {
@@ -77,14 +191,15 @@ pub fn classify(tr: &Trace) -> Classification {
             class,
             live_bytes: live,
             capacity_bytes: cap,
-            cause: e
-                .reason
-                .as_ref()
-                .map(|r| r.to_string())
-                .unwrap_or_else(|| match class {
-                    SpillClass::Capacity => "capacity".into(),
-                    SpillClass::Lifetime => "order or fragmentation".into(),
-                }),
+            cause: detail.unwrap_or_else(|| {
+                e.reason
+                    .as_ref()
+                    .map(|r| r.to_string())
+                    .unwrap_or_else(|| match class {
+                        SpillClass::Capacity => "capacity".into(),
+                        SpillClass::Lifetime => "order or fragmentation".into(),
+                    })
+            }),
         });
     }
     out

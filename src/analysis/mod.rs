@@ -9,6 +9,7 @@ pub mod diff;
 pub mod hotspots;
 pub mod memmap;
 pub mod optimum;
+pub mod report;
 pub mod roundtrips;
 pub mod runs;
 pub mod suggest;

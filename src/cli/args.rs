@@ -35,6 +35,10 @@ pub enum Command {
     Export(ExportArgs),
     /// Compare two traces: event agreement, per-op and per-tensor deltas.
     Diff(DiffArgs),
+    /// A shareable report of a trace (or a model, simulated first): summary,
+    /// hotspots, classification, oscillation, worst round trips, suggestions,
+    /// what-if curve; markdown, JSON or self-contained HTML with SVG charts.
+    Report(ReportArgs),
     /// Open the terminal explorer on a trace, two traces (compare), or a model
     /// that is re-simulated whenever it, the hardware or the schedule config changes.
     View(ViewArgs),
@@ -70,6 +74,48 @@ pub struct SuggestArgs {
     pub force: bool,
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReportFormat {
+    Markdown,
+    Json,
+    Html,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// A trace (any importable format) or a model (`.onnx`, graph JSON),
+    /// which is simulated first with the flags below.
+    pub input: PathBuf,
+    #[command(flatten)]
+    pub import: ImportOpts,
+    #[command(flatten)]
+    pub hw: HwOpts,
+    #[command(flatten)]
+    pub model_opts: ModelOpts,
+    /// Policy for a model.
+    #[arg(long, default_value = "lru", value_name = "POLICY")]
+    pub policy: String,
+    /// Weights for a model: `stream`, `resident` or `ignore`.
+    #[arg(long, default_value = "stream", value_name = "MODE")]
+    pub weights: String,
+    /// Schedule config (TOML) for a model.
+    #[arg(long, value_name = "SCHED.toml")]
+    pub config: Option<PathBuf>,
+    #[command(flatten)]
+    pub rewrite: RewriteOpts,
+    /// Skip the sections that re-simulate (suggestions, what-if, optimum).
+    #[arg(long)]
+    pub no_resimulate: bool,
+    #[arg(long, value_enum, default_value = "markdown")]
+    pub format: ReportFormat,
+    /// Write here (atomically) instead of stdout.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Overwrite an existing output file.
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -6,13 +6,14 @@ use super::data::{compare, Dataset};
 use super::keys::{action_for, Action, Scope};
 use crate::analysis::diff::TraceDiff;
 use crate::analysis::hotspots::{order_hotspots, HotspotKey};
+use crate::analysis::suggest::Suggestions;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use fuzzy_matcher::skim::SkimMatcherV2;
 use fuzzy_matcher::FuzzyMatcher;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-/// The six views, in Tab order.
+/// The seven views, in Tab order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum View {
     Overview,
@@ -21,16 +22,18 @@ pub enum View {
     Tensor,
     Memory,
     Compare,
+    Suggest,
 }
 
 impl View {
-    pub const ALL: [View; 6] = [
+    pub const ALL: [View; 7] = [
         View::Overview,
         View::Timeline,
         View::Hotspots,
         View::Tensor,
         View::Memory,
         View::Compare,
+        View::Suggest,
     ];
     pub fn title(self) -> &'static str {
         match self {
@@ -40,6 +43,7 @@ impl View {
             View::Tensor => "Tensor",
             View::Memory => "Memory",
             View::Compare => "Compare",
+            View::Suggest => "Suggest",
         }
     }
     fn index(self) -> usize {
@@ -52,6 +56,7 @@ impl View {
             View::Timeline | View::Memory => &[Scope::TimeAxis],
             View::Hotspots => &[Scope::List, Scope::Hotspots],
             View::Tensor | View::Compare => &[Scope::TimeAxis, Scope::List],
+            View::Suggest => &[Scope::List],
         }
     }
 }
@@ -94,6 +99,11 @@ pub enum Msg {
         slot: usize,
         data: Box<Dataset>,
     },
+    /// Re-simulated suggestions for the primary trace (identified by its Arc).
+    Suggested {
+        trace: Arc<crate::trace::Trace>,
+        result: Result<Suggestions, String>,
+    },
     /// A background load or simulation failed: keep the last good view.
     Failed(String),
     /// A watched file changed.
@@ -101,6 +111,14 @@ pub enum Msg {
     Tick,
     /// SIGTERM, SIGINT or SIGHUP (an SSH drop): leave cleanly.
     Terminate,
+}
+
+/// Where the Suggestions view stands.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SuggestState {
+    Pending,
+    Ready(Suggestions),
+    Unavailable(String),
 }
 
 /// Work for the runtime to do.
@@ -128,6 +146,9 @@ pub struct App {
     pub tensor: Option<usize>,
     pub tensor_sel: usize,
     pub compare_sel: usize,
+    /// Suggestions for the primary trace: computed off the UI thread.
+    pub suggestions: SuggestState,
+    pub suggest_sel: usize,
     pub search: Option<Search>,
     pub help: bool,
     pub paused: bool,
@@ -160,6 +181,8 @@ impl App {
             tensor: None,
             tensor_sel: 0,
             compare_sel: 0,
+            suggestions: SuggestState::Pending,
+            suggest_sel: 0,
             search: None,
             help: false,
             paused: false,
@@ -195,6 +218,15 @@ impl App {
 
     /// Puts a dataset in a slot, keeping the user's place where it still makes sense.
     fn install(&mut self, slot: usize, d: Dataset) {
+        let new_primary = slot == 0
+            && self
+                .data
+                .first()
+                .map(|old| !Arc::ptr_eq(&old.trace, &d.trace))
+                .unwrap_or(true);
+        if new_primary {
+            self.suggestions = SuggestState::Pending;
+        }
         if slot < self.data.len() {
             self.data[slot] = d;
         } else {
@@ -340,6 +372,10 @@ impl App {
             View::Hotspots => self.hot_order.len(),
             View::Tensor => self.tensor_list().len(),
             View::Compare => self.diff.as_ref().map(|d| d.ops.len()).unwrap_or(0),
+            View::Suggest => match &self.suggestions {
+                SuggestState::Ready(s) => s.suggestions.len(),
+                _ => 0,
+            },
             _ => 0,
         }
     }
@@ -353,6 +389,7 @@ impl App {
             View::Hotspots => &mut self.hot_sel,
             View::Tensor => &mut self.tensor_sel,
             View::Compare => &mut self.compare_sel,
+            View::Suggest => &mut self.suggest_sel,
             _ => return,
         };
         *sel = (*sel as i64 + delta).clamp(0, len as i64 - 1) as usize;
@@ -453,6 +490,24 @@ impl App {
                         self.goto_op(o);
                     }
                 }
+                View::Suggest => {
+                    // A pin suggestion opens its tensor.
+                    let pinned = match &self.suggestions {
+                        SuggestState::Ready(s) => s
+                            .suggestions
+                            .get(self.suggest_sel)
+                            .filter(|x| x.kind == "pin")
+                            .and_then(|x| x.sim_config.as_ref())
+                            .and_then(|c| c.pins.last().cloned()),
+                        _ => None,
+                    };
+                    if let Some(t) = pinned.and_then(|n| {
+                        self.primary()
+                            .and_then(|d| d.trace.tensors.iter().position(|t| t.name == n))
+                    }) {
+                        self.goto_tensor(t);
+                    }
+                }
                 View::Compare => {
                     let name = self
                         .diff
@@ -547,6 +602,21 @@ pub fn update(app: &mut App, msg: Msg) -> Option<Effect> {
                 .unwrap_or(false)
             {
                 app.install(slot, *data);
+            }
+            None
+        }
+        Msg::Suggested { trace, result } => {
+            if app
+                .data
+                .first()
+                .map(|d| Arc::ptr_eq(&d.trace, &trace))
+                .unwrap_or(false)
+            {
+                app.suggestions = match result {
+                    Ok(s) => SuggestState::Ready(s),
+                    Err(e) => SuggestState::Unavailable(e),
+                };
+                app.suggest_sel = app.suggest_sel.min(app.list_len().saturating_sub(1));
             }
             None
         }

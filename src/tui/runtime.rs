@@ -172,7 +172,61 @@ struct Latest {
     cv: Condvar,
 }
 
-fn spawn_worker(source: Source, tx: Sender<Msg>) -> Arc<Latest> {
+/// The suggestion worker's inbox: the newest primary trace to re-simulate.
+#[derive(Default)]
+pub struct SuggestInbox {
+    pending: Mutex<Option<Arc<Trace>>>,
+    cv: Condvar,
+}
+
+/// Traces with more ops than this are not re-simulated interactively.
+const SUGGEST_MAX_OPS: usize = 20_000;
+
+/// Computes suggestions for the newest trace handed to it, one at a time
+/// (older requests are dropped), and posts them as [`Msg::Suggested`].
+fn spawn_suggester(tx: Sender<Msg>) -> Arc<SuggestInbox> {
+    let inbox = Arc::new(SuggestInbox::default());
+    let mine = inbox.clone();
+    std::thread::spawn(move || loop {
+        let trace = {
+            let Ok(mut g) = mine.pending.lock() else {
+                return;
+            };
+            loop {
+                if let Some(t) = g.take() {
+                    break t;
+                }
+                g = match mine.cv.wait(g) {
+                    Ok(g) => g,
+                    Err(_) => return,
+                };
+            }
+        };
+        let result = if trace.ops.len() > SUGGEST_MAX_OPS {
+            Err(format!(
+                "{} ops: too many to re-simulate interactively; run `spillscope suggest` on it",
+                trace.ops.len()
+            ))
+        } else {
+            crate::analysis::suggest::inputs_of_trace(&trace)
+                .and_then(|(g, hw, cfg)| crate::analysis::suggest::suggest(&g, &hw, &cfg))
+                .map_err(|e| e.to_string())
+        };
+        if tx.send(Msg::Suggested { trace, result }).is_err() {
+            return;
+        }
+    });
+    inbox
+}
+
+fn spawn_suggestions(inbox: &SuggestInbox, trace: Arc<Trace>) {
+    if let Ok(mut g) = inbox.pending.lock() {
+        *g = Some(trace);
+        inbox.cv.notify_one();
+    }
+}
+
+fn spawn_worker(source: Source, tx: Sender<Msg>, suggester: Arc<SuggestInbox>) -> Arc<Latest> {
     let latest = Arc::new(Latest::default());
     let inbox = latest.clone();
     let mut tails: HashMap<PathBuf, JsonlTail> = HashMap::new();
@@ -194,6 +248,9 @@ fn spawn_worker(source: Source, tx: Sender<Msg>) -> Arc<Latest> {
             Ok(sets) => {
                 let mut ok = true;
                 for (slot, d) in sets.into_iter().enumerate() {
+                    if slot == 0 {
+                        spawn_suggestions(&suggester, d.trace.clone());
+                    }
                     if tx
                         .send(Msg::Loaded {
                             slot,
@@ -283,7 +340,8 @@ pub fn run(opts: ViewOptions, initial: Option<Vec<Dataset>>) -> Result<()> {
     let (tx, rx): (Sender<Msg>, Receiver<Msg>) = channel();
     let live = !opts.source.watched(opts.watch).is_empty();
     let watcher = spawn_watcher(&opts.source.watched(opts.watch), tx.clone())?;
-    let worker = spawn_worker(opts.source.clone(), tx.clone());
+    let suggester = spawn_suggester(tx.clone());
+    let worker = spawn_worker(opts.source.clone(), tx.clone(), suggester.clone());
     let preloaded = initial.is_some();
     if !preloaded {
         request(&worker);
@@ -354,6 +412,9 @@ pub fn run(opts: ViewOptions, initial: Option<Vec<Dataset>>) -> Result<()> {
                 });
             });
         }
+    }
+    if let Some(d) = initial.as_ref().and_then(|i| i.first()) {
+        spawn_suggestions(&suggester, d.trace.clone());
     }
     let mut app = App::new(initial.unwrap_or_default());
     app.ascii = opts.ascii;

@@ -66,6 +66,7 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme) {
             View::Tensor => views::tensor::draw(f, app, theme, g, body),
             View::Memory => views::memory::draw(f, app, theme, g, body),
             View::Compare => views::compare::draw(f, app, theme, g, body),
+            View::Suggest => views::suggest::draw(f, app, theme, g, body),
         },
     }
     draw_footer(f, app, theme, footer);
@@ -78,24 +79,6 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme) {
 }
 
 fn draw_tabs(f: &mut Frame, app: &App, theme: &Theme, area: Rect) {
-    let mut spans: Vec<Span> = Vec::new();
-    let narrow = area.width < 100;
-    for (i, v) in View::ALL.iter().enumerate() {
-        let label = if narrow {
-            format!("{}:{}", i + 1, &v.title()[..4.min(v.title().len())])
-        } else {
-            format!("{} {}", i + 1, v.title())
-        };
-        let style = if *v == app.view {
-            theme
-                .strong(theme.c.tab_active)
-                .add_modifier(Modifier::REVERSED)
-        } else {
-            theme.fg(theme.c.muted)
-        };
-        spans.push(Span::styled(label, style));
-        spans.push(Span::raw(" "));
-    }
     let mut right: Vec<Span> = Vec::new();
     if let Some(d) = app.primary() {
         right.push(Span::styled(
@@ -125,6 +108,31 @@ fn draw_tabs(f: &mut Frame, app: &App, theme: &Theme, area: Rect) {
     }
     if app.refreshing {
         right.push(Span::styled(" ...", theme.fg(theme.c.muted)));
+    }
+    // Full view names when they fit beside the right-hand label.
+    let right_w: usize = right.iter().map(|s| s.content.chars().count()).sum();
+    let full_w: usize = View::ALL
+        .iter()
+        .enumerate()
+        .map(|(i, v)| format!("{} {} ", i + 1, v.title()).chars().count())
+        .sum();
+    let narrow = full_w + right_w + 1 > area.width as usize;
+    let mut spans: Vec<Span> = Vec::new();
+    for (i, v) in View::ALL.iter().enumerate() {
+        let label = if narrow {
+            format!("{}:{}", i + 1, &v.title()[..4.min(v.title().len())])
+        } else {
+            format!("{} {}", i + 1, v.title())
+        };
+        let style = if *v == app.view {
+            theme
+                .strong(theme.c.tab_active)
+                .add_modifier(Modifier::REVERSED)
+        } else {
+            theme.fg(theme.c.muted)
+        };
+        spans.push(Span::styled(label, style));
+        spans.push(Span::raw(" "));
     }
     let left_w: usize = spans.iter().map(|s| s.content.chars().count()).sum();
     let right_w: usize = right.iter().map(|s| s.content.chars().count()).sum();

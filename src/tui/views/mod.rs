@@ -5,5 +5,6 @@ pub mod hotspots;
 pub mod lanes;
 pub mod memory;
 pub mod overview;
+pub mod suggest;
 pub mod tensor;
 pub mod timeline;

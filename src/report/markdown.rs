@@ -1,0 +1,314 @@
+//! The report's text content as sections of paragraphs and tables, built
+//! once and rendered by both the markdown and the HTML writers.
+
+use crate::analysis::report::Report;
+use crate::units::{fmt_bytes, fmt_ms};
+
+pub enum Block {
+    Para(String),
+    Table(Vec<String>, Vec<Vec<String>>),
+}
+
+pub struct Section {
+    pub title: String,
+    pub blocks: Vec<Block>,
+}
+
+struct Builder {
+    sections: Vec<Section>,
+}
+
+impl std::ops::AddAssign<&str> for Builder {
+    fn add_assign(&mut self, text: &str) {
+        // "## Title\n\n" starts a section; anything else is a paragraph.
+        let text = text.trim_matches('\n');
+        if let Some(t) = text.strip_prefix("## ").or_else(|| text.strip_prefix("# ")) {
+            let (title, rest) = t.split_once("\n").unwrap_or((t, ""));
+            self.sections.push(Section {
+                title: title.trim().to_string(),
+                blocks: Vec::new(),
+            });
+            if !rest.trim().is_empty() {
+                *self += rest;
+            }
+        } else if !text.trim().is_empty() {
+            self.push(Block::Para(text.trim().to_string()));
+        }
+    }
+}
+
+impl std::ops::AddAssign<&String> for Builder {
+    fn add_assign(&mut self, text: &String) {
+        *self += text.as_str();
+    }
+}
+
+impl std::ops::AddAssign<Block> for Builder {
+    fn add_assign(&mut self, b: Block) {
+        self.push(b);
+    }
+}
+
+impl Builder {
+    fn push(&mut self, b: Block) {
+        if self.sections.is_empty() {
+            self.sections.push(Section {
+                title: String::new(),
+                blocks: Vec::new(),
+            });
+        }
+        if let Some(s) = self.sections.last_mut() {
+            s.blocks.push(b);
+        }
+    }
+}
+
+fn table(headers: &[&str], rows: &[Vec<String>]) -> Block {
+    Block::Table(
+        headers.iter().map(|h| h.to_string()).collect(),
+        rows.to_vec(),
+    )
+}
+
+/// The report as GitHub-flavoured markdown.
+pub fn to_markdown(r: &Report) -> String {
+    let mut out = String::new();
+    for (i, s) in sections(r).iter().enumerate() {
+        if !s.title.is_empty() {
+            out += &format!("{} {}\n\n", if i == 0 { "#" } else { "##" }, s.title);
+        }
+        for b in &s.blocks {
+            match b {
+                Block::Para(p) => out += &format!("{}\n\n", p.replace('\n', "  \n")),
+                Block::Table(h, rows) => {
+                    let esc = |s: &str| s.replace('|', "\\|");
+                    out += &format!(
+                        "| {} |\n|{}\n",
+                        h.join(" | "),
+                        (0..h.len())
+                            .map(|i| if i == 0 { "---|" } else { "---:|" })
+                            .collect::<String>()
+                    );
+                    for r in rows {
+                        out += &format!(
+                            "| {} |\n",
+                            r.iter().map(|c| esc(c)).collect::<Vec<_>>().join(" | ")
+                        );
+                    }
+                    out += "\n";
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The report's sections, in reading order.
+pub fn sections(r: &Report) -> Vec<Section> {
+    let s = &r.summary;
+    let mut out = Builder {
+        sections: Vec::new(),
+    };
+    out += &format!(
+        "# spillscope report: {}\n\n{} trace, policy {}, {} ops, {} tensors, {} events.\n\n",
+        r.model, r.source, r.policy, r.op_count, r.tensor_count, r.event_count
+    );
+    out += "## Summary\n\n";
+    out += table(
+        &["metric", "value"],
+        &[
+            vec!["latency".into(), fmt_ms(s.latency_ns)],
+            vec!["throughput".into(), format!("{:.1} fps", s.throughput_fps)],
+            vec!["evictions".into(), s.spill_count.to_string()],
+            vec!["spilled (written)".into(), fmt_bytes(s.spilled_bytes)],
+            vec!["reloaded (read back)".into(), fmt_bytes(s.reloaded_bytes)],
+            vec!["spill traffic".into(), fmt_bytes(s.traffic_bytes)],
+            vec!["stall".into(), fmt_ms(s.stall_ns)],
+            vec![
+                "peak live / capacity".into(),
+                format!(
+                    "{} / {}",
+                    fmt_bytes(s.peak_live_bytes),
+                    fmt_bytes(s.capacity_bytes)
+                ),
+            ],
+            vec![
+                "lower bound on traffic".into(),
+                fmt_bytes(s.lower_bound_traffic_bytes),
+            ],
+        ],
+    );
+    if let Some(o) = &r.optimum {
+        out += &format!(
+            "\nExact minimum traffic (ILP; fragmentation and weights relaxed): {}; LP bound {}{}.\n",
+            o.exact_bytes.map(fmt_bytes).unwrap_or_else(|| "not proven".into()),
+            o.lp_bound_bytes.map(fmt_bytes).unwrap_or_else(|| "-".into()),
+            o.exact_bytes
+                .map(|e| format!(
+                    "; this run is {} above it",
+                    fmt_bytes(s.traffic_bytes.saturating_sub(e))
+                ))
+                .unwrap_or_default()
+        );
+    }
+    out += "\n## Hotspots (by spilled bytes)\n\n";
+    if r.hotspots.is_empty() {
+        out += "No op spills, reloads or stalls.\n";
+    } else {
+        out += table(
+            &[
+                "op", "type", "spilled", "reloaded", "stall", "share", "bound", "FLOP/B",
+            ],
+            &r.hotspots
+                .iter()
+                .map(|h| {
+                    vec![
+                        h.name.clone(),
+                        h.op_type.clone(),
+                        fmt_bytes(h.spilled_bytes),
+                        fmt_bytes(h.reloaded_bytes),
+                        fmt_ms(h.stall_ns),
+                        format!("{:.1} %", h.latency_share * 100.0),
+                        h.bound.clone(),
+                        h.intensity.map(|i| format!("{i:.1}")).unwrap_or_default(),
+                    ]
+                })
+                .collect::<Vec<_>>(),
+        );
+        out += "By op type:";
+        out += table(
+            &["op type", "ops", "spilled", "reloaded", "stall", "share"],
+            &r.op_types
+                .iter()
+                .map(|t| {
+                    vec![
+                        t.op_type.clone(),
+                        t.ops.to_string(),
+                        fmt_bytes(t.spilled_bytes),
+                        fmt_bytes(t.reloaded_bytes),
+                        fmt_ms(t.stall_ns),
+                        format!("{:.1} %", t.latency_share * 100.0),
+                    ]
+                })
+                .collect::<Vec<_>>(),
+        );
+    }
+    let c = &r.classification;
+    out += &format!(
+        "\n## Spill classification\n\n{} capacity spills ({}): live bytes exceeded the pool.\n{} lifetime spills ({}): they would have fit (fragmentation, late free, order).\n",
+        c.capacity_count,
+        fmt_bytes(c.capacity_bytes),
+        c.lifetime_count,
+        fmt_bytes(c.lifetime_bytes)
+    );
+    if !c.lifetime_causes.is_empty() {
+        out += table(
+            &["lifetime cause", "spills", "example"],
+            &c.lifetime_causes
+                .iter()
+                .map(|x| vec![x.kind.clone(), x.count.to_string(), x.example.clone()])
+                .collect::<Vec<_>>(),
+        );
+    }
+    out += "\n## Oscillating tensors\n\n";
+    if r.oscillating.is_empty() {
+        out += "None: no tensor makes repeated evict -> reload round trips.\n";
+    } else {
+        out += table(
+            &["tensor", "size", "round trips", "moved", "stall"],
+            &r.oscillating
+                .iter()
+                .map(|t| {
+                    vec![
+                        t.name.clone(),
+                        fmt_bytes(t.bytes),
+                        t.trips.len().to_string(),
+                        fmt_bytes(t.bytes_moved),
+                        fmt_ms(t.stall_ns),
+                    ]
+                })
+                .collect::<Vec<_>>(),
+        );
+    }
+    out += "\n## Worst round trips (by stall)\n\n";
+    if r.worst_round_trips.is_empty() {
+        out += "No round trips.\n";
+    } else {
+        out += table(
+            &[
+                "tensor",
+                "size",
+                "evicted at",
+                "by op",
+                "reloaded at",
+                "for op",
+                "ops between",
+                "stall",
+            ],
+            &r.worst_round_trips
+                .iter()
+                .map(|t| {
+                    vec![
+                        t.tensor.clone(),
+                        fmt_bytes(t.bytes),
+                        fmt_ms(t.evicted_at_ns),
+                        t.evicted_by.clone(),
+                        t.reloaded_at_ns
+                            .map(fmt_ms)
+                            .unwrap_or_else(|| "never".into()),
+                        t.reloaded_for.clone(),
+                        t.ops_skipped.to_string(),
+                        fmt_ms(t.stall_ns),
+                    ]
+                })
+                .collect::<Vec<_>>(),
+        );
+    }
+    if let Some(sg) = &r.suggestions {
+        out += "\n## Suggestions (each re-simulated)\n\n";
+        if sg.suggestions.is_empty() {
+            out += "No change tried lowers the latency.\n";
+        } else {
+            out += table(
+                &["#", "saves", "%", "suggestion", "how"],
+                &sg.suggestions
+                    .iter()
+                    .enumerate()
+                    .map(|(i, x)| {
+                        vec![
+                            (i + 1).to_string(),
+                            fmt_ms(x.gain_ns.max(0) as u64),
+                            format!("{:.1}", x.gain_pct),
+                            x.description.clone(),
+                            format!("{}", x.config_change),
+                        ]
+                    })
+                    .collect::<Vec<_>>(),
+            );
+        }
+    }
+    if let Some(w) = &r.whatif {
+        out += "\n## What-if: capacity\n\n";
+        out += table(
+            &["capacity", "latency", "traffic", "spills"],
+            &w.rows
+                .iter()
+                .map(|x| {
+                    vec![
+                        fmt_bytes(x.capacity_bytes),
+                        fmt_ms(x.latency_ns),
+                        fmt_bytes(x.traffic_bytes),
+                        x.spill_count.to_string(),
+                    ]
+                })
+                .collect::<Vec<_>>(),
+        );
+        for k in &w.knees {
+            out += &format!("\n{}\n", k.text);
+        }
+    }
+    for n in &r.notes {
+        out += &format!("Note: {n}");
+    }
+    out.sections
+}

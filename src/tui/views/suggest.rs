@@ -1,0 +1,135 @@
+//! Suggestions: re-simulated counterfactuals for the primary trace, sorted
+//! by milliseconds saved; the selected one shows how to realise it.
+
+use crate::tui::app::{App, SuggestState};
+use crate::tui::glyphs::Glyphs;
+use crate::tui::theme::Theme;
+use crate::tui::ui::{block, scroll_offset};
+use crate::units::{fmt_bytes, fmt_ms};
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Cell, Paragraph, Row, Table, TableState, Wrap};
+use ratatui::Frame;
+
+/// Keeps the start of `s` (descriptions lead with what to do).
+fn truncate_right(s: &str, w: usize) -> String {
+    if s.chars().count() <= w {
+        return s.to_string();
+    }
+    let mut t: String = s.chars().take(w.saturating_sub(2)).collect();
+    t.push_str("..");
+    t
+}
+
+pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
+    let s = match &app.suggestions {
+        SuggestState::Pending => {
+            f.render_widget(
+                Paragraph::new("re-simulating suggestions...")
+                    .style(theme.fg(theme.c.muted))
+                    .block(block(" Suggestions ", theme, g)),
+                area,
+            );
+            return;
+        }
+        SuggestState::Unavailable(why) => {
+            f.render_widget(
+                Paragraph::new(format!("no suggestions: {why}"))
+                    .style(theme.fg(theme.c.muted))
+                    .wrap(Wrap { trim: true })
+                    .block(block(" Suggestions ", theme, g)),
+                area,
+            );
+            return;
+        }
+        SuggestState::Ready(s) => s,
+    };
+    let [list, detail] = Layout::vertical([Constraint::Min(4), Constraint::Length(6)]).areas(area);
+    let b = &s.baseline;
+    let title = format!(
+        " Suggestions: {} that save time (baseline {} [{}], {} traffic) ",
+        s.suggestions.len(),
+        fmt_ms(b.latency_ns),
+        b.policy,
+        fmt_bytes(b.traffic_bytes)
+    );
+    if s.suggestions.is_empty() {
+        f.render_widget(
+            Paragraph::new("no change tried lowers the latency")
+                .style(theme.fg(theme.c.muted))
+                .block(block(title, theme, g)),
+            area,
+        );
+        return;
+    }
+    let header = Row::new(
+        vec!["#", "saves", "%", "kind", "suggestion"]
+            .into_iter()
+            .map(|h| Cell::from(h).style(theme.strong(theme.c.muted))),
+    );
+    let visible = list.height.saturating_sub(3) as usize;
+    let offset = scroll_offset(app.suggest_sel, s.suggestions.len(), visible);
+    let desc_w = (list.width as usize)
+        .saturating_sub(3 + 10 + 6 + 10 + 6)
+        .max(10);
+    let rows: Vec<Row> = s
+        .suggestions
+        .iter()
+        .enumerate()
+        .skip(offset)
+        .take(visible)
+        .map(|(i, x)| {
+            Row::new(vec![
+                Cell::from((i + 1).to_string()),
+                Cell::from(fmt_ms(x.gain_ns.max(0) as u64)).style(theme.fg(theme.c.compute)),
+                Cell::from(format!("{:.1}", x.gain_pct)),
+                Cell::from(x.kind.clone()),
+                Cell::from(truncate_right(&x.description, desc_w)),
+            ])
+            .style(theme.fg(theme.c.text))
+        })
+        .collect();
+    let table = Table::new(
+        rows,
+        [
+            Constraint::Length(3),
+            Constraint::Length(10),
+            Constraint::Length(6),
+            Constraint::Length(10),
+            Constraint::Min(10),
+        ],
+    )
+    .header(header)
+    .block(block(title, theme, g))
+    .row_highlight_style(theme.selected())
+    .column_spacing(1);
+    let mut state = TableState::default().with_selected(Some(app.suggest_sel - offset));
+    f.render_stateful_widget(table, list, &mut state);
+    if let Some(x) = s.suggestions.get(app.suggest_sel) {
+        let r = &x.run;
+        let lines = vec![
+            Line::from(x.description.clone()),
+            Line::from(vec![
+                Span::styled("how: ", theme.strong(theme.c.muted)),
+                Span::styled(x.config_change.clone(), theme.fg(theme.c.accent)),
+            ]),
+            Line::from(format!(
+                "then: {} ({} -> {}), {} spills, {} traffic, {} stall",
+                fmt_ms(r.latency_ns),
+                fmt_ms(b.latency_ns),
+                fmt_ms(r.latency_ns),
+                r.spill_count,
+                fmt_bytes(r.traffic_bytes),
+                fmt_ms(r.stall_ns)
+            )),
+        ];
+        f.render_widget(
+            Paragraph::new(lines).wrap(Wrap { trim: true }).block(block(
+                " Selected (re-simulated) ",
+                theme,
+                g,
+            )),
+            detail,
+        );
+    }
+}

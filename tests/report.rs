@@ -1,0 +1,176 @@
+//! `spillscope report`: every section present in markdown, JSON and HTML;
+//! HTML self-contained with its three charts; numbers agree with the trace.
+
+use assert_cmd::Command;
+use spillscope::analysis::report::build;
+use spillscope::trace::Trace;
+use std::path::Path;
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn bin() -> Command {
+    Command::cargo_bin("spillscope").unwrap()
+}
+
+fn long_source_args() -> Vec<String> {
+    [
+        "report",
+        root()
+            .join("tests/data/long_source_encdec.json")
+            .to_str()
+            .unwrap(),
+        "--capacity",
+        "1600KiB",
+        "--weights",
+        "ignore",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+#[test]
+fn report_of_a_model_has_every_section_and_names_the_oscillating_tensor() {
+    let o = bin().args(long_source_args()).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let md = String::from_utf8(o.stdout).unwrap();
+    for h in [
+        "# spillscope report: long_source_encdec_6x6",
+        "## Summary",
+        "## Hotspots (by spilled bytes)",
+        "## Spill classification",
+        "## Oscillating tensors",
+        "## Worst round trips (by stall)",
+        "## Suggestions (each re-simulated)",
+        "## What-if: capacity",
+    ] {
+        assert!(md.contains(h), "missing {h}\n{md}");
+    }
+    assert!(md.contains("| enc5.ffn.norm | 512.0 KiB | 5 |"), "{md}");
+    assert!(md.contains("pin enc5.ffn.norm"), "{md}");
+}
+
+#[test]
+fn json_report_agrees_with_the_trace() {
+    let mut args = long_source_args();
+    args.extend(["--format".into(), "json".into()]);
+    let o = bin().args(&args).output().unwrap();
+    assert!(o.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    // The same run simulated directly.
+    let tr_path = tempfile::tempdir().unwrap();
+    let t = tr_path.path().join("t.json");
+    let s = bin()
+        .args([
+            "sim",
+            args[1].as_str(),
+            "--capacity",
+            "1600KiB",
+            "--weights",
+            "ignore",
+            "--policy",
+            "lru",
+            "-o",
+            t.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(s.status.success());
+    let tr = Trace::load(&t).unwrap();
+    assert_eq!(v["summary"]["latency_ns"], tr.summary.latency_ns);
+    assert_eq!(v["summary"]["traffic_bytes"], tr.summary.traffic_bytes);
+    assert_eq!(v["event_count"], tr.events.len());
+    let c = &v["classification"];
+    assert_eq!(
+        c["capacity_count"].as_u64().unwrap() + c["lifetime_count"].as_u64().unwrap(),
+        tr.summary.spill_count
+    );
+    assert_eq!(v["oscillating"][0]["name"], "enc5.ffn.norm");
+    let rows = v["whatif"]["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 24);
+    assert!(rows
+        .windows(2)
+        .all(|w| w[0]["capacity_bytes"].as_u64() < w[1]["capacity_bytes"].as_u64()));
+    assert!(!v["suggestions"]["suggestions"]
+        .as_array()
+        .unwrap()
+        .is_empty());
+    // The library call gives the same report.
+    let r = build(&tr, false);
+    assert_eq!(r.summary.latency_ns, tr.summary.latency_ns);
+    assert!(r.suggestions.is_none() && r.whatif.is_none());
+}
+
+#[test]
+fn html_report_is_self_contained_with_three_charts_and_atomic_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.html");
+    let mut args = long_source_args();
+    args.extend([
+        "--format".into(),
+        "html".into(),
+        "-o".into(),
+        out.to_str().unwrap().into(),
+    ]);
+    let o = bin().args(&args).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let html = std::fs::read_to_string(&out).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>"));
+    assert_eq!(html.matches("<svg").count(), 3, "live, bus, what-if");
+    for t in [
+        "Peak live vs capacity",
+        "DRAM bus occupancy",
+        "What-if: latency vs on-chip capacity",
+    ] {
+        assert!(html.contains(t), "{t}");
+    }
+    assert!(!html.contains("<script"), "no scripts");
+    assert!(
+        !html.contains("http://")
+            || html.matches("http://").count()
+                == html.matches("xmlns=\"http://www.w3.org/2000/svg\"").count(),
+        "no external assets"
+    );
+    assert!(html.ends_with("</html>\n"));
+    // Not overwritten without --force.
+    let before = std::fs::read(&out).unwrap();
+    let o = bin().args(&args).output().unwrap();
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--force"));
+    assert_eq!(std::fs::read(&out).unwrap(), before);
+}
+
+#[test]
+fn report_of_an_imported_trace_says_why_it_cannot_suggest() {
+    let Some(dir) = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(|d| Path::new(&d).join("../shared/data/traces"))
+        .filter(|d| d.exists())
+    else {
+        eprintln!("skipped: ../shared/data/traces absent");
+        return;
+    };
+    let Some(f) = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .find(|p| {
+            p.to_string_lossy().contains("ort") || p.to_string_lossy().contains("onnxruntime")
+        })
+    else {
+        eprintln!("skipped: no ONNX Runtime profile in {}", dir.display());
+        return;
+    };
+    let o = bin()
+        .args(["report", f.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let md = String::from_utf8(o.stdout).unwrap();
+    assert!(md.contains("## Summary") && md.contains("## Hotspots"));
+    assert!(
+        md.contains("Note: suggestions, what-if and the exact optimum re-simulate"),
+        "{md}"
+    );
+}
