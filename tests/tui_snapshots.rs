@@ -41,7 +41,7 @@ fn single() -> App {
         &mut a,
         spillscope::tui::app::Msg::Suggested {
             trace: t,
-            result: Ok(s),
+            result: Ok(Box::new(s)),
         },
     );
     a

@@ -281,7 +281,7 @@ fn suggestions_arrive_for_the_current_trace_only_and_pin_opens_the_tensor() {
         &mut a,
         Msg::Suggested {
             trace: other,
-            result: Ok(s.clone()),
+            result: Ok(Box::new(s.clone())),
         },
     );
     assert_eq!(a.suggestions, SuggestState::Pending);
@@ -289,7 +289,7 @@ fn suggestions_arrive_for_the_current_trace_only_and_pin_opens_the_tensor() {
         &mut a,
         Msg::Suggested {
             trace: tr.clone(),
-            result: Ok(s.clone()),
+            result: Ok(Box::new(s.clone())),
         },
     );
     assert!(matches!(a.suggestions, SuggestState::Ready(_)));

@@ -146,3 +146,66 @@ fn whatif_cli_json_and_csv() {
         "{t}"
     );
 }
+
+/// Rewrite flags apply to every point and each row says so; a point equals
+/// `sim` with the same flags.
+#[test]
+fn whatif_rows_record_the_rewrites_they_ran_with() {
+    let model =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/encoder_decoder.json");
+    let run = |args: &[&str]| -> serde_json::Value {
+        let o = assert_cmd::Command::cargo_bin("spillscope")
+            .unwrap()
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        serde_json::from_slice(&o.stdout).unwrap()
+    };
+    let m = model.to_str().unwrap();
+    let w = run(&[
+        "whatif",
+        m,
+        "--capacity",
+        "768KiB,1MiB",
+        "--fuse",
+        "--dtype",
+        "fp16",
+        "--format",
+        "json",
+    ]);
+    let rows = w["runs"].as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    for r in rows {
+        assert_eq!(r["fuse"], true);
+        assert_eq!(r["dtype"], "fp16");
+    }
+    let s = run(&[
+        "sim",
+        m,
+        "--capacity",
+        "1MiB",
+        "--policy",
+        "lru",
+        "--fuse",
+        "--dtype",
+        "fp16",
+        "--format",
+        "json",
+        "--ilp-time",
+        "0",
+    ]);
+    assert_eq!(s["runs"][0]["latency_ns"], rows[1]["latency_ns"]);
+    let plain = run(&[
+        "sim",
+        m,
+        "--capacity",
+        "1MiB",
+        "--policy",
+        "lru",
+        "--format",
+        "json",
+    ]);
+    assert_ne!(plain["runs"][0]["latency_ns"], rows[1]["latency_ns"]);
+    assert_eq!(plain["runs"][0]["fuse"], false);
+}

@@ -29,6 +29,18 @@ pub struct RunRow {
     pub energy_uj: f64,
     pub read_bandwidth: f64,
     pub write_bandwidth: f64,
+    /// Extension: the graph rewrites and recompute setting of the run (what
+    /// a what-if sweep varied besides capacity, bandwidth and policy).
+    #[serde(default)]
+    pub fuse: bool,
+    #[serde(default)]
+    pub dtype: String,
+    #[serde(default)]
+    pub order: serde_json::Value,
+    #[serde(default)]
+    pub recompute: serde_json::Value,
+    #[serde(default)]
+    pub recompute_saved_bytes: u64,
 }
 
 /// The whole `sim --format json` document.
@@ -92,6 +104,7 @@ impl RunRow {
                 .and_then(|v| v.as_f64())
                 .unwrap_or(0.0)
         };
+        let cfg = |k: &str| tr.meta.config.get(k).cloned().unwrap_or_default();
         RunRow {
             policy: tr.meta.policy.clone(),
             capacity_bytes: s.capacity_bytes,
@@ -111,6 +124,11 @@ impl RunRow {
             energy_uj: s.energy_uj,
             read_bandwidth: bw("read_bandwidth"),
             write_bandwidth: bw("write_bandwidth"),
+            fuse: cfg("fuse").as_bool().unwrap_or(false),
+            dtype: cfg("dtype").as_str().unwrap_or("native").to_string(),
+            order: cfg("order"),
+            recompute: cfg("recompute"),
+            recompute_saved_bytes: s.recompute_saved_bytes,
         }
     }
 }

@@ -102,7 +102,7 @@ pub enum Msg {
     /// Re-simulated suggestions for the primary trace (identified by its Arc).
     Suggested {
         trace: Arc<crate::trace::Trace>,
-        result: Result<Suggestions, String>,
+        result: Result<Box<Suggestions>, String>,
     },
     /// A background load or simulation failed: keep the last good view.
     Failed(String),
@@ -117,7 +117,7 @@ pub enum Msg {
 #[derive(Debug, Clone, PartialEq)]
 pub enum SuggestState {
     Pending,
-    Ready(Suggestions),
+    Ready(Box<Suggestions>),
     Unavailable(String),
 }
 

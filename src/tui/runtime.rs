@@ -210,6 +210,7 @@ fn spawn_suggester(tx: Sender<Msg>) -> Arc<SuggestInbox> {
         } else {
             crate::analysis::suggest::inputs_of_trace(&trace)
                 .and_then(|(g, hw, cfg)| crate::analysis::suggest::suggest(&g, &hw, &cfg))
+                .map(Box::new)
                 .map_err(|e| e.to_string())
         };
         if tx.send(Msg::Suggested { trace, result }).is_err() {
