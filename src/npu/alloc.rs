@@ -1,0 +1,350 @@
+//! Problem 2: offsets for every buffer under the capacities, inserting
+//! SPILL_OUT / SPILL_IN pairs where a buffer must leave, with low extra DDR
+//! traffic.
+//!
+//! One pass over the schedule with a best-fit address allocator per pool.
+//! When an ALLOC (or a SPILL_IN) finds no hole, it evicts the cheapest
+//! contiguous window of resident buffers: each victim costs its traffic
+//! (Size for a COPY_IN-filled buffer, else 2·Size) divided by how far away
+//! its next use is (Belady, weighted), and buffers the next op needs are
+//! never victims. A victim comes back (SPILL_IN, possibly at a new offset)
+//! right before its next user. L0 buffers hold one buffer at a time (the
+//! schedule guarantees it) and sit at offset 0.
+
+use super::model::{BufType, Kernel, NodeKind};
+use super::Solution;
+use crate::{Error, Result};
+use std::collections::BTreeMap;
+
+/// One pool's address space: resident buffers by offset.
+#[derive(Debug, Clone)]
+struct Pool {
+    cap: u64,
+    /// offset -> (end, buffer index)
+    blocks: BTreeMap<u64, (u64, usize)>,
+}
+
+impl Pool {
+    fn new(cap: u64) -> Pool {
+        Pool {
+            cap,
+            blocks: BTreeMap::new(),
+        }
+    }
+    /// Best-fit hole for `size`.
+    fn find(&self, size: u64) -> Option<u64> {
+        let mut best: Option<(u64, u64)> = None;
+        let mut cursor = 0;
+        let mut consider = |start: u64, end: u64| {
+            let len = end - start;
+            if len >= size && best.is_none_or(|(_, l)| len < l) {
+                best = Some((start, len));
+            }
+        };
+        for (&off, &(end, _)) in &self.blocks {
+            if off > cursor {
+                consider(cursor, off);
+            }
+            cursor = cursor.max(end);
+        }
+        if self.cap > cursor {
+            consider(cursor, self.cap);
+        }
+        best.map(|b| b.0)
+    }
+    fn place(&mut self, off: u64, size: u64, b: usize) {
+        self.blocks.insert(off, (off + size, b));
+    }
+    fn remove(&mut self, off: u64) {
+        self.blocks.remove(&off);
+    }
+}
+
+/// Where a buffer is now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    NotYet,
+    Resident(u64),
+    Out,
+    Freed,
+}
+
+/// The allocator's result: the solution plus its extra traffic.
+#[derive(Debug, Clone)]
+pub struct Allocation {
+    pub solution: Solution,
+    pub extra_traffic: u64,
+}
+
+/// Traffic of spilling buffer `b` once.
+pub fn spill_traffic(k: &Kernel, b: usize) -> u64 {
+    let buf = &k.buffers[b];
+    if buf.copy_in {
+        buf.size
+    } else {
+        2 * buf.size
+    }
+}
+
+/// Allocates `order` (a valid problem-1 schedule of the original nodes).
+pub fn allocate(k: &Kernel, order: &[usize]) -> Result<Allocation> {
+    let n = k.len();
+    let mut pos = vec![usize::MAX; n];
+    for (p, &i) in order.iter().enumerate() {
+        if i >= n || pos[i] != usize::MAX {
+            return Err(Error::Config(format!(
+                "npu allocate: node {i} is not a node of the case or appears twice"
+            )));
+        }
+        pos[i] = p;
+    }
+    if let Some(i) = (0..n).find(|&i| pos[i] == usize::MAX) {
+        return Err(Error::Config(format!(
+            "npu allocate: the schedule misses node {i}"
+        )));
+    }
+    // Use positions of each buffer, sorted.
+    let uses: Vec<Vec<usize>> = k
+        .buffers
+        .iter()
+        .map(|b| {
+            let mut v: Vec<usize> = b.users.iter().map(|&u| pos[u]).collect();
+            v.sort_unstable();
+            v
+        })
+        .collect();
+    let next_use = |b: usize, now: usize| -> Option<usize> {
+        let u = &uses[b];
+        u.get(u.partition_point(|&p| p < now)).copied()
+    };
+    let mut pools: Vec<Pool> = BufType::ALL
+        .iter()
+        .map(|t| Pool::new(t.capacity()))
+        .collect();
+    let mut state = vec![State::NotYet; k.buffers.len()];
+    let mut first_offset: Vec<Option<u64>> = vec![None; k.buffers.len()];
+    let mut out_order: Vec<usize> = Vec::with_capacity(order.len() + 64);
+    let mut spills: Vec<(u32, u64)> = Vec::new();
+    // Spill id pairs: the index into `spills` of the pending SPILL_IN per buffer.
+    let mut pending_in: Vec<Option<usize>> = vec![None; k.buffers.len()];
+    let mut extra = 0u64;
+    let bidx = |buf: &u32| k.buf_index.get(buf).copied();
+
+    // Makes room for `size` in pool `ty` at schedule position `now`,
+    // evicting (emitting SPILL_OUTs) as needed; returns the offset.
+    #[allow(clippy::too_many_arguments)]
+    fn room(
+        k: &Kernel,
+        pools: &mut [Pool],
+        state: &mut [State],
+        out_order: &mut Vec<usize>,
+        spills: &mut Vec<(u32, u64)>,
+        pending_in: &mut [Option<usize>],
+        extra: &mut u64,
+        ty: BufType,
+        size: u64,
+        now: usize,
+        protect: &[usize],
+        next_use: &dyn Fn(usize, usize) -> Option<usize>,
+    ) -> Result<u64> {
+        let p = ty.index();
+        if let Some(off) = pools[p].find(size) {
+            return Ok(off);
+        }
+        if ty.is_l0() {
+            return Err(Error::Config(format!(
+                "npu allocate: {} is full at position {now} (the schedule breaks the one-buffer rule)",
+                ty.as_str()
+            )));
+        }
+        // Segments in address order; choose the cheapest window >= size.
+        let cap = pools[p].cap;
+        let mut segs: Vec<(u64, u64, Option<usize>)> = Vec::new(); // (start, end, buffer)
+        let mut cursor = 0;
+        for (&off, &(end, b)) in &pools[p].blocks {
+            if off > cursor {
+                segs.push((cursor, off, None));
+            }
+            segs.push((off, end, Some(b)));
+            cursor = cursor.max(end);
+        }
+        if cap > cursor {
+            segs.push((cursor, cap, None));
+        }
+        let cost = |b: usize| -> f64 {
+            let traffic = spill_traffic(k, b) as f64;
+            match next_use(b, now) {
+                // Dead but not yet freed: evicting still needs a SPILL_IN before FREE.
+                None => traffic * 4.0,
+                Some(u) => traffic / ((u - now) as f64 + 1.0),
+            }
+        };
+        let mut best: Option<(f64, usize, usize)> = None;
+        for lo in 0..segs.len() {
+            let (mut c, mut hi) = (0.0, lo);
+            let mut ok = true;
+            while hi < segs.len() {
+                if let Some(b) = segs[hi].2 {
+                    if protect.contains(&b) {
+                        ok = false;
+                        break;
+                    }
+                    c += cost(b);
+                }
+                if segs[hi].1 - segs[lo].0 >= size {
+                    break;
+                }
+                hi += 1;
+            }
+            if !ok || hi >= segs.len() {
+                continue;
+            }
+            if best.is_none_or(|(bc, _, _)| c < bc) {
+                best = Some((c, lo, hi));
+            }
+        }
+        let Some((_, lo, hi)) = best else {
+            return Err(Error::Config(format!(
+                "npu allocate: no window of {size} in {} at position {now} without evicting a buffer the op needs",
+                ty.as_str()
+            )));
+        };
+        for s in &segs[lo..=hi] {
+            if let Some(b) = s.2 {
+                let State::Resident(off) = state[b] else {
+                    continue;
+                };
+                pools[p].remove(off);
+                state[b] = State::Out;
+                // SPILL_OUT id: n + 2k; its SPILL_IN (n + 2k + 1) comes later.
+                let k_idx = spills.len();
+                spills.push((k.buffers[b].id, 0));
+                pending_in[b] = Some(k_idx);
+                out_order.push(k.len() + 2 * k_idx);
+                *extra += spill_traffic(k, b);
+            }
+        }
+        Ok(segs[lo].0)
+    }
+
+    for (now, &i) in order.iter().enumerate() {
+        match &k.nodes[i].kind {
+            NodeKind::Alloc { buf, size, ty } => {
+                let b = bidx(buf).unwrap_or(0);
+                // Protect what the op this ALLOC feeds will use.
+                let feeds: Vec<usize> = k.succ[i]
+                    .iter()
+                    .filter_map(|&s| match &k.nodes[s].kind {
+                        NodeKind::Op { bufs, .. } => {
+                            Some(bufs.iter().filter_map(bidx).collect::<Vec<_>>())
+                        }
+                        _ => None,
+                    })
+                    .flatten()
+                    .collect();
+                let off = room(
+                    k,
+                    &mut pools,
+                    &mut state,
+                    &mut out_order,
+                    &mut spills,
+                    &mut pending_in,
+                    &mut extra,
+                    *ty,
+                    *size,
+                    now,
+                    &feeds,
+                    &next_use,
+                )?;
+                pools[ty.index()].place(off, *size, b);
+                state[b] = State::Resident(off);
+                first_offset[b] = Some(off);
+                out_order.push(i);
+            }
+            NodeKind::Op { bufs, .. } => {
+                let mine: Vec<usize> = bufs.iter().filter_map(bidx).collect();
+                for &b in &mine {
+                    match state[b] {
+                        State::Resident(_) => {}
+                        State::Out => {
+                            let (size, ty) = (k.buffers[b].size, k.buffers[b].ty);
+                            let off = room(
+                                k,
+                                &mut pools,
+                                &mut state,
+                                &mut out_order,
+                                &mut spills,
+                                &mut pending_in,
+                                &mut extra,
+                                ty,
+                                size,
+                                now,
+                                &mine,
+                                &next_use,
+                            )?;
+                            pools[ty.index()].place(off, size, b);
+                            state[b] = State::Resident(off);
+                            if let Some(s) = pending_in[b].take() {
+                                spills[s].1 = off;
+                                out_order.push(k.len() + 2 * s + 1);
+                            }
+                        }
+                        State::NotYet | State::Freed => {
+                            return Err(Error::Config(format!(
+                                "npu allocate: node {i} ({}) uses buffer {} outside its ALLOC..FREE",
+                                k.nodes[i].op, k.buffers[b].id
+                            )));
+                        }
+                    }
+                }
+                out_order.push(i);
+            }
+            NodeKind::Free { buf, .. } => {
+                let b = bidx(buf).unwrap_or(0);
+                if state[b] == State::Out {
+                    // Spilled with no use left: it must come back before FREE.
+                    let (size, ty) = (k.buffers[b].size, k.buffers[b].ty);
+                    let off = room(
+                        k,
+                        &mut pools,
+                        &mut state,
+                        &mut out_order,
+                        &mut spills,
+                        &mut pending_in,
+                        &mut extra,
+                        ty,
+                        size,
+                        now,
+                        &[b],
+                        &next_use,
+                    )?;
+                    pools[ty.index()].place(off, size, b);
+                    state[b] = State::Resident(off);
+                    if let Some(s) = pending_in[b].take() {
+                        spills[s].1 = off;
+                        out_order.push(k.len() + 2 * s + 1);
+                    }
+                }
+                if let State::Resident(off) = state[b] {
+                    pools[k.buffers[b].ty.index()].remove(off);
+                }
+                state[b] = State::Freed;
+                out_order.push(i);
+            }
+        }
+    }
+    let offsets = k
+        .buffers
+        .iter()
+        .zip(&first_offset)
+        .map(|(b, o)| (b.id, o.unwrap_or(0)))
+        .collect();
+    Ok(Allocation {
+        solution: Solution {
+            order: out_order,
+            offsets,
+            spills,
+        },
+        extra_traffic: extra,
+    })
+}
