@@ -7,6 +7,7 @@ pub mod alloc;
 pub mod check;
 pub mod model;
 pub mod schedule;
+pub mod solve;
 pub mod timing;
 pub mod to_trace;
 
