@@ -44,6 +44,15 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             print(&spillscope::cli::trace_cmds::run_diff(&a)?);
             Ok(ExitCode::SUCCESS)
         }
+        Some(Command::Npu(c)) => {
+            let (text, ok) = spillscope::cli::npu_cmd::run(&c)?;
+            print(&text);
+            Ok(if ok {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
+        }
         Some(Command::Report(a)) => {
             print(&spillscope::cli::report_cmd::run(&a)?);
             Ok(ExitCode::SUCCESS)

@@ -2,8 +2,12 @@
 //! the exact reference peaks of the shared ONNX models.
 
 mod common;
-use common::{graph, shared_data};
-use spillscope::graph::{self, LiveInterval, Liveness, LoadOptions, TensorKind};
+use common::graph;
+#[cfg(feature = "onnx")]
+use common::shared_data;
+#[cfg(feature = "onnx")]
+use spillscope::graph::{self, LoadOptions};
+use spillscope::graph::{LiveInterval, Liveness, TensorKind};
 
 #[test]
 fn intervals_follow_def_use() {

@@ -35,6 +35,10 @@ pub enum Command {
     Export(ExportArgs),
     /// Compare two traces: event agreement, per-op and per-tensor deltas.
     Diff(DiffArgs),
+    /// NPU kernel DAGs (the 2025 intra-core scheduling benchmark): import,
+    /// schedule, allocate, time, solve, check.
+    #[command(subcommand)]
+    Npu(super::npu_cmd::NpuCommand),
     /// A shareable report of a trace (or a model, simulated first): summary,
     /// hotspots, classification, oscillation, worst round trips, suggestions,
     /// what-if curve; markdown, JSON or self-contained HTML with SVG charts.

@@ -2,6 +2,7 @@
 //! the binary prints one clear line on error and exits non-zero.
 
 pub mod args;
+pub mod npu_cmd;
 pub mod report_cmd;
 pub mod sample;
 pub mod sim_cmd;

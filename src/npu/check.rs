@@ -158,11 +158,11 @@ pub fn evaluate(k: &Kernel, sol: &Solution) -> std::result::Result<Metrics, Viol
         let (sa, sb) = (k.buffers[a.buf].size, k.buffers[b.buf].size);
         a.offset < b.offset + sb && b.offset < a.offset + sa
     };
-    let mut open = |b: usize,
-                    offset: u64,
-                    start: usize,
-                    stays: &mut Vec<Stay>,
-                    resident: &mut Vec<Vec<usize>>|
+    let open = |b: usize,
+                offset: u64,
+                start: usize,
+                stays: &mut Vec<Stay>,
+                resident: &mut Vec<Vec<usize>>|
      -> std::result::Result<usize, Violation> {
         let buf = &k.buffers[b];
         if offset + buf.size > buf.ty.capacity() {
@@ -200,7 +200,7 @@ pub fn evaluate(k: &Kernel, sol: &Solution) -> std::result::Result<Metrics, Viol
     for &i in &sol.order {
         if i >= n {
             let s = (i - n) / 2;
-            let is_out = (i - n) % 2 == 0;
+            let is_out = (i - n).is_multiple_of(2);
             let (buf, new_off) = sol.spills[s];
             let b = k.buf_index[&buf];
             if k.buffers[b].ty.is_l0() {
@@ -356,7 +356,7 @@ pub fn evaluate(k: &Kernel, sol: &Solution) -> std::result::Result<Metrics, Viol
                 let s = (i - n) / 2;
                 let b = k.buf_index[&sol.spills[s].0];
                 let buf = &k.buffers[b];
-                if (i - n) % 2 == 0 {
+                if (i - n).is_multiple_of(2) {
                     Timed {
                         pipe: Some(Pipe::Mte3),
                         cycles: spill_cycles(buf.size, buf.copy_in),
@@ -418,7 +418,7 @@ pub fn read_solution(dir: &Path) -> Result<Solution> {
     };
     let bad = |name: &str, line: usize, what: &str| {
         Error::parse(
-            &dir.join(name),
+            dir.join(name),
             "NPU solution",
             format!("line {line}: {what}"),
         )

@@ -22,14 +22,14 @@ impl Rng {
     pub fn new(seed: u64) -> Rng {
         Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
     }
-    pub fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
         self.0 ^= self.0 >> 27;
         self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
     }
     pub fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
+        (self.next_u64() % n.max(1) as u64) as usize
     }
 }
 
@@ -73,9 +73,9 @@ pub fn groups(k: &Kernel) -> Vec<Vec<usize>> {
         }
     }
     let mut by_root: std::collections::BTreeMap<usize, Vec<usize>> = Default::default();
-    for ti in 0..targets.len() {
+    for (ti, &t) in targets.iter().enumerate() {
         let r = find(&mut parent, ti);
-        by_root.entry(r).or_default().push(targets[ti]);
+        by_root.entry(r).or_default().push(t);
     }
     by_root.into_values().collect()
 }
@@ -220,7 +220,7 @@ pub fn search(
             }
         }
     }
-    let (mut cur_plan, mut cur_sol, mut cur_m) = best.clone()?;
+    let (mut cur_plan, _, mut cur_m) = best.clone()?;
     let n = cur_plan.order.len();
     while started.elapsed() < budget && n > 1 {
         let mut p = cur_plan.clone();
@@ -263,13 +263,12 @@ pub fn search(
         };
         if score(goal, &m) <= score(goal, &cur_m) {
             cur_plan = p;
-            cur_sol = sol;
             cur_m = m;
             if best
                 .as_ref()
                 .is_none_or(|b| score(goal, &cur_m) < score(goal, &b.2))
             {
-                best = Some((cur_plan.clone(), cur_sol.clone(), cur_m));
+                best = Some((cur_plan.clone(), sol, cur_m));
             }
         }
     }
@@ -572,17 +571,10 @@ pub fn proxy_search(
     let mut it = 0u64;
     loop {
         it += 1;
-        let frac = if it % 64 == 0 || it < 64 {
-            let f = started.elapsed().as_secs_f64() / budget.as_secs_f64().max(1e-9);
-            if f >= 1.0 {
-                break;
-            }
-            f
-        } else {
-            // Between clock reads, assume the last fraction.
-            (it as f64 / 1e9).min(0.999)
-        };
-        let _ = frac;
+        // The clock is read every few moves (each move is microseconds).
+        if (it.is_multiple_of(16) || it < 16) && started.elapsed() >= budget {
+            break;
+        }
         let mut p = cur.clone();
         match rng.below(4) {
             0 => {
@@ -612,11 +604,11 @@ pub fn proxy_search(
         }
         let t = proxy.traffic(&p);
         // Late acceptance of slightly worse orders early on (annealing).
-        let elapsed = started.elapsed().as_secs_f64() / budget.as_secs_f64().max(1e-9);
+        let elapsed = (started.elapsed().as_secs_f64() / budget.as_secs_f64().max(1e-9)).min(1.0);
         let temp = (1.0 - elapsed).max(0.0) * 0.02 * cur_t.max(1) as f64;
         let accept = t <= cur_t
             || ((cur_t as f64 - t as f64) / temp.max(1e-9)).exp()
-                > (rng.next() % 10_000) as f64 / 10_000.0;
+                > (rng.next_u64() % 10_000) as f64 / 10_000.0;
         if accept {
             cur = p;
             cur_t = t;

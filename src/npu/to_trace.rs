@@ -1,1 +1,337 @@
-//! (in progress)
+//! A kernel DAG with a solution as a `spillscope.trace/1` trace, so the
+//! explorer, `verify`, `diff` and `report` work on kernels too: one pool per
+//! buffer type, buffers as tensors, op nodes as ops (their pipe in
+//! `op_type`, e.g. `MATMUL@CUBE`), ALLOC/FREE as alloc/free, SPILL_OUT as
+//! evict and SPILL_IN as reload with their DMA spans. Times are cycles
+//! (1 cycle shown as 1 ns).
+
+use super::check::{evaluate, spill_cycles};
+use super::model::{BufType, Kernel, NodeKind, Pipe};
+use super::timing::{pipe_times, Timed};
+use super::Solution;
+use crate::trace::{
+    Counter, Event, EventKind, Meta, Pool, Summary, Trace, TraceOp, TraceTensor, SCHEMA,
+};
+use crate::{Error, Result};
+
+/// Builds the trace of `sol` (checked first: a broken solution is an error
+/// naming the rule).
+pub fn to_trace(k: &Kernel, sol: &Solution) -> Result<Trace> {
+    let m = evaluate(k, sol).map_err(|v| Error::Config(format!("npu solution: {v}")))?;
+    let n = k.len();
+    let total = n + 2 * sol.spills.len();
+    // Timing with the same edges as the checker: recompute spans here with
+    // original + spill edges (reuse edges only delay ALLOCs, which the
+    // ALLOC events below take from the pipes' view of time).
+    let mut pos = vec![0usize; total];
+    for (p, &i) in sol.order.iter().enumerate() {
+        pos[i] = p;
+    }
+    let mut preds: Vec<Vec<usize>> = k.pred.clone();
+    preds.resize(total, Vec::new());
+    let spill_buf: Vec<usize> = sol.spills.iter().map(|(b, _)| k.buf_index[b]).collect();
+    for (s, &b) in spill_buf.iter().enumerate() {
+        let buf = &k.buffers[b];
+        let (o, inn) = (n + 2 * s, n + 2 * s + 1);
+        preds[o].push(buf.alloc);
+        preds[inn].push(o);
+        preds[buf.free].push(inn);
+        for &u in &buf.users {
+            if pos[u] < pos[o] {
+                preds[o].push(u);
+            } else if pos[u] > pos[inn] {
+                preds[u].push(inn);
+            }
+        }
+    }
+    // Address reuse within a pool: a placement waits for the previous
+    // holder of its bytes to leave (as the checker times it).
+    let mut last: Vec<Vec<Option<usize>>> = BufType::ALL
+        .iter()
+        .map(|t| vec![None; t.capacity() as usize])
+        .collect();
+    let mut offset_now: Vec<u64> = vec![0; k.buffers.len()];
+    for &(buf, off) in &sol.offsets {
+        if let Some(&b) = k.buf_index.get(&buf) {
+            offset_now[b] = off;
+        }
+    }
+    let mut leaver: Vec<usize> = vec![usize::MAX; k.buffers.len()];
+    let mut place =
+        |b: usize, off: u64, start: usize, preds: &mut Vec<Vec<usize>>, leaver: &[usize]| {
+            let t = k.buffers[b].ty;
+            let size = k.buffers[b].size as usize;
+            let slots = &mut last[t.index()];
+            let end = (off as usize + size).min(slots.len());
+            let mut seen: Vec<usize> = Vec::new();
+            for slot in &mut slots[(off as usize).min(end)..end] {
+                if let Some(prev) = *slot {
+                    if !seen.contains(&prev) {
+                        seen.push(prev);
+                    }
+                }
+                *slot = Some(b);
+            }
+            for prev in seen {
+                if prev != b && leaver[prev] != usize::MAX {
+                    preds[start].push(leaver[prev]);
+                }
+            }
+        };
+    for &i in &sol.order {
+        if i >= n {
+            let s = (i - n) / 2;
+            let b = spill_buf[s];
+            if (i - n).is_multiple_of(2) {
+                leaver[b] = i;
+            } else {
+                offset_now[b] = sol.spills[s].1;
+                place(b, offset_now[b], i, &mut preds, &leaver);
+            }
+            continue;
+        }
+        match &k.nodes[i].kind {
+            NodeKind::Alloc { buf, .. } => {
+                let b = k.buf_index[buf];
+                place(b, offset_now[b], i, &mut preds, &leaver);
+            }
+            NodeKind::Free { buf, .. } => leaver[k.buf_index[buf]] = i,
+            _ => {}
+        }
+    }
+    let timed: Vec<Timed> = (0..total)
+        .map(|i| {
+            if i < n {
+                match &k.nodes[i].kind {
+                    NodeKind::Op { pipe, cycles, .. } => Timed {
+                        pipe: Some(*pipe),
+                        cycles: *cycles,
+                    },
+                    _ => Timed {
+                        pipe: None,
+                        cycles: 0,
+                    },
+                }
+            } else {
+                let buf = &k.buffers[spill_buf[(i - n) / 2]];
+                if (i - n).is_multiple_of(2) {
+                    Timed {
+                        pipe: Some(Pipe::Mte3),
+                        cycles: spill_cycles(buf.size, buf.copy_in),
+                    }
+                } else {
+                    Timed {
+                        pipe: Some(Pipe::Mte2),
+                        cycles: spill_cycles(buf.size, false),
+                    }
+                }
+            }
+        })
+        .collect();
+    let (span, latency) = pipe_times(&sol.order, &timed, &preds);
+
+    // Ops: op nodes in schedule order.
+    let mut op_index = vec![usize::MAX; n];
+    let mut ops: Vec<TraceOp> = Vec::new();
+    for &i in sol.order.iter().filter(|&&i| i < n) {
+        if let NodeKind::Op { pipe, bufs, .. } = &k.nodes[i].kind {
+            op_index[i] = ops.len();
+            let tensors: Vec<usize> = bufs
+                .iter()
+                .filter_map(|b| k.buf_index.get(b).copied())
+                .collect();
+            ops.push(TraceOp {
+                id: ops.len(),
+                name: format!("{}#{i}", k.nodes[i].op),
+                op_type: format!("{}@{}", k.nodes[i].op, pipe.as_str()),
+                start_ns: span[i].0,
+                end_ns: span[i].1,
+                stall_ns: 0,
+                inputs: tensors.clone(),
+                outputs: Vec::new(),
+                streamed: Vec::new(),
+                flops: None,
+                bound: None,
+            });
+        }
+    }
+    let tensors: Vec<TraceTensor> = k
+        .buffers
+        .iter()
+        .enumerate()
+        .map(|(bi, b)| {
+            let mut consumers: Vec<usize> = b
+                .users
+                .iter()
+                .map(|&u| op_index[u])
+                .filter(|&x| x != usize::MAX)
+                .collect();
+            consumers.sort_unstable();
+            TraceTensor {
+                id: bi,
+                name: format!("buf{}", b.id),
+                bytes: b.size,
+                kind: if b.copy_in {
+                    "input".into()
+                } else {
+                    "activation".into()
+                },
+                pool: b.ty.as_str().into(),
+                producer: consumers.first().copied(),
+                consumers,
+            }
+        })
+        .collect();
+    // Events.
+    let mut events: Vec<Event> = Vec::new();
+    let mut offset_now: Vec<u64> = vec![0; k.buffers.len()];
+    for &(buf, off) in &sol.offsets {
+        if let Some(&b) = k.buf_index.get(&buf) {
+            offset_now[b] = off;
+        }
+    }
+    let near_op = |i: usize| -> Option<usize> {
+        // The op a memory node belongs to: the first op after it in the schedule.
+        sol.order[pos[i]..]
+            .iter()
+            .find(|&&x| x < n && op_index[x] != usize::MAX)
+            .map(|&x| op_index[x])
+            .or_else(|| ops.len().checked_sub(1))
+    };
+    let ev = |t: u64, kind: EventKind, b: usize, off: u64, op: Option<usize>| Event {
+        t_ns: t,
+        kind,
+        tensor: b,
+        bytes: k.buffers[b].size,
+        pool: k.buffers[b].ty.as_str().into(),
+        offset: Some(off),
+        op,
+        dma_start_ns: None,
+        dma_end_ns: None,
+        thread: None,
+        live_bytes: None,
+        reason: None,
+    };
+    for &i in &sol.order {
+        if i >= n {
+            let s = (i - n) / 2;
+            let b = spill_buf[s];
+            let mut e = if (i - n).is_multiple_of(2) {
+                let mut e = ev(span[i].1, EventKind::Evict, b, offset_now[b], near_op(i));
+                e.reason = Some("spill".into());
+                e
+            } else {
+                offset_now[b] = sol.spills[s].1;
+                let mut e = ev(span[i].0, EventKind::Reload, b, offset_now[b], near_op(i));
+                e.reason = Some("spill".into());
+                e
+            };
+            e.dma_start_ns = Some(span[i].0);
+            e.dma_end_ns = Some(span[i].1);
+            events.push(e);
+            continue;
+        }
+        match &k.nodes[i].kind {
+            NodeKind::Alloc { buf, .. } => {
+                let b = k.buf_index[buf];
+                events.push(ev(
+                    span[i].0,
+                    EventKind::Alloc,
+                    b,
+                    offset_now[b],
+                    near_op(i),
+                ));
+            }
+            NodeKind::Free { buf, .. } => {
+                let b = k.buf_index[buf];
+                events.push(ev(span[i].0, EventKind::Free, b, offset_now[b], near_op(i)));
+            }
+            _ => {}
+        }
+    }
+    // Time order; at equal times by the op they belong to (the verifier's
+    // checkpoint rule), frees and evictions before placements.
+    let rank = |k: EventKind| match k {
+        EventKind::Free | EventKind::Evict => 0,
+        _ => 1,
+    };
+    events.sort_by_key(|e| (e.t_ns, e.op, rank(e.kind)));
+    // Resident bytes over time, L1 + UB (the residency the benchmark counts).
+    let mut resident: Vec<(u64, f64)> = Vec::new();
+    let mut cur = 0i64;
+    for e in &events {
+        if k.buffers[e.tensor].ty.is_l0() {
+            continue;
+        }
+        match e.kind {
+            EventKind::Alloc | EventKind::Reload | EventKind::Recompute => cur += e.bytes as i64,
+            EventKind::Free | EventKind::Evict => cur -= e.bytes as i64,
+        }
+        match resident.last_mut() {
+            Some(last) if last.0 == e.t_ns => last.1 = cur as f64,
+            _ => resident.push((e.t_ns, cur as f64)),
+        }
+    }
+    let spilled: u64 = spill_buf
+        .iter()
+        .map(|&b| {
+            if k.buffers[b].copy_in {
+                0
+            } else {
+                k.buffers[b].size
+            }
+        })
+        .sum();
+    let reloaded: u64 = spill_buf.iter().map(|&b| k.buffers[b].size).sum();
+    let peak_resident = resident.iter().map(|s| s.1 as u64).max().unwrap_or(0);
+    let summary = Summary {
+        latency_ns: latency.max(m.total_cycles),
+        spill_count: sol.spills.len() as u64,
+        spilled_bytes: spilled,
+        reloaded_bytes: reloaded,
+        traffic_bytes: m.extra_traffic,
+        recompute_saved_bytes: 0,
+        stall_ns: 0,
+        peak_live_bytes: m.peak_residency,
+        peak_resident_bytes: peak_resident,
+        lower_bound_traffic_bytes: 0,
+        throughput_fps: 0.0,
+        weight_traffic_bytes: 0,
+        streamed_bytes: 0,
+        energy_uj: 0.0,
+        capacity_bytes: BufType::L1.capacity() + BufType::Ub.capacity(),
+    };
+    Ok(Trace {
+        schema: SCHEMA.into(),
+        source: "simulator".into(),
+        meta: Meta {
+            model: k.name.clone(),
+            policy: "npu".into(),
+            hardware: serde_json::json!({
+                "kind": "npu-kernel",
+                "time_unit": "cycles",
+                "capacities": BufType::ALL.iter().map(|t| (t.as_str(), t.capacity())).collect::<std::collections::BTreeMap<_, _>>(),
+            }),
+            config: serde_json::json!({ "total_cycles": m.total_cycles, "extra_traffic": m.extra_traffic, "peak_residency": m.peak_residency }),
+            tool_version: env!("CARGO_PKG_VERSION").into(),
+        },
+        pools: BufType::ALL
+            .iter()
+            .map(|t| Pool {
+                name: t.as_str().into(),
+                capacity_bytes: t.capacity(),
+                alignment: 1,
+            })
+            .collect(),
+        tensors,
+        ops,
+        events,
+        counters: vec![Counter {
+            name: "resident_bytes".into(),
+            unit: "bytes".into(),
+            pool: None,
+            samples: resident,
+        }],
+        summary,
+    })
+}

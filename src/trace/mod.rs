@@ -200,6 +200,22 @@ pub struct Summary {
 }
 
 impl Trace {
+    /// A copy without ops, tensors, events or counters (schema, source,
+    /// meta, pools and summary), for building sub-traces cheaply.
+    pub fn clone_header(&self) -> Trace {
+        Trace {
+            schema: self.schema.clone(),
+            source: self.source.clone(),
+            meta: self.meta.clone(),
+            pools: self.pools.clone(),
+            tensors: Vec::new(),
+            ops: Vec::new(),
+            events: Vec::new(),
+            counters: Vec::new(),
+            summary: self.summary.clone(),
+        }
+    }
+
     pub fn load(path: &Path) -> Result<Trace> {
         // Reading whole and parsing from a slice is several times faster
         // than parsing from a reader.

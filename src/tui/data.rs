@@ -61,6 +61,46 @@ pub struct Dataset {
     /// Live bytes per op step (from the `live_bytes` counter).
     pub live_by_step: Vec<u64>,
     pub capacity: u64,
+    /// One timeline per pipe for kernel traces (ops typed `OP@PIPE`, e.g.
+    /// from `npu import`), where pipes run ops in parallel.
+    pub pipes: Vec<(String, TimelineIndex)>,
+}
+
+/// Per-pipe timeline indexes when op types carry a pipe (`MATMUL@CUBE`).
+fn pipe_indexes(tr: &Trace) -> Vec<(String, TimelineIndex)> {
+    let mut names: Vec<&str> = Vec::new();
+    for o in &tr.ops {
+        match o.op_type.rsplit_once('@') {
+            Some((_, p)) => {
+                if !names.contains(&p) {
+                    names.push(p);
+                }
+            }
+            None => return Vec::new(),
+        }
+    }
+    if names.len() < 2 {
+        return Vec::new();
+    }
+    names.sort_unstable();
+    names
+        .into_iter()
+        .map(|p| {
+            let sub = Trace {
+                ops: tr
+                    .ops
+                    .iter()
+                    .filter(|o| o.op_type.ends_with(&format!("@{p}")))
+                    .cloned()
+                    .collect(),
+                events: Vec::new(),
+                counters: Vec::new(),
+                tensors: Vec::new(),
+                ..tr.clone_header()
+            };
+            (p.to_string(), TimelineIndex::build(&sub))
+        })
+        .collect()
 }
 
 impl Dataset {
@@ -87,6 +127,7 @@ impl Dataset {
             occupancy: OccupancyIndex::build(&[], end_ns, capacity),
             live_by_step: live_by_step(&trace),
             capacity,
+            pipes: Vec::new(),
             trace,
         }
     }
@@ -127,6 +168,7 @@ impl Dataset {
             occupancy,
             live_by_step,
             capacity,
+            pipes: pipe_indexes(&trace),
             trace,
         }
     }

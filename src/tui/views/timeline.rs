@@ -54,6 +54,18 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
             _ => lanes::event_lane(buf, x, y, &cols, theme, g),
         }
         y += 1;
+        // Kernel traces: one lane per pipe under the ops lane.
+        if kind == 0 {
+            for (pipe, index) in &d.pipes {
+                if y + 4 >= bottom {
+                    break;
+                }
+                let pcols = index.columns(app.window.0, app.window.1, lane_w as usize);
+                lanes::label(buf, inner.x, y, &format!(" {pipe}"), muted);
+                lanes::ops_lane(buf, x, y, &pcols, theme, g, None);
+                y += 1;
+            }
+        }
     }
     if y < bottom {
         lanes::label(buf, inner.x, y, "cursor", muted);
