@@ -16,12 +16,34 @@ use super::Solution;
 use crate::{Error, Result};
 use std::collections::BTreeMap;
 
-/// One pool's address space: resident buffers by offset.
+/// How the allocator chooses holes and victims (searched by `npu solve`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AllocOptions {
+    /// Victim cost = traffic / (distance to next use + 1)^exponent: 1 is
+    /// weighted Belady; larger trusts distance more than size.
+    pub distance_exponent: f64,
+    /// Place in the region freed longest ago (fewer address-reuse waits,
+    /// so DMA can start earlier) instead of the best-fitting hole.
+    pub oldest_hole: bool,
+}
+
+impl Default for AllocOptions {
+    fn default() -> Self {
+        AllocOptions {
+            distance_exponent: 1.0,
+            oldest_hole: false,
+        }
+    }
+}
+
+/// One pool's address space: resident buffers by offset, and when each
+/// byte was last released (schedule position).
 #[derive(Debug, Clone)]
 struct Pool {
     cap: u64,
     /// offset -> (end, buffer index)
     blocks: BTreeMap<u64, (u64, usize)>,
+    freed_at: Vec<usize>,
 }
 
 impl Pool {
@@ -29,34 +51,46 @@ impl Pool {
         Pool {
             cap,
             blocks: BTreeMap::new(),
+            freed_at: vec![0; cap as usize],
         }
     }
-    /// Best-fit hole for `size`.
-    fn find(&self, size: u64) -> Option<u64> {
-        let mut best: Option<(u64, u64)> = None;
+    /// A hole for `size`: best fit, or the placement whose bytes were
+    /// released longest ago.
+    fn find(&self, size: u64, oldest: bool) -> Option<u64> {
+        let mut holes: Vec<(u64, u64)> = Vec::new();
         let mut cursor = 0;
-        let mut consider = |start: u64, end: u64| {
-            let len = end - start;
-            if len >= size && best.is_none_or(|(_, l)| len < l) {
-                best = Some((start, len));
-            }
-        };
         for (&off, &(end, _)) in &self.blocks {
             if off > cursor {
-                consider(cursor, off);
+                holes.push((cursor, off));
             }
             cursor = cursor.max(end);
         }
         if self.cap > cursor {
-            consider(cursor, self.cap);
+            holes.push((cursor, self.cap));
         }
-        best.map(|b| b.0)
+        let fits = holes.into_iter().filter(|(s, e)| e - s >= size);
+        if !oldest {
+            return fits.min_by_key(|(s, e)| (e - s, *s)).map(|h| h.0);
+        }
+        let last_free = |at: u64| -> usize {
+            self.freed_at[at as usize..(at + size) as usize]
+                .iter()
+                .copied()
+                .max()
+                .unwrap_or(0)
+        };
+        fits.flat_map(|(s, e)| [s, e - size])
+            .min_by_key(|&at| (last_free(at), at))
     }
     fn place(&mut self, off: u64, size: u64, b: usize) {
         self.blocks.insert(off, (off + size, b));
     }
-    fn remove(&mut self, off: u64) {
-        self.blocks.remove(&off);
+    fn remove(&mut self, off: u64, now: usize) {
+        if let Some((end, _)) = self.blocks.remove(&off) {
+            for x in &mut self.freed_at[off as usize..end as usize] {
+                *x = now;
+            }
+        }
     }
 }
 
@@ -88,6 +122,11 @@ pub fn spill_traffic(k: &Kernel, b: usize) -> u64 {
 
 /// Allocates `order` (a valid problem-1 schedule of the original nodes).
 pub fn allocate(k: &Kernel, order: &[usize]) -> Result<Allocation> {
+    allocate_with(k, order, AllocOptions::default())
+}
+
+/// [`allocate`] with explicit hole and victim choices.
+pub fn allocate_with(k: &Kernel, order: &[usize], opts: AllocOptions) -> Result<Allocation> {
     let n = k.len();
     let mut pos = vec![usize::MAX; n];
     for (p, &i) in order.iter().enumerate() {
@@ -146,9 +185,10 @@ pub fn allocate(k: &Kernel, order: &[usize]) -> Result<Allocation> {
         now: usize,
         protect: &[usize],
         next_use: &dyn Fn(usize, usize) -> Option<usize>,
+        opts: AllocOptions,
     ) -> Result<u64> {
         let p = ty.index();
-        if let Some(off) = pools[p].find(size) {
+        if let Some(off) = pools[p].find(size, opts.oldest_hole) {
             return Ok(off);
         }
         if ty.is_l0() {
@@ -176,7 +216,7 @@ pub fn allocate(k: &Kernel, order: &[usize]) -> Result<Allocation> {
             match next_use(b, now) {
                 // Dead but not yet freed: evicting still needs a SPILL_IN before FREE.
                 None => traffic * 4.0,
-                Some(u) => traffic / ((u - now) as f64 + 1.0),
+                Some(u) => traffic / ((u - now) as f64 + 1.0).powf(opts.distance_exponent),
             }
         };
         let mut best: Option<(f64, usize, usize)> = None;
@@ -214,7 +254,7 @@ pub fn allocate(k: &Kernel, order: &[usize]) -> Result<Allocation> {
                 let State::Resident(off) = state[b] else {
                     continue;
                 };
-                pools[p].remove(off);
+                pools[p].remove(off, now);
                 state[b] = State::Out;
                 // SPILL_OUT id: n + 2k; its SPILL_IN (n + 2k + 1) comes later.
                 let k_idx = spills.len();
@@ -255,6 +295,7 @@ pub fn allocate(k: &Kernel, order: &[usize]) -> Result<Allocation> {
                     now,
                     &feeds,
                     &next_use,
+                    opts,
                 )?;
                 pools[ty.index()].place(off, *size, b);
                 state[b] = State::Resident(off);
@@ -281,6 +322,7 @@ pub fn allocate(k: &Kernel, order: &[usize]) -> Result<Allocation> {
                                 now,
                                 &mine,
                                 &next_use,
+                                opts,
                             )?;
                             pools[ty.index()].place(off, size, b);
                             state[b] = State::Resident(off);
@@ -317,6 +359,7 @@ pub fn allocate(k: &Kernel, order: &[usize]) -> Result<Allocation> {
                         now,
                         &[b],
                         &next_use,
+                        opts,
                     )?;
                     pools[ty.index()].place(off, size, b);
                     state[b] = State::Resident(off);
@@ -326,7 +369,7 @@ pub fn allocate(k: &Kernel, order: &[usize]) -> Result<Allocation> {
                     }
                 }
                 if let State::Resident(off) = state[b] {
-                    pools[k.buffers[b].ty.index()].remove(off);
+                    pools[k.buffers[b].ty.index()].remove(off, now);
                 }
                 state[b] = State::Freed;
                 out_order.push(i);

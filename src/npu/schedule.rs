@@ -85,8 +85,11 @@ pub fn demand_schedule(k: &Kernel, targets: &[usize]) -> crate::Result<Vec<usize
                 }
                 on_stack[v] = true;
                 stack.push((v, true));
+                // ALLOCs last (as late as possible: after the subtrees of the
+                // other predecessors), the rest smallest id first.
                 let mut ps: Vec<usize> = k.pred[v].iter().copied().filter(|&p| !done[p]).collect();
-                ps.sort_unstable_by(|a, b| b.cmp(a));
+                let is_alloc = |p: usize| matches!(k.nodes[p].kind, NodeKind::Alloc { .. });
+                ps.sort_unstable_by(|&a, &b| is_alloc(b).cmp(&is_alloc(a)).then(b.cmp(&a)));
                 for p in ps {
                     stack.push((p, false));
                 }

@@ -6,7 +6,7 @@
 //! local search permutes groups under a time budget: for the lowest peak,
 //! the lowest traffic, or the fewest cycles within a traffic budget.
 
-use super::alloc::allocate;
+use super::alloc::{allocate_with, AllocOptions};
 use super::check::evaluate;
 use super::model::{Kernel, NodeKind};
 use super::schedule::{demand_schedule, demand_targets, peak_residency};
@@ -105,6 +105,7 @@ fn sources_of(k: &Kernel, group: &[usize]) -> Vec<usize> {
 pub struct Plan {
     pub order: Vec<usize>,
     pub lookahead: usize,
+    pub alloc: AllocOptions,
 }
 
 /// The schedule a plan stands for.
@@ -187,7 +188,7 @@ pub fn evaluate_plan(
             m,
         ));
     }
-    let a = allocate(k, &order).ok()?;
+    let a = allocate_with(k, &order, plan.alloc).ok()?;
     let m = evaluate(k, &a.solution).ok()?;
     Some((a.solution, m))
 }
@@ -224,7 +225,15 @@ pub fn search(
     let n = cur_plan.order.len();
     while started.elapsed() < budget && n > 1 {
         let mut p = cur_plan.clone();
-        match rng.below(5) {
+        match rng.below(6) {
+            5 => {
+                // The allocator's choices.
+                if rng.below(2) == 0 {
+                    p.alloc.oldest_hole = !p.alloc.oldest_hole;
+                } else {
+                    p.alloc.distance_exponent = [0.5, 1.0, 1.5, 2.0, 4.0][rng.below(5)];
+                }
+            }
             4 => {
                 // Move a run of groups elsewhere (or-opt).
                 let len = 1 + rng.below(8.min(n - 1));
@@ -417,6 +426,7 @@ pub fn start_plans(k: &Kernel, max_lookahead: usize) -> Vec<Plan> {
             v.push(Plan {
                 order: o.clone(),
                 lookahead: l,
+                alloc: AllocOptions::default(),
             });
         }
     }
@@ -430,6 +440,7 @@ pub fn file_plans(k: &Kernel, max_lookahead: usize) -> Vec<Plan> {
         .map(|l| Plan {
             order: (0..n).collect(),
             lookahead: l,
+            alloc: AllocOptions::default(),
         })
         .collect()
 }
@@ -511,8 +522,9 @@ impl Proxy {
         }
         let caps: [u64; 5] = [4096, 1024, 256, 256, 512];
         let mut used = [0u64; 5];
-        // Resident buffers by next use (furthest first out).
-        let mut cache: Vec<std::collections::BTreeSet<(usize, usize)>> =
+        // Resident buffers by next use, furthest first out: max-heaps with
+        // lazy deletion (an entry is live while it matches `key`).
+        let mut cache: Vec<std::collections::BinaryHeap<(usize, usize)>> =
             vec![Default::default(); 5];
         let mut key: Vec<usize> = vec![usize::MAX; self.size.len()];
         let mut seen = vec![false; self.size.len()];
@@ -521,19 +533,19 @@ impl Proxy {
             let b = self.seq[p];
             let t = self.pool[b];
             let nu = self.next[p];
-            if key[b] != usize::MAX {
-                cache[t].remove(&(key[b], b));
-            } else {
+            if key[b] == usize::MAX {
                 if seen[b] {
                     total += self.traffic[b];
                 }
                 seen[b] = true;
                 used[t] += self.size[b];
                 while used[t] > caps[t] {
-                    let Some(&(kk, v)) = cache[t].iter().next_back() else {
+                    let Some((kk, v)) = cache[t].pop() else {
                         break;
                     };
-                    cache[t].remove(&(kk, v));
+                    if key[v] != kk {
+                        continue; // stale
+                    }
                     key[v] = usize::MAX;
                     used[t] -= self.size[v];
                 }
@@ -544,7 +556,7 @@ impl Proxy {
                 used[t] -= self.size[b];
             } else {
                 key[b] = nu;
-                cache[t].insert((nu, b));
+                cache[t].push((nu, b));
             }
         }
         total
@@ -668,16 +680,27 @@ pub fn solve(k: &Kernel, opts: SolveOptions) -> Result<SolveReport> {
     let peak = search(k, Goal::Peak, &starts[..1], share(0.10), opts.seed, 0).ok_or_else(none)?;
     // Traffic: the proxy first (cheap), then real evaluations.
     let mut tstarts = starts.clone();
+    let mut real_share = 0.25;
     if !opts.time.is_zero() {
         let gs = groups(k);
         let mut proxy = Proxy::new(k, &gs);
         let mut rng = Rng::new(opts.seed ^ 0x5eed);
         let base: Vec<usize> = (0..gs.len()).collect();
-        let (order, _) = proxy_search(&mut proxy, &base, share(0.30), &mut rng);
+        // Where the proxy predicts the allocator exactly (uniform tiles),
+        // it also gets most of the real search's time.
+        let sources: Vec<Vec<usize>> = gs.iter().map(|g| sources_of(k, g)).collect();
+        let exact = evaluate_plan(k, &gs, &sources, &starts[0], Goal::Traffic)
+            .is_some_and(|(_, m)| m.extra_traffic == proxy.traffic(&base));
+        let proxy_share = if exact { 0.50 } else { 0.30 };
+        if exact {
+            real_share = 0.05;
+        }
+        let (order, _) = proxy_search(&mut proxy, &base, share(proxy_share), &mut rng);
         for l in 0..=opts.max_lookahead {
             tstarts.push(Plan {
                 order: order.clone(),
                 lookahead: l,
+                alloc: AllocOptions::default(),
             });
         }
     }
@@ -685,7 +708,7 @@ pub fn solve(k: &Kernel, opts: SolveOptions) -> Result<SolveReport> {
         k,
         Goal::Traffic,
         &tstarts,
-        share(0.25),
+        share(real_share),
         opts.seed.wrapping_add(1),
         opts.max_lookahead,
     )
