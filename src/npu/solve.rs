@@ -147,6 +147,8 @@ pub struct Found {
     pub solution: Solution,
     pub metrics: Metrics,
     pub evaluations: usize,
+    /// The lowest-traffic solution seen on the way (any goal).
+    pub lowest_traffic: Option<(Plan, Solution, Metrics)>,
 }
 
 fn score(goal: Goal, m: &Metrics) -> (u64, u64, u64) {
@@ -210,9 +212,21 @@ pub fn search(
     let mut rng = Rng::new(seed);
     let mut evaluations = 0;
     let mut best: Option<(Plan, Solution, Metrics)> = None;
+    let mut lowest: Option<(Plan, Solution, Metrics)> = None;
+    let note =
+        |lowest: &mut Option<(Plan, Solution, Metrics)>, p: &Plan, sol: &Solution, m: &Metrics| {
+            if goal != Goal::Peak
+                && lowest.as_ref().is_none_or(|l| {
+                    (m.extra_traffic, m.total_cycles) < (l.2.extra_traffic, l.2.total_cycles)
+                })
+            {
+                *lowest = Some((p.clone(), sol.clone(), *m));
+            }
+        };
     for s in starts {
         evaluations += 1;
         if let Some((sol, m)) = evaluate_plan(k, &gs, &sources, s, goal) {
+            note(&mut lowest, s, &sol, &m);
             if best
                 .as_ref()
                 .is_none_or(|b| score(goal, &m) < score(goal, &b.2))
@@ -270,6 +284,7 @@ pub fn search(
         let Some((sol, m)) = evaluate_plan(k, &gs, &sources, &p, goal) else {
             continue;
         };
+        note(&mut lowest, &p, &sol, &m);
         if score(goal, &m) <= score(goal, &cur_m) {
             cur_plan = p;
             cur_m = m;
@@ -287,6 +302,7 @@ pub fn search(
         solution,
         metrics,
         evaluations,
+        lowest_traffic: lowest,
     })
 }
 
@@ -691,10 +707,9 @@ pub fn solve(k: &Kernel, opts: SolveOptions) -> Result<SolveReport> {
         let sources: Vec<Vec<usize>> = gs.iter().map(|g| sources_of(k, g)).collect();
         let exact = evaluate_plan(k, &gs, &sources, &starts[0], Goal::Traffic)
             .is_some_and(|(_, m)| m.extra_traffic == proxy.traffic(&base));
-        let proxy_share = if exact { 0.50 } else { 0.30 };
-        if exact {
-            real_share = 0.05;
-        }
+        // Otherwise it only seeds the real search with a few orders.
+        let proxy_share = if exact { 0.50 } else { 0.10 };
+        real_share = if exact { 0.05 } else { 0.45 };
         let (order, _) = proxy_search(&mut proxy, &base, share(proxy_share), &mut rng);
         for l in 0..=opts.max_lookahead {
             tstarts.push(Plan {
@@ -727,6 +742,21 @@ pub fn solve(k: &Kernel, opts: SolveOptions) -> Result<SolveReport> {
         opts.max_lookahead.max(6),
     )
     .ok_or_else(none)?;
+    // The cycles phase may have met a lower-traffic solution on its way.
+    let mut traffic = traffic;
+    if let Some((plan, solution, metrics)) = cycles.lowest_traffic.clone() {
+        if (metrics.extra_traffic, metrics.total_cycles)
+            < (traffic.metrics.extra_traffic, traffic.metrics.total_cycles)
+        {
+            traffic = Found {
+                plan,
+                solution,
+                metrics,
+                evaluations: traffic.evaluations,
+                lowest_traffic: None,
+            };
+        }
+    }
     Ok(SolveReport {
         peak,
         traffic,

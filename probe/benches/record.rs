@@ -1,0 +1,95 @@
+//! Cost per recorded event on the caller's thread: the probe (copy into a
+//! per-thread lock-free ring) against a naive `fprintf`-style baseline
+//! (format + locked buffered write per event, and the same with a flush per
+//! event as the docs' plain-C example does). The probe is timed in batches
+//! that fit its ring, waiting (untimed) for the writer between batches, so
+//! no event is dropped and none is measured as a cheap drop.
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+const BATCH: u64 = 32_768;
+
+fn probe(c: &mut Criterion) {
+    let dir = std::env::temp_dir().join(format!("spill-probe-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = spill_probe::Probe::open_with(dir.join("probe.jsonl"), 1 << 16).unwrap();
+    let mut g = c.benchmark_group("record_event");
+    g.measurement_time(Duration::from_secs(4));
+    g.bench_function("spill_probe::alloc", |b| {
+        b.iter_custom(|iters| {
+            let mut timed = Duration::ZERO;
+            let mut left = iters;
+            while left > 0 {
+                let n = left.min(BATCH);
+                let t = Instant::now();
+                for i in 0..n {
+                    spill_probe::alloc(
+                        "layer3/conv2/output_0",
+                        std::hint::black_box(4096 + i),
+                        "sram",
+                        Some(i * 64),
+                    );
+                }
+                timed += t.elapsed();
+                left -= n;
+                while spill_probe::backlog() > 0 {
+                    std::thread::sleep(Duration::from_micros(200));
+                }
+            }
+            timed
+        })
+    });
+    let stats = p.close().unwrap();
+    eprintln!(
+        "probe: {} written, {} dropped",
+        stats.written, stats.dropped
+    );
+
+    let file = std::fs::File::create(dir.join("fprintf.jsonl")).unwrap();
+    let out = std::sync::Mutex::new(std::io::BufWriter::new(file));
+    let t0 = Instant::now();
+    g.bench_function("fprintf_buffered", |b| {
+        let mut i = 0u64;
+        b.iter(|| {
+            i += 1;
+            let mut w = out.lock().unwrap();
+            writeln!(
+                w,
+                "{{\"t_ns\":{},\"kind\":\"alloc\",\"tensor\":\"{}\",\"bytes\":{},\"pool\":\"{}\",\"offset\":{},\"thread\":{}}}",
+                t0.elapsed().as_nanos(),
+                std::hint::black_box("layer3/conv2/output_0"),
+                std::hint::black_box(4096 + i),
+                std::hint::black_box("sram"),
+                i * 64,
+                0
+            )
+            .unwrap();
+        })
+    });
+    g.bench_function("fprintf_flush_each", |b| {
+        let mut i = 0u64;
+        b.iter(|| {
+            i += 1;
+            let mut w = out.lock().unwrap();
+            writeln!(
+                w,
+                "{{\"t_ns\":{},\"kind\":\"alloc\",\"tensor\":\"{}\",\"bytes\":{},\"pool\":\"{}\",\"offset\":{},\"thread\":{}}}",
+                t0.elapsed().as_nanos(),
+                std::hint::black_box("layer3/conv2/output_0"),
+                std::hint::black_box(4096 + i),
+                std::hint::black_box("sram"),
+                i * 64,
+                0
+            )
+            .unwrap();
+            w.flush().unwrap();
+        })
+    });
+    g.finish();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+criterion_group!(benches, probe);
+criterion_main!(benches);

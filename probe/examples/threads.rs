@@ -1,0 +1,47 @@
+//! Several runtime threads recording at once through the safe Rust API.
+//! Usage: cargo run -p spill-probe --example threads -- OUT.jsonl [THREADS] [OPS]
+
+fn main() -> std::io::Result<()> {
+    let args: Vec<String> = std::env::args().collect();
+    let out = args
+        .get(1)
+        .cloned()
+        .unwrap_or_else(|| "threads.jsonl".into());
+    let threads: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(4);
+    let ops: usize = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(1000);
+    let probe = spill_probe::Probe::open(&out)?;
+    std::thread::scope(|s| {
+        for w in 0..threads {
+            s.spawn(move || {
+                for i in 0..ops {
+                    let op = format!("w{w}/op{i}");
+                    let t = format!("w{w}/t{i}");
+                    spill_probe::op_begin(&op);
+                    spill_probe::alloc(
+                        &t,
+                        4096,
+                        "sram",
+                        Some(((w as u64) << 20) | ((i as u64 % 64) * 4096)),
+                    );
+                    if i % 7 == 3 {
+                        spill_probe::evict(&t, 4096, "sram", None);
+                        spill_probe::reload(
+                            &t,
+                            4096,
+                            "sram",
+                            Some(((w as u64) << 20) | ((i as u64 % 64) * 4096)),
+                        );
+                    }
+                    spill_probe::free(&t, "sram");
+                    spill_probe::op_end();
+                }
+            });
+        }
+    });
+    let stats = probe.close()?;
+    println!(
+        "{out}: {} events written, {} dropped, {} threads",
+        stats.written, stats.dropped, stats.threads
+    );
+    Ok(())
+}

@@ -1,0 +1,43 @@
+/* spill_probe.h: generated from probe/src/lib.rs (C_DECLARATIONS); do not edit.
+* Records on-chip memory events as the spillscope JSONL stream, off the
+* hot path: each call copies one record into the calling thread's
+* lock-free ring; a background thread writes whole lines. Thread-safe.
+* Link: libspill_probe.a (or .so) and -lpthread -ldl -lm. */
+#ifndef SPILL_PROBE_H
+#define SPILL_PROBE_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Open PATH for appending; 0 on success, -1 on error. Flushes at exit. */
+int spill_probe_open(const char *path);
+
+/* TENSOR placed on chip; OFFSET < 0 if unknown. */
+void spill_probe_alloc(const char *tensor, uint64_t bytes, const char *pool, int64_t offset);
+
+/* TENSOR left the chip for good. */
+void spill_probe_free(const char *tensor, const char *pool);
+
+/* TENSOR pushed out to DRAM (needed again later). */
+void spill_probe_evict(const char *tensor, uint64_t bytes, const char *pool, int64_t offset);
+
+/* An evicted TENSOR came back. */
+void spill_probe_reload(const char *tensor, uint64_t bytes, const char *pool, int64_t offset);
+
+/* An operator starts on this thread. */
+void spill_probe_op_begin(const char *name);
+
+/* The innermost open operator of this thread ends. */
+void spill_probe_op_end(void);
+
+/* Drain, flush, close; returns the dropped count (-1 on I/O error). */
+int64_t spill_probe_close(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SPILL_PROBE_H */

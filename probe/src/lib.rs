@@ -1,0 +1,718 @@
+//! spill-probe: record on-chip memory events from inside a runtime with
+//! negligible overhead, as the spillscope JSONL stream (`docs/jsonl.md`)
+//! that `spillscope view --watch` tails and `spillscope import` reads.
+//!
+//! The seed's lesson: logging with `fprintf` on the allocator's hot path
+//! slowed inference by 30 % and distorted what it measured. Here the caller
+//! only copies a fixed-size record into its own thread's lock-free ring
+//! (single producer, single consumer; no allocation, no lock, no syscall
+//! beyond reading the monotonic clock); a background writer drains every
+//! ring to the file in whole lines. When a ring is full the event is
+//! counted, never blocking the caller, and the count is written into the
+//! stream as a `dropped` line, so nothing is lost silently.
+//!
+//! Names up to 80 bytes (tensors, ops) and 16 bytes (pools) travel inline
+//! in the record; longer ones are interned once in a global table (a lock,
+//! on their first sighting per thread only) and travel as an id.
+//!
+//! Use from Rust:
+//! ```no_run
+//! let probe = spill_probe::Probe::open("run.jsonl").unwrap();
+//! spill_probe::op_begin("conv1");
+//! spill_probe::alloc("conv1/out", 4096, "sram", Some(0));
+//! spill_probe::op_end();
+//! let stats = probe.close().unwrap();
+//! assert_eq!(stats.dropped, 0);
+//! ```
+//! and from C through `include/spill_probe.h` (the same functions, prefixed
+//! `spill_probe_`).
+
+use std::cell::{RefCell, UnsafeCell};
+use std::collections::HashMap;
+use std::ffi::{c_char, c_int, CStr};
+use std::fs::File;
+use std::io::{self, Write};
+use std::mem::MaybeUninit;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+const NAME_INLINE: usize = 80;
+const POOL_INLINE: usize = 16;
+const NO_OFFSET: u64 = u64::MAX;
+const FLAG_NAME_ID: u8 = 1;
+const FLAG_POOL_ID: u8 = 2;
+const FLAG_NO_BYTES: u8 = 4;
+
+/// Default ring capacity per thread (records of 128 bytes: 8 MiB).
+pub const DEFAULT_RING_RECORDS: usize = 1 << 16;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+enum Kind {
+    Alloc,
+    Free,
+    Evict,
+    Reload,
+    Recompute,
+    OpBegin,
+    OpEnd,
+}
+
+impl Kind {
+    fn as_str(self) -> &'static str {
+        match self {
+            Kind::Alloc => "alloc",
+            Kind::Free => "free",
+            Kind::Evict => "evict",
+            Kind::Reload => "reload",
+            Kind::Recompute => "recompute",
+            Kind::OpBegin => "op_begin",
+            Kind::OpEnd => "op_end",
+        }
+    }
+    fn from_u8(v: u8) -> Kind {
+        match v {
+            0 => Kind::Alloc,
+            1 => Kind::Free,
+            2 => Kind::Evict,
+            3 => Kind::Reload,
+            4 => Kind::Recompute,
+            5 => Kind::OpBegin,
+            _ => Kind::OpEnd,
+        }
+    }
+}
+
+/// One event as it sits in a ring: fixed size, no pointers.
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+struct Record {
+    t_ns: u64,
+    bytes: u64,
+    offset: u64,
+    kind: u8,
+    name_len: u8,
+    pool_len: u8,
+    flags: u8,
+    _pad: u32,
+    pool: [u8; POOL_INLINE],
+    name: [u8; NAME_INLINE],
+}
+
+/// A single-producer single-consumer ring of records.
+struct Ring {
+    buf: Box<[UnsafeCell<MaybeUninit<Record>>]>,
+    mask: usize,
+    /// Next slot the producer writes (only the producer stores it).
+    head: AtomicUsize,
+    /// Next slot the consumer reads (only the consumer stores it).
+    tail: AtomicUsize,
+    dropped: AtomicU64,
+    thread: u32,
+}
+
+// The producer only writes slots in [tail + cap, head) it owns, the
+// consumer only reads [tail, head) published with Release/Acquire.
+unsafe impl Sync for Ring {}
+unsafe impl Send for Ring {}
+
+impl Ring {
+    fn new(capacity: usize, thread: u32) -> Ring {
+        let cap = capacity.max(2).next_power_of_two();
+        Ring {
+            buf: (0..cap)
+                .map(|_| UnsafeCell::new(MaybeUninit::uninit()))
+                .collect(),
+            mask: cap - 1,
+            head: AtomicUsize::new(0),
+            tail: AtomicUsize::new(0),
+            dropped: AtomicU64::new(0),
+            thread,
+        }
+    }
+
+    #[inline]
+    fn push(&self, r: &Record) {
+        let head = self.head.load(Ordering::Relaxed);
+        let tail = self.tail.load(Ordering::Acquire);
+        if head.wrapping_sub(tail) > self.mask {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        // SAFETY: slot `head` is not readable by the consumer until `head`
+        // is published below, and the ring is not full.
+        unsafe { (*self.buf[head & self.mask].get()).write(*r) };
+        self.head.store(head.wrapping_add(1), Ordering::Release);
+    }
+
+    /// Consumer side: hands every published record to `f`.
+    fn drain(&self, mut f: impl FnMut(&Record)) -> usize {
+        let tail = self.tail.load(Ordering::Relaxed);
+        let head = self.head.load(Ordering::Acquire);
+        let n = head.wrapping_sub(tail);
+        for i in 0..n {
+            let at = tail.wrapping_add(i) & self.mask;
+            // SAFETY: [tail, head) was published by the producer (Acquire).
+            let r = unsafe { (*self.buf[at].get()).assume_init_read() };
+            f(&r);
+        }
+        self.tail.store(head, Ordering::Release);
+        n
+    }
+}
+
+/// Totals of a session, returned by [`Probe::close`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stats {
+    pub written: u64,
+    pub dropped: u64,
+    pub threads: u32,
+}
+
+struct Session {
+    generation: u64,
+    ring_records: usize,
+    rings: Mutex<Vec<Arc<Ring>>>,
+    next_thread: AtomicU32,
+    stop: AtomicBool,
+    writer: Mutex<Option<JoinHandle<io::Result<Stats>>>>,
+}
+
+/// Names too long to travel inline, interned once.
+#[derive(Default)]
+struct Interner {
+    ids: HashMap<Box<[u8]>, u32>,
+    names: Vec<Box<[u8]>>,
+}
+
+static INTERNER: Mutex<Option<Interner>> = Mutex::new(None);
+static SESSION: Mutex<Option<Arc<Session>>> = Mutex::new(None);
+/// 0 while closed; the open session's number otherwise.
+static GENERATION: AtomicU64 = AtomicU64::new(0);
+static NEXT_GENERATION: AtomicU64 = AtomicU64::new(1);
+static BASE: OnceLock<Instant> = OnceLock::new();
+
+thread_local! {
+    static LOCAL: RefCell<(u64, Option<Arc<Ring>>)> = const { RefCell::new((0, None)) };
+}
+
+fn now_ns() -> u64 {
+    BASE.get_or_init(Instant::now).elapsed().as_nanos() as u64
+}
+
+fn intern(bytes: &[u8]) -> u32 {
+    let mut g = INTERNER.lock().unwrap_or_else(|e| e.into_inner());
+    let t = g.get_or_insert_with(Interner::default);
+    if let Some(&id) = t.ids.get(bytes) {
+        return id;
+    }
+    let id = t.names.len() as u32;
+    t.names.push(bytes.into());
+    t.ids.insert(bytes.into(), id);
+    id
+}
+
+fn interned(id: u32) -> Vec<u8> {
+    let g = INTERNER.lock().unwrap_or_else(|e| e.into_inner());
+    g.as_ref()
+        .and_then(|t| t.names.get(id as usize))
+        .map(|b| b.to_vec())
+        .unwrap_or_default()
+}
+
+/// The calling thread's ring for the open session (registering once).
+fn with_ring(f: impl FnOnce(&Ring)) {
+    let generation = GENERATION.load(Ordering::Acquire);
+    if generation == 0 {
+        return;
+    }
+    LOCAL.with(|cell| {
+        let Ok(mut local) = cell.try_borrow_mut() else {
+            return;
+        };
+        if local.0 != generation || local.1.is_none() {
+            let session = SESSION.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            let Some(s) = session.filter(|s| s.generation == generation) else {
+                return;
+            };
+            let ring = Arc::new(Ring::new(
+                s.ring_records,
+                s.next_thread.fetch_add(1, Ordering::Relaxed),
+            ));
+            s.rings
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(ring.clone());
+            *local = (generation, Some(ring));
+        }
+        if let Some(r) = &local.1 {
+            f(r);
+        }
+    });
+}
+
+#[inline]
+fn record(kind: Kind, name: &[u8], bytes: Option<u64>, pool: &[u8], offset: Option<u64>) {
+    if GENERATION.load(Ordering::Relaxed) == 0 {
+        return;
+    }
+    let mut r = Record {
+        t_ns: now_ns(),
+        bytes: bytes.unwrap_or(0),
+        offset: offset.unwrap_or(NO_OFFSET),
+        kind: kind as u8,
+        name_len: 0,
+        pool_len: 0,
+        flags: if bytes.is_none() { FLAG_NO_BYTES } else { 0 },
+        _pad: 0,
+        pool: [0; POOL_INLINE],
+        name: [0; NAME_INLINE],
+    };
+    if name.len() <= NAME_INLINE {
+        r.name[..name.len()].copy_from_slice(name);
+        r.name_len = name.len() as u8;
+    } else {
+        r.name[..4].copy_from_slice(&intern(name).to_le_bytes());
+        r.flags |= FLAG_NAME_ID;
+    }
+    if pool.len() <= POOL_INLINE {
+        r.pool[..pool.len()].copy_from_slice(pool);
+        r.pool_len = pool.len() as u8;
+    } else {
+        r.pool[..4].copy_from_slice(&intern(pool).to_le_bytes());
+        r.flags |= FLAG_POOL_ID;
+    }
+    with_ring(|ring| ring.push(&r));
+}
+
+fn push_json_str(out: &mut Vec<u8>, s: &[u8]) {
+    out.push(b'"');
+    for &c in String::from_utf8_lossy(s).as_bytes() {
+        match c {
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            c if c < 0x20 => {
+                let _ = write!(out, "\\u{c:04x}");
+            }
+            c => out.push(c),
+        }
+    }
+    out.push(b'"');
+}
+
+/// One JSONL line for a record.
+fn line(out: &mut Vec<u8>, r: &Record, thread: u32) {
+    let kind = Kind::from_u8(r.kind);
+    let name = if r.flags & FLAG_NAME_ID != 0 {
+        interned(u32::from_le_bytes([
+            r.name[0], r.name[1], r.name[2], r.name[3],
+        ]))
+    } else {
+        r.name[..r.name_len as usize].to_vec()
+    };
+    let _ = write!(out, "{{\"t_ns\":{},\"kind\":\"{}\"", r.t_ns, kind.as_str());
+    match kind {
+        Kind::OpBegin => {
+            out.extend_from_slice(b",\"op\":");
+            push_json_str(out, &name);
+        }
+        Kind::OpEnd => {}
+        _ => {
+            let pool = if r.flags & FLAG_POOL_ID != 0 {
+                interned(u32::from_le_bytes([
+                    r.pool[0], r.pool[1], r.pool[2], r.pool[3],
+                ]))
+            } else {
+                r.pool[..r.pool_len as usize].to_vec()
+            };
+            out.extend_from_slice(b",\"tensor\":");
+            push_json_str(out, &name);
+            if r.flags & FLAG_NO_BYTES == 0 {
+                let _ = write!(out, ",\"bytes\":{}", r.bytes);
+            }
+            out.extend_from_slice(b",\"pool\":");
+            push_json_str(out, &pool);
+            if r.offset != NO_OFFSET {
+                let _ = write!(out, ",\"offset\":{}", r.offset);
+            }
+        }
+    }
+    let _ = writeln!(out, ",\"thread\":{thread}}}");
+}
+
+/// The background writer: drains every ring in whole lines, reports drops
+/// in the stream, flushes after each round so a reader tailing the file
+/// sees complete lines (a partial last line only while a write is under way).
+fn writer(session: Arc<Session>, mut file: File) -> io::Result<Stats> {
+    let mut stats = Stats::default();
+    let mut out: Vec<u8> = Vec::with_capacity(1 << 20);
+    let mut reported: HashMap<u32, u64> = HashMap::new();
+    let mut idle = 0u32;
+    loop {
+        let stopping = session.stop.load(Ordering::Acquire);
+        let rings: Vec<Arc<Ring>> = session
+            .rings
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let mut n = 0;
+        for ring in &rings {
+            n += ring.drain(|r| {
+                line(&mut out, r, ring.thread);
+                if out.len() >= 1 << 20 {
+                    let _ = file.write_all(&out);
+                    out.clear();
+                }
+            });
+            let d = ring.dropped.load(Ordering::Relaxed);
+            let seen = reported.entry(ring.thread).or_insert(0);
+            if d > *seen {
+                let _ = writeln!(
+                    out,
+                    "{{\"t_ns\":{},\"kind\":\"dropped\",\"count\":{},\"thread\":{}}}",
+                    now_ns(),
+                    d - *seen,
+                    ring.thread
+                );
+                stats.dropped += d - *seen;
+                *seen = d;
+            }
+        }
+        stats.written += n as u64;
+        if !out.is_empty() {
+            file.write_all(&out)?;
+            out.clear();
+            file.flush()?;
+        }
+        if stopping {
+            // One more pass after the stop flag: records pushed while the
+            // previous pass ran are drained too.
+            if n == 0 {
+                stats.threads = session.next_thread.load(Ordering::Relaxed);
+                file.sync_data().ok();
+                return Ok(stats);
+            }
+            continue;
+        }
+        if n == 0 {
+            idle = (idle + 1).min(10);
+            std::thread::sleep(Duration::from_micros(100 << idle.min(4)));
+        } else {
+            idle = 0;
+        }
+    }
+}
+
+/// An open probe session; closing it (or dropping it) drains and flushes.
+pub struct Probe {
+    generation: u64,
+}
+
+impl Probe {
+    /// Opens `path` for appending (created if absent) and starts the writer.
+    /// Only one session is open at a time: opening again closes the first.
+    pub fn open(path: impl AsRef<Path>) -> io::Result<Probe> {
+        Self::open_with(path, DEFAULT_RING_RECORDS)
+    }
+
+    /// As [`Probe::open`], with `ring_records` slots per thread.
+    pub fn open_with(path: impl AsRef<Path>, ring_records: usize) -> io::Result<Probe> {
+        let _ = close_current();
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)?;
+        BASE.get_or_init(Instant::now);
+        let generation = NEXT_GENERATION.fetch_add(1, Ordering::Relaxed);
+        let session = Arc::new(Session {
+            generation,
+            ring_records,
+            rings: Mutex::new(Vec::new()),
+            next_thread: AtomicU32::new(0),
+            stop: AtomicBool::new(false),
+            writer: Mutex::new(None),
+        });
+        let handle = {
+            let s = session.clone();
+            std::thread::Builder::new()
+                .name("spill-probe-writer".into())
+                .spawn(move || writer(s, file))?
+        };
+        *session.writer.lock().unwrap_or_else(|e| e.into_inner()) = Some(handle);
+        *SESSION.lock().unwrap_or_else(|e| e.into_inner()) = Some(session);
+        GENERATION.store(generation, Ordering::Release);
+        Ok(Probe { generation })
+    }
+
+    /// Stops recording, drains every ring, flushes; returns the totals.
+    pub fn close(self) -> io::Result<Stats> {
+        let g = self.generation;
+        std::mem::forget(self);
+        close_generation(g)
+    }
+}
+
+impl Drop for Probe {
+    fn drop(&mut self) {
+        let _ = close_generation(self.generation);
+    }
+}
+
+fn close_generation(generation: u64) -> io::Result<Stats> {
+    let current = SESSION.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    match current {
+        Some(s) if s.generation == generation => close_current(),
+        _ => Ok(Stats::default()),
+    }
+}
+
+fn close_current() -> io::Result<Stats> {
+    let session = SESSION.lock().unwrap_or_else(|e| e.into_inner()).take();
+    let Some(s) = session else {
+        return Ok(Stats::default());
+    };
+    GENERATION.store(0, Ordering::Release);
+    s.stop.store(true, Ordering::Release);
+    let handle = s.writer.lock().unwrap_or_else(|e| e.into_inner()).take();
+    match handle.map(|h| h.join()) {
+        Some(Ok(r)) => r,
+        Some(Err(_)) => Err(io::Error::other("spill-probe writer panicked")),
+        None => Ok(Stats::default()),
+    }
+}
+
+/// Events recorded but not yet written (all threads of the open session).
+pub fn backlog() -> usize {
+    let session = SESSION.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let Some(s) = session else { return 0 };
+    let rings = s.rings.lock().unwrap_or_else(|e| e.into_inner());
+    rings
+        .iter()
+        .map(|r| {
+            r.head
+                .load(Ordering::Acquire)
+                .wrapping_sub(r.tail.load(Ordering::Acquire))
+        })
+        .sum()
+}
+
+/// Is a session open?
+pub fn is_open() -> bool {
+    GENERATION.load(Ordering::Relaxed) != 0
+}
+
+/// A tensor was placed on chip (`offset` bytes into `pool`, if known).
+#[inline]
+pub fn alloc(tensor: &str, bytes: u64, pool: &str, offset: Option<u64>) {
+    record(
+        Kind::Alloc,
+        tensor.as_bytes(),
+        Some(bytes),
+        pool.as_bytes(),
+        offset,
+    );
+}
+/// A tensor left the chip for good.
+#[inline]
+pub fn free(tensor: &str, pool: &str) {
+    record(Kind::Free, tensor.as_bytes(), None, pool.as_bytes(), None);
+}
+/// A tensor was pushed out to DRAM (it will be needed again).
+#[inline]
+pub fn evict(tensor: &str, bytes: u64, pool: &str, offset: Option<u64>) {
+    record(
+        Kind::Evict,
+        tensor.as_bytes(),
+        Some(bytes),
+        pool.as_bytes(),
+        offset,
+    );
+}
+/// An evicted tensor came back (possibly at another offset).
+#[inline]
+pub fn reload(tensor: &str, bytes: u64, pool: &str, offset: Option<u64>) {
+    record(
+        Kind::Reload,
+        tensor.as_bytes(),
+        Some(bytes),
+        pool.as_bytes(),
+        offset,
+    );
+}
+/// An evicted tensor was recomputed instead of reloaded.
+#[inline]
+pub fn recompute(tensor: &str, bytes: u64, pool: &str, offset: Option<u64>) {
+    record(
+        Kind::Recompute,
+        tensor.as_bytes(),
+        Some(bytes),
+        pool.as_bytes(),
+        offset,
+    );
+}
+/// An operator starts on this thread.
+#[inline]
+pub fn op_begin(name: &str) {
+    record(Kind::OpBegin, name.as_bytes(), None, b"", None);
+}
+/// The innermost open operator of this thread ends.
+#[inline]
+pub fn op_end() {
+    record(Kind::OpEnd, b"", None, b"", None);
+}
+
+// ---- C ABI -----------------------------------------------------------
+
+fn cbytes<'a>(p: *const c_char) -> &'a [u8] {
+    if p.is_null() {
+        return b"";
+    }
+    // SAFETY: the caller passes a NUL-terminated string (C API contract).
+    unsafe { CStr::from_ptr(p) }.to_bytes()
+}
+
+fn coffset(offset: i64) -> Option<u64> {
+    (offset >= 0).then_some(offset as u64)
+}
+
+extern "C" {
+    fn atexit(cb: extern "C" fn()) -> c_int;
+}
+
+extern "C" fn close_at_exit() {
+    let _ = close_current();
+}
+
+static ATEXIT: std::sync::Once = std::sync::Once::new();
+
+/// Opens `path` (appending); 0 on success, -1 on error. Registers a flush at
+/// process exit.
+#[no_mangle]
+pub extern "C" fn spill_probe_open(path: *const c_char) -> c_int {
+    let p = String::from_utf8_lossy(cbytes(path)).into_owned();
+    match Probe::open(&p) {
+        Ok(probe) => {
+            // The session lives until spill_probe_close or exit.
+            std::mem::forget(probe);
+            ATEXIT.call_once(|| {
+                // SAFETY: registering a plain extern "C" fn with the C runtime.
+                unsafe {
+                    atexit(close_at_exit);
+                }
+            });
+            0
+        }
+        Err(_) => -1,
+    }
+}
+
+/// `offset` < 0 means unknown.
+#[no_mangle]
+pub extern "C" fn spill_probe_alloc(
+    tensor: *const c_char,
+    bytes: u64,
+    pool: *const c_char,
+    offset: i64,
+) {
+    record(
+        Kind::Alloc,
+        cbytes(tensor),
+        Some(bytes),
+        cbytes(pool),
+        coffset(offset),
+    );
+}
+
+#[no_mangle]
+pub extern "C" fn spill_probe_free(tensor: *const c_char, pool: *const c_char) {
+    record(Kind::Free, cbytes(tensor), None, cbytes(pool), None);
+}
+
+#[no_mangle]
+pub extern "C" fn spill_probe_evict(
+    tensor: *const c_char,
+    bytes: u64,
+    pool: *const c_char,
+    offset: i64,
+) {
+    record(
+        Kind::Evict,
+        cbytes(tensor),
+        Some(bytes),
+        cbytes(pool),
+        coffset(offset),
+    );
+}
+
+#[no_mangle]
+pub extern "C" fn spill_probe_reload(
+    tensor: *const c_char,
+    bytes: u64,
+    pool: *const c_char,
+    offset: i64,
+) {
+    record(
+        Kind::Reload,
+        cbytes(tensor),
+        Some(bytes),
+        cbytes(pool),
+        coffset(offset),
+    );
+}
+
+#[no_mangle]
+pub extern "C" fn spill_probe_op_begin(name: *const c_char) {
+    record(Kind::OpBegin, cbytes(name), None, b"", None);
+}
+
+#[no_mangle]
+pub extern "C" fn spill_probe_op_end() {
+    record(Kind::OpEnd, b"", None, b"", None);
+}
+
+/// Drains, flushes and closes; returns the number of dropped events (or -1
+/// on an I/O error).
+#[no_mangle]
+pub extern "C" fn spill_probe_close() -> i64 {
+    match close_current() {
+        Ok(s) => s.dropped as i64,
+        Err(_) => -1,
+    }
+}
+
+/// The C declarations of the functions above, in order: the source of
+/// `include/spill_probe.h` (a test keeps the file equal to this).
+pub const C_DECLARATIONS: &[(&str, &str)] = &[
+    ("int spill_probe_open(const char *path);", "Open PATH for appending; 0 on success, -1 on error. Flushes at exit."),
+    ("void spill_probe_alloc(const char *tensor, uint64_t bytes, const char *pool, int64_t offset);", "TENSOR placed on chip; OFFSET < 0 if unknown."),
+    ("void spill_probe_free(const char *tensor, const char *pool);", "TENSOR left the chip for good."),
+    ("void spill_probe_evict(const char *tensor, uint64_t bytes, const char *pool, int64_t offset);", "TENSOR pushed out to DRAM (needed again later)."),
+    ("void spill_probe_reload(const char *tensor, uint64_t bytes, const char *pool, int64_t offset);", "An evicted TENSOR came back."),
+    ("void spill_probe_op_begin(const char *name);", "An operator starts on this thread."),
+    ("void spill_probe_op_end(void);", "The innermost open operator of this thread ends."),
+    ("int64_t spill_probe_close(void);", "Drain, flush, close; returns the dropped count (-1 on I/O error)."),
+];
+
+/// The generated C header.
+pub fn c_header() -> String {
+    let mut s = String::from(
+        "/* spill_probe.h: generated from probe/src/lib.rs (C_DECLARATIONS); do not edit.\n\
+         * Records on-chip memory events as the spillscope JSONL stream, off the\n\
+         * hot path: each call copies one record into the calling thread's\n\
+         * lock-free ring; a background thread writes whole lines. Thread-safe.\n\
+         * Link: libspill_probe.a (or .so) and -lpthread -ldl -lm. */\n\
+         #ifndef SPILL_PROBE_H\n#define SPILL_PROBE_H\n\n#include <stdint.h>\n\n\
+         #ifdef __cplusplus\nextern \"C\" {\n#endif\n\n",
+    );
+    for (decl, doc) in C_DECLARATIONS {
+        s += &format!("/* {doc} */\n{decl}\n\n");
+    }
+    s += "#ifdef __cplusplus\n}\n#endif\n\n#endif /* SPILL_PROBE_H */\n";
+    s
+}
