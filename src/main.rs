@@ -44,6 +44,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             print(&spillscope::cli::trace_cmds::run_diff(&a)?);
             Ok(ExitCode::SUCCESS)
         }
+        Some(Command::Gen(c)) => {
+            print(&spillscope::cli::gen_cmd::run(&c)?);
+            Ok(ExitCode::SUCCESS)
+        }
         Some(Command::Npu(c)) => {
             let (text, ok) = spillscope::cli::npu_cmd::run(&c)?;
             print(&text);

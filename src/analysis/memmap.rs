@@ -27,7 +27,7 @@ pub fn placements(tr: &Trace) -> Vec<Placement> {
         match e.kind {
             EventKind::Alloc | EventKind::Reload | EventKind::Recompute => {
                 if let Some(mut p) = open.remove(&e.tensor) {
-                    p.t1 = e.t_ns;
+                    p.t1 = e.t_ns.max(p.t0);
                     out.push(p);
                 }
                 if let Some(off) = e.offset {
@@ -46,7 +46,7 @@ pub fn placements(tr: &Trace) -> Vec<Placement> {
             }
             EventKind::Free | EventKind::Evict => {
                 if let Some(mut p) = open.remove(&e.tensor) {
-                    p.t1 = e.t_ns;
+                    p.t1 = e.t_ns.max(p.t0);
                     out.push(p);
                 }
             }

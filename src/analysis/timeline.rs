@@ -183,8 +183,16 @@ impl TimelineIndex {
         dma.sort_by_key(|s| (s.start, s.id));
         spills.sort_unstable();
         points.sort_unstable_by_key(|p| p.0);
-        let ops_max_len = ops.iter().map(|s| s.end - s.start).max().unwrap_or(0);
-        let dma_max_len = dma.iter().map(|s| s.end - s.start).max().unwrap_or(0);
+        let ops_max_len = ops
+            .iter()
+            .map(|s| s.end.saturating_sub(s.start))
+            .max()
+            .unwrap_or(0);
+        let dma_max_len = dma
+            .iter()
+            .map(|s| s.end.saturating_sub(s.start))
+            .max()
+            .unwrap_or(0);
         let mut levels = vec![base];
         while levels.last().map(|l| l.len()).unwrap_or(0) > 1 {
             let prev = levels.last().expect("non-empty");

@@ -35,6 +35,9 @@ pub enum Command {
     Export(ExportArgs),
     /// Compare two traces: event agreement, per-op and per-tensor deltas.
     Diff(DiffArgs),
+    /// Deterministic synthetic graphs and traces for benchmarks and scale tests.
+    #[command(subcommand)]
+    Gen(super::gen_cmd::GenCommand),
     /// NPU kernel DAGs (the 2025 intra-core scheduling benchmark): import,
     /// schedule, allocate, time, solve, check.
     #[command(subcommand)]

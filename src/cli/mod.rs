@@ -2,6 +2,7 @@
 //! the binary prints one clear line on error and exits non-zero.
 
 pub mod args;
+pub mod gen_cmd;
 pub mod npu_cmd;
 pub mod report_cmd;
 pub mod sample;

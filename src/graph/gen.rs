@@ -121,3 +121,47 @@ pub fn chain(n: usize, bytes: u64) -> Graph {
     b.output(format!("t{n}"));
     b.build().expect("generated graphs are valid")
 }
+
+/// One producer read by `n` consumers whose outputs one op joins: a wide
+/// fan-out (the join's working set is every branch output).
+pub fn fanout(n: usize, bytes: u64) -> Graph {
+    let mut b = GraphBuilder::new(format!("fanout_{n}"));
+    let t = |b: &mut GraphBuilder, name: String| {
+        b.tensor(TensorSpec {
+            name,
+            bytes,
+            kind: None,
+            shape: None,
+            dtype: None,
+        });
+    };
+    t(&mut b, "x".into());
+    t(&mut b, "s".into());
+    t(&mut b, "out".into());
+    b.op(OpSpec {
+        name: "src".into(),
+        op_type: "Relu".into(),
+        inputs: vec!["x".into()],
+        outputs: vec!["s".into()],
+        flops: None,
+    });
+    for i in 0..n {
+        t(&mut b, format!("y{i}"));
+        b.op(OpSpec {
+            name: format!("branch{i}"),
+            op_type: "Relu".into(),
+            inputs: vec!["s".into()],
+            outputs: vec![format!("y{i}")],
+            flops: None,
+        });
+    }
+    b.op(OpSpec {
+        name: "join".into(),
+        op_type: "Concat".into(),
+        inputs: (0..n).map(|i| format!("y{i}")).collect(),
+        outputs: vec!["out".into()],
+        flops: None,
+    });
+    b.output("out");
+    b.build().expect("generated graphs are valid")
+}

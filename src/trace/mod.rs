@@ -273,7 +273,7 @@ impl Trace {
                 .unwrap_or_else(|_| Err("events: parser thread panicked".into()));
             (events, (tensors, ops, counters))
         });
-        Ok(Trace {
+        let t = Trace {
             schema: s.schema,
             source: s.source,
             meta: s.meta,
@@ -283,7 +283,44 @@ impl Trace {
             events: events?,
             counters: rest.2?,
             summary: s.summary,
-        })
+        };
+        t.check_refs()?;
+        Ok(t)
+    }
+
+    /// Every id a trace uses points at something that exists (tensor ids of
+    /// events and ops, op ids of events and tensors), so analyses can index
+    /// without checks; the error names the first dangling reference.
+    pub fn check_refs(&self) -> std::result::Result<(), String> {
+        let (nt, no) = (self.tensors.len(), self.ops.len());
+        let bad_t = |what: String, t: usize| {
+            format!("{what} refers to tensor {t}, but the trace has {nt} tensors")
+        };
+        let bad_o =
+            |what: String, o: usize| format!("{what} refers to op {o}, but the trace has {no} ops");
+        for (i, e) in self.events.iter().enumerate() {
+            if e.tensor >= nt {
+                return Err(bad_t(format!("event {i}"), e.tensor));
+            }
+            if let Some(o) = e.op.filter(|&o| o >= no) {
+                return Err(bad_o(format!("event {i}"), o));
+            }
+        }
+        for o in &self.ops {
+            for &t in o.inputs.iter().chain(&o.outputs).chain(&o.streamed) {
+                if t >= nt {
+                    return Err(bad_t(format!("op {:?}", o.name), t));
+                }
+            }
+        }
+        for t in &self.tensors {
+            for &o in t.producer.iter().chain(&t.consumers) {
+                if o >= no {
+                    return Err(bad_o(format!("tensor {:?}", t.name), o));
+                }
+            }
+        }
+        Ok(())
     }
 
     pub fn to_json(&self) -> String {

@@ -151,7 +151,11 @@ impl Dataset {
             .find(|c| c.name == "bus_occupancy")
             .map(|c| SeriesIndex::build(&c.samples, index.end_ns));
         let live_by_step = live_by_step(&trace);
-        let placement_max_len = placements.iter().map(|p| p.t1 - p.t0).max().unwrap_or(0);
+        let placement_max_len = placements
+            .iter()
+            .map(|p| p.t1.saturating_sub(p.t0))
+            .max()
+            .unwrap_or(0);
         let capacity = trace.pools.first().map(|p| p.capacity_bytes).unwrap_or(0);
         let occupancy = OccupancyIndex::build(&placements, index.end_ns, capacity);
         Dataset {

@@ -1,0 +1,96 @@
+//! `spillscope gen`: deterministic synthetic graphs and traces, so anyone
+//! can rerun the scale benchmarks and tests.
+
+use crate::graph::gen;
+use crate::{Error, Result};
+use clap::{Args, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+#[derive(Debug, Subcommand)]
+pub enum GenCommand {
+    /// A graph in the graph-JSON format (docs/graph-json.md).
+    Graph(GenGraphArgs),
+    /// A simulated trace of a transformer-like graph with about N events.
+    Trace(GenTraceArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum GenKind {
+    /// Encoder-decoder stack (9 ops per block) whose encoder output every block reads.
+    Transformer,
+    /// A plain chain of elementwise ops.
+    Chain,
+    /// One tensor read by N branches joined by one op.
+    Fanout,
+}
+
+#[derive(Debug, Args)]
+pub struct GenGraphArgs {
+    #[arg(long, value_enum, default_value = "transformer")]
+    pub kind: GenKind,
+    /// About this many ops.
+    #[arg(long, default_value_t = 1000)]
+    pub ops: usize,
+    /// Tensor size for chain and fan-out graphs (bytes).
+    #[arg(long, default_value_t = 4096)]
+    pub bytes: u64,
+    #[arg(short = 'o', long = "output", value_name = "GRAPH.json")]
+    pub output: PathBuf,
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct GenTraceArgs {
+    /// About this many events.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub events: usize,
+    #[arg(short = 'o', long = "output", value_name = "TRACE.json")]
+    pub output: PathBuf,
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// The transformer-like graph with about `ops` ops (18 encoder ops + 9 per block).
+pub fn transformer_with_ops(ops: usize) -> crate::graph::Graph {
+    gen::transformer_like(ops.saturating_sub(18).div_ceil(9).max(1), 64, 128)
+}
+
+pub fn run(cmd: &GenCommand) -> Result<String> {
+    match cmd {
+        GenCommand::Graph(a) => {
+            if a.ops == 0 {
+                return Err(Error::Config("--ops must be at least 1".into()));
+            }
+            let g = match a.kind {
+                GenKind::Transformer => transformer_with_ops(a.ops),
+                GenKind::Chain => gen::chain(a.ops, a.bytes),
+                GenKind::Fanout => gen::fanout(a.ops.saturating_sub(2).max(1), a.bytes),
+            };
+            let text = serde_json::to_string(&crate::graph::json::graph_to_json(&g))
+                .map_err(|e| Error::Config(e.to_string()))?;
+            super::sim_cmd::write_atomic(&a.output, &text, a.force)?;
+            Ok(format!(
+                "{}: {} ops, {} tensors -> {}\n",
+                g.name,
+                g.ops.len(),
+                g.tensors.len(),
+                a.output.display()
+            ))
+        }
+        GenCommand::Trace(a) => {
+            // The stack at 160 KiB makes ~24 events per block.
+            let blocks = (a.events / 24).max(1);
+            let g = gen::transformer_like(blocks, 64, 128);
+            let hw = crate::cost::HardwareProfile::preset("seed-npu")?.with_capacity(160 * 1024)?;
+            let tr = crate::sim::simulate(&g, &hw, &crate::sim::SimConfig::default())?;
+            super::sim_cmd::write_atomic(&a.output, &tr.to_json(), a.force)?;
+            Ok(format!(
+                "{} ops, {} events -> {}\n",
+                tr.ops.len(),
+                tr.events.len(),
+                a.output.display()
+            ))
+        }
+    }
+}

@@ -1,0 +1,212 @@
+//! Pathological but valid inputs (issue: hardening): each gives a result or
+//! one clear error, in bounded time. Limits here are generous (debug
+//! builds on a shared 2-core machine); the speed targets are benchmarks.
+
+mod common;
+use common::test_hw;
+use spillscope::graph::gen;
+use spillscope::sim::{simulate, EvictionPolicy, SimConfig, WeightMode};
+use spillscope::trace::verify::verify;
+use std::time::{Duration, Instant};
+
+const BOUND: Duration = Duration::from_secs(120);
+
+fn lru() -> SimConfig {
+    SimConfig {
+        policy: EvictionPolicy::Lru,
+        weights: WeightMode::Ignore,
+        ..Default::default()
+    }
+}
+
+#[test]
+fn a_100k_op_chain_simulates_and_verifies() {
+    let t = Instant::now();
+    let g = gen::chain(100_000, 4096);
+    let tr = simulate(&g, &test_hw(16 * 1024), &lru()).unwrap();
+    assert_eq!(tr.ops.len(), 100_000);
+    assert_eq!(
+        tr.summary.traffic_bytes, 0,
+        "a chain always fits two tensors"
+    );
+    assert!(verify(&tr, 5).violations.is_empty());
+    assert!(t.elapsed() < BOUND, "{:?}", t.elapsed());
+}
+
+#[test]
+fn a_10k_way_fanout_streams_the_join_and_verifies() {
+    let t = Instant::now();
+    let g = gen::fanout(10_000, 1024);
+    let tr = simulate(&g, &test_hw(256 * 1024), &lru()).unwrap();
+    let join = tr.ops.iter().find(|o| o.name == "join").unwrap();
+    assert!(
+        !join.streamed.is_empty(),
+        "10,000 inputs cannot all be resident"
+    );
+    assert!(verify(&tr, 5).violations.is_empty());
+    assert!(tr.summary.traffic_bytes >= tr.summary.lower_bound_traffic_bytes);
+    assert!(t.elapsed() < BOUND, "{:?}", t.elapsed());
+}
+
+#[test]
+fn a_tensor_larger_than_the_pool_is_streamed() {
+    let g = common::graph(
+        &[("big", &["x"], &["y"]), ("small", &["y"], &["z"])],
+        1024,
+        &[("y", 1 << 30)],
+        &["z"],
+    );
+    let tr = simulate(&g, &test_hw(32 << 20), &lru()).unwrap();
+    let y = tr.tensors.iter().position(|t| t.name == "y").unwrap();
+    assert!(tr
+        .ops
+        .iter()
+        .all(|o| !o.inputs.contains(&y) && !o.outputs.contains(&y) || o.streamed.contains(&y)));
+    assert!(verify(&tr, 5).violations.is_empty());
+}
+
+#[test]
+fn zero_byte_tensors_and_ops_without_outputs_are_fine() {
+    let g = common::graph(
+        &[
+            ("a", &["x"], &["e"]),
+            ("sink", &["e"], &[]),
+            ("b", &["x"], &["z"]),
+        ],
+        0,
+        &[("z", 64)],
+        &["z"],
+    );
+    let tr = simulate(&g, &test_hw(1024), &lru()).unwrap();
+    assert_eq!(tr.ops.len(), 3);
+    assert!(verify(&tr, 5).violations.is_empty());
+}
+
+fn write(dir: &std::path::Path, name: &str, text: &str) -> std::path::PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+fn one_line_error(args: &[&str]) -> String {
+    let o = assert_cmd::Command::cargo_bin("spillscope")
+        .unwrap()
+        .args(args)
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    let e = String::from_utf8_lossy(&o.stderr).to_string();
+    assert_eq!(e.trim_end().lines().count(), 1, "one line: {e}");
+    e
+}
+
+#[test]
+fn duplicate_names_and_deep_nesting_are_clear_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let dup = write(
+        dir.path(),
+        "dup.json",
+        r#"{"name":"d","tensors":[{"name":"x","bytes":4},{"name":"x","bytes":4}],"ops":[]}"#,
+    );
+    let e = one_line_error(&["sim", dup.to_str().unwrap()]);
+    assert!(e.contains("\"x\"") || e.contains("x"), "{e}");
+    assert!(e.contains("twice"), "{e}");
+    // 100,000 levels of nesting: a parse error, not a stack overflow.
+    let deep = "[".repeat(100_000) + &"]".repeat(100_000);
+    let p = write(dir.path(), "deep.json", &deep);
+    let e = one_line_error(&["sim", p.to_str().unwrap()]);
+    assert!(e.contains("deep.json"), "{e}");
+    let e = one_line_error(&["verify", p.to_str().unwrap()]);
+    assert!(e.contains("deep.json"), "{e}");
+    let p = write(
+        dir.path(),
+        "deep_npu.json",
+        &("{\"Nodes\":".to_string() + &deep + "}"),
+    );
+    let e = one_line_error(&["npu", "schedule", p.to_str().unwrap()]);
+    assert!(e.contains("deep_npu.json"), "{e}");
+}
+
+#[test]
+fn a_trace_whose_time_goes_backwards_is_flagged() {
+    let g = gen::chain(10, 1024);
+    let mut tr = simulate(&g, &test_hw(4096), &lru()).unwrap();
+    let n = tr.events.len();
+    tr.events[n - 1].t_ns = 0;
+    tr.events[n - 2].t_ns = tr.events[n - 2].t_ns.max(1);
+    let r = verify(&tr, 20);
+    assert!(
+        r.violations.iter().any(|v| v.rule == "time-order"),
+        "{:?}",
+        r.violations
+    );
+    // The explorer's analyses still build on it (no panic).
+    let d = spillscope::tui::data::Dataset::build("backwards", tr);
+    assert!(d.end_ns() > 0);
+}
+
+#[test]
+fn gen_makes_deterministic_graphs_and_traces() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        let o = assert_cmd::Command::cargo_bin("spillscope")
+            .unwrap()
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    };
+    let a = dir.path().join("a.json");
+    let b = dir.path().join("b.json");
+    run(&[
+        "gen",
+        "graph",
+        "--kind",
+        "transformer",
+        "--ops",
+        "1000",
+        "-o",
+        a.to_str().unwrap(),
+    ]);
+    run(&[
+        "gen",
+        "graph",
+        "--kind",
+        "transformer",
+        "--ops",
+        "1000",
+        "-o",
+        b.to_str().unwrap(),
+    ]);
+    assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
+    let g = spillscope::graph::load(&a, &Default::default()).unwrap();
+    assert!((990..=1010).contains(&g.ops.len()), "{}", g.ops.len());
+    let t = dir.path().join("t.json");
+    run(&[
+        "gen",
+        "trace",
+        "--events",
+        "20000",
+        "-o",
+        t.to_str().unwrap(),
+    ]);
+    let tr = spillscope::trace::Trace::load(&t).unwrap();
+    assert!(
+        (10_000..=40_000).contains(&tr.events.len()),
+        "{}",
+        tr.events.len()
+    );
+    assert!(verify(&tr, 5).violations.is_empty());
+    // Never overwrites without --force.
+    let o = assert_cmd::Command::cargo_bin("spillscope")
+        .unwrap()
+        .args(["gen", "graph", "-o", a.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+}

@@ -1,0 +1,64 @@
+//! Mutation tests (issue: hardening): a valid trace with random damage —
+//! values changed in place (ids out of range, times reordered, sizes
+//! zeroed or huge, events of the wrong kind) — either fails to load with
+//! an error, or loads and then survives verify, the explorer's analyses and
+//! the report without panicking.
+
+use proptest::prelude::*;
+use spillscope::trace::Trace;
+
+fn base() -> serde_json::Value {
+    let p =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sample-traces/encdec-1mib.lru.json");
+    serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap()
+}
+
+/// One in-place damage to the JSON tree, chosen by `pick`.
+fn damage(v: &mut serde_json::Value, pick: u64, value: i64) {
+    let n_ev = v["events"].as_array().map(Vec::len).unwrap_or(0).max(1);
+    let n_op = v["ops"].as_array().map(Vec::len).unwrap_or(0).max(1);
+    let i = (pick >> 8) as usize;
+    match pick % 12 {
+        0 => v["events"][i % n_ev]["tensor"] = value.into(),
+        1 => v["events"][i % n_ev]["t_ns"] = value.unsigned_abs().into(),
+        2 => v["events"][i % n_ev]["op"] = value.into(),
+        3 => {
+            v["events"][i % n_ev]["kind"] =
+                ["alloc", "free", "evict", "reload", "recompute"][i % 5].into()
+        }
+        4 => v["events"][i % n_ev]["offset"] = value.into(),
+        5 => v["events"][i % n_ev]["bytes"] = value.unsigned_abs().into(),
+        6 => v["ops"][i % n_op]["inputs"] = serde_json::json!([value]),
+        7 => v["ops"][i % n_op]["end_ns"] = value.unsigned_abs().into(),
+        8 => v["ops"][i % n_op]["start_ns"] = value.unsigned_abs().into(),
+        9 => v["pools"][0]["capacity_bytes"] = value.unsigned_abs().into(),
+        10 => {
+            if let Some(a) = v["events"].as_array_mut() {
+                a.truncate(i % n_ev);
+            }
+        }
+        _ => v["tensors"][i % 8]["consumers"] = serde_json::json!([value, value]),
+    }
+}
+
+fn survive(tr: Trace) {
+    let _ = spillscope::trace::verify::verify(&tr, 10);
+    let d = spillscope::tui::data::Dataset::build("mutant", tr);
+    let _ = d.end_ns();
+    let _ = spillscope::analysis::report::build(&d.trace, false);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+    #[test]
+    fn damaged_traces_load_with_an_error_or_survive(picks in proptest::collection::vec((any::<u64>(), -5i64..200_000), 1..4)) {
+        let mut v = base();
+        for (p, val) in picks {
+            damage(&mut v, p, val);
+        }
+        let bytes = serde_json::to_vec(&v).unwrap();
+        if let Ok(tr) = Trace::from_slice(&bytes) {
+            survive(tr);
+        }
+    }
+}
