@@ -245,3 +245,82 @@ fn the_terminal_is_restored_on_sigterm_and_sighup() {
         .expect("terminal usable again");
     }
 }
+
+/// A panic inside the explorer leaves a usable terminal: the alternate
+/// screen is gone, raw mode is off, the panic message is readable.
+#[test]
+fn the_terminal_is_restored_after_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let tr = dir.path().join("panic.json");
+    std::fs::copy(root().join("sample-traces/encdec-1mib.lru.json"), &tr).unwrap();
+    let cmd = format!(
+        "SPILLSCOPE_TEST_PANIC_ON_KEY=1 {} view {}; echo EXITED $?; sleep 3",
+        bin().display(),
+        tr.display()
+    );
+    let Some(t) = Tmux::start("panic", &cmd, 100, 30) else {
+        return;
+    };
+    t.wait_for(Duration::from_secs(10), |s| {
+        s.contains("Overview") && s.contains("latency")
+    })
+    .expect("first frame");
+    t.send(&["j"]);
+    let s = t
+        .wait_for(Duration::from_secs(3), |s| s.contains("EXITED"))
+        .expect("exits after the panic");
+    assert!(s.contains("EXITED 101"), "{s}");
+    assert!(s.contains("test panic"), "panic message shown:\n{s}");
+    assert!(
+        !s.contains("latency"),
+        "the explorer's screen is still there:\n{s}"
+    );
+    t.send_literal("echo typed-ok");
+    t.send(&["Enter"]);
+    t.wait_for(Duration::from_secs(2), |s| s.contains("typed-ok"))
+        .expect("terminal usable again");
+}
+
+/// A watched trace deleted and re-created (as some tools write), and
+/// appended to in two halves: the last good view stays until the file is
+/// whole again, then the new content shows.
+#[test]
+fn a_watched_trace_deleted_and_recreated_recovers() {
+    let dir = tempfile::tempdir().unwrap();
+    let tr = dir.path().join("t.json");
+    std::fs::copy(root().join("sample-traces/encdec-1mib.lru.json"), &tr).unwrap();
+    let cmd = format!("{} view {} --watch; sleep 3", bin().display(), tr.display());
+    let Some(t) = Tmux::start("recreate", &cmd, 100, 30) else {
+        return;
+    };
+    t.wait_for(Duration::from_secs(10), |s| {
+        s.contains("[lru]") && s.contains("LIVE")
+    })
+    .expect("first frame");
+    std::thread::sleep(Duration::from_millis(300));
+    std::fs::remove_file(&tr).unwrap();
+    let s = t
+        .wait_for(Duration::from_secs(3), |s| s.contains("t.json"))
+        .expect("a banner names the missing file");
+    assert!(s.contains("[lru]"), "last good view kept:\n{s}");
+    // Re-created in two writes: first half, then the rest.
+    let text = std::fs::read(root().join("sample-traces/encdec-1mib.belady.json")).unwrap();
+    let (a, b) = text.split_at(text.len() / 2);
+    std::fs::write(&tr, a).unwrap();
+    std::thread::sleep(Duration::from_millis(400));
+    let s = t.screen();
+    assert!(
+        s.contains("[lru]"),
+        "a half-written file never replaces the view:\n{s}"
+    );
+    use std::io::Write;
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&tr)
+        .unwrap()
+        .write_all(b)
+        .unwrap();
+    t.wait_for(Duration::from_secs(3), |s| s.contains("[belady]"))
+        .expect("the re-created trace shows");
+    t.send(&["q"]);
+}

@@ -425,6 +425,8 @@ pub fn run(opts: ViewOptions, initial: Option<Vec<Dataset>>) -> Result<()> {
     app.width = size.width;
     app.height = size.height;
     let mut dirty = true;
+    // For the end-to-end test that the terminal survives a panic.
+    let panic_on_key = std::env::var_os("SPILLSCOPE_TEST_PANIC_ON_KEY").is_some();
     loop {
         if dirty {
             terminal
@@ -437,6 +439,9 @@ pub fn run(opts: ViewOptions, initial: Option<Vec<Dataset>>) -> Result<()> {
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => continue,
             Err(_) => break,
         };
+        if panic_on_key && matches!(msg, Msg::Key(_)) {
+            panic!("test panic (SPILLSCOPE_TEST_PANIC_ON_KEY)");
+        }
         let redraw = !matches!(msg, Msg::Tick);
         if let Some(Effect::Refresh) = update(&mut app, msg) {
             request(&worker);
