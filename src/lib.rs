@@ -9,6 +9,7 @@ pub mod cli;
 pub mod cost;
 pub mod error;
 pub mod graph;
+pub mod input;
 pub mod npu;
 pub mod report;
 pub mod sim;

@@ -210,3 +210,32 @@ fn gen_makes_deterministic_graphs_and_traces() {
         .unwrap();
     assert!(!o.status.success());
 }
+
+#[test]
+fn inputs_over_the_size_cap_are_refused_with_the_way_out() {
+    let model =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/encoder_decoder.json");
+    let trace =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sample-traces/encdec-1mib.lru.json");
+    for args in [
+        vec!["sim", model.to_str().unwrap()],
+        vec!["verify", trace.to_str().unwrap()],
+        vec!["import", trace.to_str().unwrap()],
+        vec!["report", trace.to_str().unwrap()],
+    ] {
+        let o = assert_cmd::Command::cargo_bin("spillscope")
+            .unwrap()
+            .env("SPILLSCOPE_MAX_INPUT_BYTES", "1000")
+            .args(&args)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            e.contains("over the input cap of 1000 bytes"),
+            "{args:?}: {e}"
+        );
+        assert!(e.contains("SPILLSCOPE_MAX_INPUT_BYTES"), "{e}");
+        assert_eq!(e.trim_end().lines().count(), 1, "{e}");
+    }
+}

@@ -324,3 +324,42 @@ fn a_watched_trace_deleted_and_recreated_recovers() {
         .expect("the re-created trace shows");
     t.send(&["q"]);
 }
+
+/// A config saved many times faster than the debounce: the explorer ends
+/// on the last save's result (only the newest re-run matters).
+#[test]
+fn saves_faster_than_the_debounce_end_on_the_last_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("sched.toml");
+    std::fs::write(&cfg, "policy = \"lru\"\n").unwrap();
+    let model = root().join("tests/data/encoder_decoder.json");
+    let cmd = format!(
+        "{} view {} --capacity 640KiB --weights ignore --config {}; sleep 3",
+        bin().display(),
+        model.display(),
+        cfg.display()
+    );
+    let Some(t) = Tmux::start("burst", &cmd, 100, 30) else {
+        return;
+    };
+    t.wait_for(Duration::from_secs(10), |s| {
+        s.contains("[lru]") && s.contains("LIVE")
+    })
+    .expect("first frame");
+    std::thread::sleep(Duration::from_millis(300));
+    let policies = ["belady", "lifetime", "lru", "ideal"];
+    for i in 0..40 {
+        std::fs::write(&cfg, format!("policy = \"{}\"\n", policies[i % 4])).unwrap();
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    std::fs::write(&cfg, "policy = \"belady\"\n").unwrap();
+    let s = t
+        .wait_for(Duration::from_secs(3), |s| {
+            s.contains("[belady]") && !s.contains("...")
+        })
+        .expect("the last save wins");
+    // And it stays there (no stale re-run lands afterwards).
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(t.screen().contains("[belady]"), "{s}");
+    t.send(&["q"]);
+}

@@ -126,7 +126,7 @@ pub fn graph_from_json(doc: GraphJson, origin: &str) -> Result<Graph> {
 
 /// Reads a graph JSON file.
 pub fn load_graph_json(path: &Path) -> Result<Graph> {
-    let text = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    let text = crate::input::read(path)?;
     let doc: GraphJson =
         serde_json::from_slice(&text).map_err(|e| Error::parse(path, "graph JSON", e))?;
     let origin = path

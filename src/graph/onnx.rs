@@ -108,7 +108,7 @@ fn substitute_dims(vi: &mut pb::ValueInfoProto, dims: &HashMap<String, u64>, bat
 
 /// Loads an ONNX model into the IR.
 pub fn load_onnx(path: &Path, opts: &LoadOptions) -> Result<Graph> {
-    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    let bytes = crate::input::read(path)?;
     let framework = tract_onnx::onnx();
     let mut proto: pb::ModelProto = framework
         .proto_model_for_read(&mut bytes.as_slice())

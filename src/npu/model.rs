@@ -199,6 +199,7 @@ impl Kernel {
             .unwrap_or(false);
         let raw = if is_csv {
             let edges_path = path.with_file_name(format!("{name}_Edges.csv"));
+            crate::input::check_size(path)?;
             let nodes = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
             let edges =
                 std::fs::read_to_string(&edges_path).map_err(|e| Error::io(&edges_path, e))?;
@@ -207,7 +208,7 @@ impl Kernel {
                 edges: parse_edges_csv(&edges_path, &edges)?,
             }
         } else {
-            let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+            let bytes = crate::input::read(path)?;
             serde_json::from_slice(&bytes).map_err(|e| bad(path, e.to_string()))?
         };
         Kernel::build(path, name, raw)

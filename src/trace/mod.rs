@@ -219,7 +219,7 @@ impl Trace {
     pub fn load(path: &Path) -> Result<Trace> {
         // Reading whole and parsing from a slice is several times faster
         // than parsing from a reader.
-        let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+        let bytes = crate::input::read(path)?;
         let t = Trace::from_slice(&bytes).map_err(|e| Error::parse(path, "spillscope trace", e))?;
         drop(bytes);
         if t.schema != SCHEMA {

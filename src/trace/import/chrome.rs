@@ -440,6 +440,7 @@ fn drive<'de, R: serde_json::de::Read<'de>>(
 
 /// Reads every event of a Chrome trace file (sorted by time, stable).
 pub fn read_file(path: &Path, max_events: usize) -> Result<(Vec<ChromeEvent>, ReadReport)> {
+    crate::input::check_size(path)?;
     let f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
     let size = f.metadata().map(|m| m.len()).unwrap_or(u64::MAX);
     let mut events = Vec::new();

@@ -114,6 +114,7 @@ pub fn import(
     format: Option<Format>,
     opts: &ImportOptions,
 ) -> Result<(Trace, Vec<String>)> {
+    crate::input::check_size(path)?;
     let format = match format {
         Some(f) => f,
         None => detect(path)?,
