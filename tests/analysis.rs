@@ -141,7 +141,7 @@ fn classification_splits_capacity_from_lifetime() {
         &[("k", 2 * K)],
         &["out"],
     );
-    let c = classify::classify(&run(&g, 4 * K, EvictionPolicy::Lru));
+    let c = classify::classify_with_causes(&run(&g, 4 * K, EvictionPolicy::Lru));
     assert_eq!((c.capacity_count, c.lifetime_count), (0, 1));
     assert!(
         c.spills[0]

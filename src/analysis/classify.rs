@@ -141,7 +141,19 @@ fn lifetime_cause(tr: &Trace, res: &Residency, i: usize, cap: u64) -> Option<Str
     ))
 }
 
+/// The split with the recorded reasons only (fast: what the explorer's
+/// first frame needs).
 pub fn classify(tr: &Trace) -> Classification {
+    classify_impl(tr, false)
+}
+
+/// The split with each lifetime spill's cause named (the hole that was too
+/// small, or a tensor freed late), from a replay of the events.
+pub fn classify_with_causes(tr: &Trace) -> Classification {
+    classify_impl(tr, true)
+}
+
+fn classify_impl(tr: &Trace, causes: bool) -> Classification {
     let mut out = Classification::default();
     let mut res = Residency {
         pools: HashMap::new(),
@@ -164,7 +176,7 @@ pub fn classify(tr: &Trace) -> Classification {
         } else {
             SpillClass::Lifetime
         };
-        let detail = if class == SpillClass::Lifetime {
+        let detail = if causes && class == SpillClass::Lifetime {
             // Replay up to this eviction (events are in time order).
             for x in &tr.events[replayed..i] {
                 res.apply(x);

@@ -3,7 +3,7 @@
 //! re-simulated — suggestions, a capacity what-if curve and the exact
 //! optimum. One data structure; markdown, JSON and HTML render it.
 
-use super::classify::classify;
+use super::classify::classify_with_causes;
 use super::hotspots::{by_op_type, hotspots, order_hotspots, Hotspot, HotspotKey, TypeHotspot};
 use super::optimum::{optimal_traffic, Optimum, OptimumLimits};
 use super::roundtrips::{round_trips, TensorTrips};
@@ -131,7 +131,7 @@ pub fn build(tr: &Trace, resimulate: bool) -> Report {
         .map(|&i| hs[i].clone())
         .filter(|h| h.spilled_bytes + h.reloaded_bytes + h.stall_ns > 0)
         .collect();
-    let c = classify(tr);
+    let c = classify_with_causes(tr);
     let mut causes: Vec<CauseRow> = Vec::new();
     for s in c
         .spills

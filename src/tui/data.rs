@@ -1,7 +1,7 @@
 //! A loaded trace with everything the views need, computed once (off the UI
 //! thread for big traces) so that frames only read.
 
-use crate::analysis::classify::{classify, Classification};
+use crate::analysis::classify::{classify, classify_with_causes, Classification};
 use crate::analysis::diff::{diff, TraceDiff};
 use crate::analysis::hotspots::{hotspots, Hotspot};
 use crate::analysis::memmap::{placements, OccupancyIndex, Placement};
@@ -137,7 +137,14 @@ impl Dataset {
         // The analyses are independent: run them on both cores.
         let (index, (hotspots, trips, class, placements)) = std::thread::scope(|s| {
             let t: &Trace = &trace;
-            let other = s.spawn(move || (hotspots(t), round_trips(t), classify(t), placements(t)));
+            let other = s.spawn(move || {
+                (
+                    hotspots(t),
+                    round_trips(t),
+                    classify_with_causes(t),
+                    placements(t),
+                )
+            });
             let index = TimelineIndex::build(t);
             let rest = match other.join() {
                 Ok(r) => r,
