@@ -45,6 +45,15 @@ struct Stay {
 
 /// Checks `sol` and returns its metrics, or the first broken rule.
 pub fn evaluate(k: &Kernel, sol: &Solution) -> std::result::Result<Metrics, Violation> {
+    evaluate_timed(k, sol).map(|(m, _)| m)
+}
+
+/// [`evaluate`], also returning each node's `(start, end)` cycle (spill
+/// ids included), for timelines.
+pub fn evaluate_timed(
+    k: &Kernel,
+    sol: &Solution,
+) -> std::result::Result<(Metrics, Vec<(u64, u64)>), Violation> {
     let n = k.len();
     let total = n + 2 * sol.spills.len();
     // Every id exactly once.
@@ -372,13 +381,16 @@ pub fn evaluate(k: &Kernel, sol: &Solution) -> std::result::Result<Metrics, Viol
         .collect();
     // The reuse edges must agree with the schedule (a stay starts after the
     // previous holder left, which the overlap check already ensures).
-    let (_, cycles) = pipe_times(&sol.order, &timed, &preds);
-    Ok(Metrics {
-        peak_residency: peak.max(0) as u64,
-        extra_traffic: extra,
-        total_cycles: cycles,
-        spill_count: sol.spills.len(),
-    })
+    let (span, cycles) = pipe_times(&sol.order, &timed, &preds);
+    Ok((
+        Metrics {
+            peak_residency: peak.max(0) as u64,
+            extra_traffic: extra,
+            total_cycles: cycles,
+            spill_count: sol.spills.len(),
+        },
+        span,
+    ))
 }
 
 /// Writes `schedule.txt`, `memory.txt` and `spill.txt` into `dir`.

@@ -5,9 +5,8 @@
 //! evict and SPILL_IN as reload with their DMA spans. Times are cycles
 //! (1 cycle shown as 1 ns).
 
-use super::check::{evaluate, spill_cycles};
-use super::model::{BufType, Kernel, NodeKind, Pipe};
-use super::timing::{pipe_times, Timed};
+use super::check::evaluate_timed;
+use super::model::{BufType, Kernel, NodeKind};
 use super::Solution;
 use crate::trace::{
     Counter, Event, EventKind, Meta, Pool, Summary, Trace, TraceOp, TraceTensor, SCHEMA,
@@ -17,118 +16,15 @@ use crate::{Error, Result};
 /// Builds the trace of `sol` (checked first: a broken solution is an error
 /// naming the rule).
 pub fn to_trace(k: &Kernel, sol: &Solution) -> Result<Trace> {
-    let m = evaluate(k, sol).map_err(|v| Error::Config(format!("npu solution: {v}")))?;
+    let (m, span) =
+        evaluate_timed(k, sol).map_err(|v| Error::Config(format!("npu solution: {v}")))?;
+    let latency = m.total_cycles;
     let n = k.len();
-    let total = n + 2 * sol.spills.len();
-    // Timing with the same edges as the checker: recompute spans here with
-    // original + spill edges (reuse edges only delay ALLOCs, which the
-    // ALLOC events below take from the pipes' view of time).
-    let mut pos = vec![0usize; total];
+    let mut pos = vec![0usize; span.len()];
     for (p, &i) in sol.order.iter().enumerate() {
         pos[i] = p;
     }
-    let mut preds: Vec<Vec<usize>> = k.pred.clone();
-    preds.resize(total, Vec::new());
     let spill_buf: Vec<usize> = sol.spills.iter().map(|(b, _)| k.buf_index[b]).collect();
-    for (s, &b) in spill_buf.iter().enumerate() {
-        let buf = &k.buffers[b];
-        let (o, inn) = (n + 2 * s, n + 2 * s + 1);
-        preds[o].push(buf.alloc);
-        preds[inn].push(o);
-        preds[buf.free].push(inn);
-        for &u in &buf.users {
-            if pos[u] < pos[o] {
-                preds[o].push(u);
-            } else if pos[u] > pos[inn] {
-                preds[u].push(inn);
-            }
-        }
-    }
-    // Address reuse within a pool: a placement waits for the previous
-    // holder of its bytes to leave (as the checker times it).
-    let mut last: Vec<Vec<Option<usize>>> = BufType::ALL
-        .iter()
-        .map(|t| vec![None; t.capacity() as usize])
-        .collect();
-    let mut offset_now: Vec<u64> = vec![0; k.buffers.len()];
-    for &(buf, off) in &sol.offsets {
-        if let Some(&b) = k.buf_index.get(&buf) {
-            offset_now[b] = off;
-        }
-    }
-    let mut leaver: Vec<usize> = vec![usize::MAX; k.buffers.len()];
-    let mut place =
-        |b: usize, off: u64, start: usize, preds: &mut Vec<Vec<usize>>, leaver: &[usize]| {
-            let t = k.buffers[b].ty;
-            let size = k.buffers[b].size as usize;
-            let slots = &mut last[t.index()];
-            let end = (off as usize + size).min(slots.len());
-            let mut seen: Vec<usize> = Vec::new();
-            for slot in &mut slots[(off as usize).min(end)..end] {
-                if let Some(prev) = *slot {
-                    if !seen.contains(&prev) {
-                        seen.push(prev);
-                    }
-                }
-                *slot = Some(b);
-            }
-            for prev in seen {
-                if prev != b && leaver[prev] != usize::MAX {
-                    preds[start].push(leaver[prev]);
-                }
-            }
-        };
-    for &i in &sol.order {
-        if i >= n {
-            let s = (i - n) / 2;
-            let b = spill_buf[s];
-            if (i - n).is_multiple_of(2) {
-                leaver[b] = i;
-            } else {
-                offset_now[b] = sol.spills[s].1;
-                place(b, offset_now[b], i, &mut preds, &leaver);
-            }
-            continue;
-        }
-        match &k.nodes[i].kind {
-            NodeKind::Alloc { buf, .. } => {
-                let b = k.buf_index[buf];
-                place(b, offset_now[b], i, &mut preds, &leaver);
-            }
-            NodeKind::Free { buf, .. } => leaver[k.buf_index[buf]] = i,
-            _ => {}
-        }
-    }
-    let timed: Vec<Timed> = (0..total)
-        .map(|i| {
-            if i < n {
-                match &k.nodes[i].kind {
-                    NodeKind::Op { pipe, cycles, .. } => Timed {
-                        pipe: Some(*pipe),
-                        cycles: *cycles,
-                    },
-                    _ => Timed {
-                        pipe: None,
-                        cycles: 0,
-                    },
-                }
-            } else {
-                let buf = &k.buffers[spill_buf[(i - n) / 2]];
-                if (i - n).is_multiple_of(2) {
-                    Timed {
-                        pipe: Some(Pipe::Mte3),
-                        cycles: spill_cycles(buf.size, buf.copy_in),
-                    }
-                } else {
-                    Timed {
-                        pipe: Some(Pipe::Mte2),
-                        cycles: spill_cycles(buf.size, false),
-                    }
-                }
-            }
-        })
-        .collect();
-    let (span, latency) = pipe_times(&sol.order, &timed, &preds);
 
     // Ops: op nodes in schedule order.
     let mut op_index = vec![usize::MAX; n];
@@ -285,7 +181,7 @@ pub fn to_trace(k: &Kernel, sol: &Solution) -> Result<Trace> {
     let reloaded: u64 = spill_buf.iter().map(|&b| k.buffers[b].size).sum();
     let peak_resident = resident.iter().map(|s| s.1 as u64).max().unwrap_or(0);
     let summary = Summary {
-        latency_ns: latency.max(m.total_cycles),
+        latency_ns: latency,
         spill_count: sol.spills.len() as u64,
         spilled_bytes: spilled,
         reloaded_bytes: reloaded,
