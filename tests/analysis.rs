@@ -276,3 +276,47 @@ fn diff_names_the_tensors_and_ops_that_changed() {
     assert_eq!((ta.a_trips, ta.b_trips), (1, 0));
     assert!(d.ops[0].magnitude() >= d.ops[6].magnitude());
 }
+
+/// A lifetime spill caused by a tensor freed late: `a`'s last use is op 0,
+/// yet it is still resident when op 1 evicts `x` to make room for `y`.
+#[test]
+fn a_late_free_is_named_as_the_cause() {
+    let ev = |t: u64, kind: &str, tensor: usize, offset: u64, op: usize, live: Option<u64>| {
+        serde_json::json!({"t_ns": t, "kind": kind, "tensor": tensor, "bytes": 100, "pool": "sram",
+            "offset": offset, "op": op, "live_bytes": live})
+    };
+    let doc = serde_json::json!({
+        "schema": "spillscope.trace/1", "source": "instrumented",
+        "meta": {"model": "late", "policy": "runtime", "hardware": {}, "config": {}, "tool_version": "t"},
+        "pools": [{"name": "sram", "capacity_bytes": 200, "alignment": 1}],
+        "tensors": [
+            {"id": 0, "name": "a", "bytes": 100, "kind": "activation", "pool": "sram", "producer": null, "consumers": [0]},
+            {"id": 1, "name": "x", "bytes": 100, "kind": "activation", "pool": "sram", "producer": null, "consumers": [0, 2]},
+            {"id": 2, "name": "y", "bytes": 100, "kind": "activation", "pool": "sram", "producer": 1, "consumers": []}
+        ],
+        "ops": [
+            {"id": 0, "name": "op0", "op_type": "Add", "start_ns": 0, "end_ns": 10, "stall_ns": 0, "inputs": [0, 1], "outputs": [], "streamed": []},
+            {"id": 1, "name": "op1", "op_type": "Add", "start_ns": 10, "end_ns": 20, "stall_ns": 0, "inputs": [], "outputs": [2], "streamed": []},
+            {"id": 2, "name": "op2", "op_type": "Add", "start_ns": 20, "end_ns": 30, "stall_ns": 0, "inputs": [1], "outputs": [], "streamed": []}
+        ],
+        "events": [
+            ev(0, "alloc", 0, 0, 0, None),
+            ev(0, "alloc", 1, 100, 0, None),
+            ev(10, "evict", 1, 100, 1, Some(100)),
+            ev(10, "alloc", 2, 100, 1, None)
+        ],
+        "counters": [],
+        "summary": {"latency_ns": 30, "spill_count": 1, "spilled_bytes": 100, "reloaded_bytes": 0,
+            "traffic_bytes": 100, "stall_ns": 0, "peak_live_bytes": 200, "peak_resident_bytes": 200,
+            "lower_bound_traffic_bytes": 0}
+    });
+    let tr = spillscope::trace::Trace::from_slice(&serde_json::to_vec(&doc).unwrap()).unwrap();
+    let c = classify::classify_with_causes(&tr);
+    assert_eq!((c.capacity_count, c.lifetime_count), (0, 1));
+    assert_eq!(
+        c.spills[0].cause,
+        "late free: a (100 B) still resident after its last use at op 0"
+    );
+    // The cheap split (first frame) keeps the recorded reason only.
+    assert_ne!(classify::classify(&tr).spills[0].cause, c.spills[0].cause);
+}
