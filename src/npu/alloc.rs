@@ -103,6 +103,17 @@ enum State {
     Freed,
 }
 
+/// The allocator's running state while it walks the schedule.
+struct Work {
+    pools: Vec<Pool>,
+    state: Vec<State>,
+    out_order: Vec<usize>,
+    spills: Vec<(u32, u64)>,
+    /// Per buffer: the index into `spills` of its pending SPILL_IN.
+    pending_in: Vec<Option<usize>>,
+    extra: u64,
+}
+
 /// The allocator's result: the solution plus its extra traffic.
 #[derive(Debug, Clone)]
 pub struct Allocation {
@@ -156,17 +167,18 @@ pub fn allocate_with(k: &Kernel, order: &[usize], opts: AllocOptions) -> Result<
         let u = &uses[b];
         u.get(u.partition_point(|&p| p < now)).copied()
     };
-    let mut pools: Vec<Pool> = BufType::ALL
-        .iter()
-        .map(|t| Pool::new(t.capacity()))
-        .collect();
-    let mut state = vec![State::NotYet; k.buffers.len()];
+    let mut w = Work {
+        pools: BufType::ALL
+            .iter()
+            .map(|t| Pool::new(t.capacity()))
+            .collect(),
+        state: vec![State::NotYet; k.buffers.len()],
+        out_order: Vec::with_capacity(order.len() + 64),
+        spills: Vec::new(),
+        pending_in: vec![None; k.buffers.len()],
+        extra: 0,
+    };
     let mut first_offset: Vec<Option<u64>> = vec![None; k.buffers.len()];
-    let mut out_order: Vec<usize> = Vec::with_capacity(order.len() + 64);
-    let mut spills: Vec<(u32, u64)> = Vec::new();
-    // Spill id pairs: the index into `spills` of the pending SPILL_IN per buffer.
-    let mut pending_in: Vec<Option<usize>> = vec![None; k.buffers.len()];
-    let mut extra = 0u64;
     let bidx = |buf: &u32| k.buf_index.get(buf).copied();
 
     // Makes room for `size` in pool `ty` at schedule position `now`,
@@ -174,12 +186,7 @@ pub fn allocate_with(k: &Kernel, order: &[usize], opts: AllocOptions) -> Result<
     #[allow(clippy::too_many_arguments)]
     fn room(
         k: &Kernel,
-        pools: &mut [Pool],
-        state: &mut [State],
-        out_order: &mut Vec<usize>,
-        spills: &mut Vec<(u32, u64)>,
-        pending_in: &mut [Option<usize>],
-        extra: &mut u64,
+        w: &mut Work,
         ty: BufType,
         size: u64,
         now: usize,
@@ -188,7 +195,7 @@ pub fn allocate_with(k: &Kernel, order: &[usize], opts: AllocOptions) -> Result<
         opts: AllocOptions,
     ) -> Result<u64> {
         let p = ty.index();
-        if let Some(off) = pools[p].find(size, opts.oldest_hole) {
+        if let Some(off) = w.pools[p].find(size, opts.oldest_hole) {
             return Ok(off);
         }
         if ty.is_l0() {
@@ -198,10 +205,10 @@ pub fn allocate_with(k: &Kernel, order: &[usize], opts: AllocOptions) -> Result<
             )));
         }
         // Segments in address order; choose the cheapest window >= size.
-        let cap = pools[p].cap;
+        let cap = w.pools[p].cap;
         let mut segs: Vec<(u64, u64, Option<usize>)> = Vec::new(); // (start, end, buffer)
         let mut cursor = 0;
-        for (&off, &(end, b)) in &pools[p].blocks {
+        for (&off, &(end, b)) in &w.pools[p].blocks {
             if off > cursor {
                 segs.push((cursor, off, None));
             }
@@ -251,21 +258,34 @@ pub fn allocate_with(k: &Kernel, order: &[usize], opts: AllocOptions) -> Result<
         };
         for s in &segs[lo..=hi] {
             if let Some(b) = s.2 {
-                let State::Resident(off) = state[b] else {
+                let State::Resident(off) = w.state[b] else {
                     continue;
                 };
-                pools[p].remove(off, now);
-                state[b] = State::Out;
+                w.pools[p].remove(off, now);
+                w.state[b] = State::Out;
                 // SPILL_OUT id: n + 2k; its SPILL_IN (n + 2k + 1) comes later.
-                let k_idx = spills.len();
-                spills.push((k.buffers[b].id, 0));
-                pending_in[b] = Some(k_idx);
-                out_order.push(k.len() + 2 * k_idx);
-                *extra += spill_traffic(k, b);
+                let k_idx = w.spills.len();
+                w.spills.push((k.buffers[b].id, 0));
+                w.pending_in[b] = Some(k_idx);
+                w.out_order.push(k.len() + 2 * k_idx);
+                w.extra += spill_traffic(k, b);
             }
         }
         Ok(segs[lo].0)
     }
+
+    // Brings spilled-out buffer `b` back (SPILL_IN, possibly at a new offset).
+    let bring_back = |w: &mut Work, b: usize, now: usize, protect: &[usize]| -> Result<()> {
+        let (size, ty) = (k.buffers[b].size, k.buffers[b].ty);
+        let off = room(k, w, ty, size, now, protect, &next_use, opts)?;
+        w.pools[ty.index()].place(off, size, b);
+        w.state[b] = State::Resident(off);
+        if let Some(s) = w.pending_in[b].take() {
+            w.spills[s].1 = off;
+            w.out_order.push(k.len() + 2 * s + 1);
+        }
+        Ok(())
+    };
 
     for (now, &i) in order.iter().enumerate() {
         match &k.nodes[i].kind {
@@ -282,55 +302,18 @@ pub fn allocate_with(k: &Kernel, order: &[usize], opts: AllocOptions) -> Result<
                     })
                     .flatten()
                     .collect();
-                let off = room(
-                    k,
-                    &mut pools,
-                    &mut state,
-                    &mut out_order,
-                    &mut spills,
-                    &mut pending_in,
-                    &mut extra,
-                    *ty,
-                    *size,
-                    now,
-                    &feeds,
-                    &next_use,
-                    opts,
-                )?;
-                pools[ty.index()].place(off, *size, b);
-                state[b] = State::Resident(off);
+                let off = room(k, &mut w, *ty, *size, now, &feeds, &next_use, opts)?;
+                w.pools[ty.index()].place(off, *size, b);
+                w.state[b] = State::Resident(off);
                 first_offset[b] = Some(off);
-                out_order.push(i);
+                w.out_order.push(i);
             }
             NodeKind::Op { bufs, .. } => {
                 let mine: Vec<usize> = bufs.iter().filter_map(bidx).collect();
                 for &b in &mine {
-                    match state[b] {
+                    match w.state[b] {
                         State::Resident(_) => {}
-                        State::Out => {
-                            let (size, ty) = (k.buffers[b].size, k.buffers[b].ty);
-                            let off = room(
-                                k,
-                                &mut pools,
-                                &mut state,
-                                &mut out_order,
-                                &mut spills,
-                                &mut pending_in,
-                                &mut extra,
-                                ty,
-                                size,
-                                now,
-                                &mine,
-                                &next_use,
-                                opts,
-                            )?;
-                            pools[ty.index()].place(off, size, b);
-                            state[b] = State::Resident(off);
-                            if let Some(s) = pending_in[b].take() {
-                                spills[s].1 = off;
-                                out_order.push(k.len() + 2 * s + 1);
-                            }
-                        }
+                        State::Out => bring_back(&mut w, b, now, &mine)?,
                         State::NotYet | State::Freed => {
                             return Err(Error::Config(format!(
                                 "npu allocate: node {i} ({}) uses buffer {} outside its ALLOC..FREE",
@@ -339,40 +322,19 @@ pub fn allocate_with(k: &Kernel, order: &[usize], opts: AllocOptions) -> Result<
                         }
                     }
                 }
-                out_order.push(i);
+                w.out_order.push(i);
             }
             NodeKind::Free { buf, .. } => {
                 let b = bidx(buf).unwrap_or(0);
-                if state[b] == State::Out {
+                if w.state[b] == State::Out {
                     // Spilled with no use left: it must come back before FREE.
-                    let (size, ty) = (k.buffers[b].size, k.buffers[b].ty);
-                    let off = room(
-                        k,
-                        &mut pools,
-                        &mut state,
-                        &mut out_order,
-                        &mut spills,
-                        &mut pending_in,
-                        &mut extra,
-                        ty,
-                        size,
-                        now,
-                        &[b],
-                        &next_use,
-                        opts,
-                    )?;
-                    pools[ty.index()].place(off, size, b);
-                    state[b] = State::Resident(off);
-                    if let Some(s) = pending_in[b].take() {
-                        spills[s].1 = off;
-                        out_order.push(k.len() + 2 * s + 1);
-                    }
+                    bring_back(&mut w, b, now, &[b])?;
                 }
-                if let State::Resident(off) = state[b] {
-                    pools[k.buffers[b].ty.index()].remove(off, now);
+                if let State::Resident(off) = w.state[b] {
+                    w.pools[k.buffers[b].ty.index()].remove(off, now);
                 }
-                state[b] = State::Freed;
-                out_order.push(i);
+                w.state[b] = State::Freed;
+                w.out_order.push(i);
             }
         }
     }
@@ -384,10 +346,10 @@ pub fn allocate_with(k: &Kernel, order: &[usize], opts: AllocOptions) -> Result<
         .collect();
     Ok(Allocation {
         solution: Solution {
-            order: out_order,
+            order: w.out_order,
             offsets,
-            spills,
+            spills: w.spills,
         },
-        extra_traffic: extra,
+        extra_traffic: w.extra,
     })
 }
