@@ -27,7 +27,7 @@
 //! and from C through `include/spill_probe.h` (the same functions, prefixed
 //! `spill_probe_`).
 
-use std::cell::{RefCell, UnsafeCell};
+use std::cell::{Cell, RefCell, UnsafeCell};
 use std::collections::HashMap;
 use std::ffi::{c_char, c_int, CStr};
 use std::fs::File;
@@ -222,7 +222,25 @@ static NEXT_GENERATION: AtomicU64 = AtomicU64::new(1);
 static BASE: OnceLock<Instant> = OnceLock::new();
 
 thread_local! {
-    static LOCAL: RefCell<(u64, Option<Arc<Ring>>)> = const { RefCell::new((0, None)) };
+    /// The hot path's view of this thread's ring: the session number and a
+    /// plain pointer. No destructor, so reaching it is a TLS offset with no
+    /// lazy-initialisation check; `OWNED` keeps the ring alive and clears
+    /// this before letting it go.
+    static FAST: Cell<(u64, *const Ring)> = const { Cell::new((0, std::ptr::null())) };
+    /// This thread's ring for the session it last recorded in.
+    static OWNED: RefCell<Option<RingOwner>> = const { RefCell::new(None) };
+}
+
+/// Holds this thread's ring; on drop (thread exit, or a new session)
+/// clears `FAST` first so the pointer never outlives the ring.
+struct RingOwner {
+    _ring: Arc<Ring>,
+}
+
+impl Drop for RingOwner {
+    fn drop(&mut self) {
+        let _ = FAST.try_with(|f| f.set((0, std::ptr::null())));
+    }
 }
 
 fn now_ns() -> u64 {
@@ -304,7 +322,30 @@ fn to_ns(raw: u64) -> u64 {
     (c.base_ns as f64 + dt).max(0.0) as u64
 }
 
+/// A long name's id: from this thread's cache, or (first sighting on this
+/// thread) from the global table under its lock. Ids never change (the
+/// table outlives sessions), so the cache never goes stale.
 fn intern(bytes: &[u8]) -> u32 {
+    thread_local! {
+        static SEEN: RefCell<HashMap<Box<[u8]>, u32>> = RefCell::new(HashMap::new());
+    }
+    let cached = SEEN
+        .try_with(|s| s.try_borrow().ok().and_then(|s| s.get(bytes).copied()))
+        .ok()
+        .flatten();
+    if let Some(id) = cached {
+        return id;
+    }
+    let id = intern_global(bytes);
+    let _ = SEEN.try_with(|s| {
+        if let Ok(mut s) = s.try_borrow_mut() {
+            s.insert(bytes.into(), id);
+        }
+    });
+    id
+}
+
+fn intern_global(bytes: &[u8]) -> u32 {
     let mut g = INTERNER.lock().unwrap_or_else(|e| e.into_inner());
     let t = g.get_or_insert_with(Interner::default);
     if let Some(&id) = t.ids.get(bytes) {
@@ -324,40 +365,49 @@ fn interned(id: u32) -> Vec<u8> {
         .unwrap_or_default()
 }
 
-/// The calling thread's ring for the open session (registering once).
-fn with_ring(f: impl FnOnce(&Ring)) {
-    let generation = GENERATION.load(Ordering::Acquire);
-    if generation == 0 {
-        return;
+/// The calling thread's ring for session `generation`, registering one on
+/// the thread's first event in that session.
+#[inline]
+fn ring_for(generation: u64) -> Option<&'static Ring> {
+    let (g, ring) = FAST.try_with(Cell::get).ok()?;
+    if g == generation && !ring.is_null() {
+        // SAFETY: `ring` came from the Arc this thread's `OWNED` holds;
+        // `RingOwner::drop` nulls `FAST` before that Arc is released, and
+        // only this thread replaces it. The reference does not escape the
+        // current probe call.
+        return Some(unsafe { &*ring });
     }
-    LOCAL.with(|cell| {
-        let Ok(mut local) = cell.try_borrow_mut() else {
-            return;
-        };
-        if local.0 != generation || local.1.is_none() {
-            let session = SESSION.lock().unwrap_or_else(|e| e.into_inner()).clone();
-            let Some(s) = session.filter(|s| s.generation == generation) else {
-                return;
-            };
-            let ring = Arc::new(Ring::new(
-                s.ring_records,
-                s.next_thread.fetch_add(1, Ordering::Relaxed),
-            ));
-            s.rings
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push(ring.clone());
-            *local = (generation, Some(ring));
-        }
-        if let Some(r) = &local.1 {
-            f(r);
-        }
-    });
+    register_ring(generation)
+}
+
+#[cold]
+fn register_ring(generation: u64) -> Option<&'static Ring> {
+    let session = SESSION.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let s = session.filter(|s| s.generation == generation)?;
+    let ring = Arc::new(Ring::new(
+        s.ring_records,
+        s.next_thread.fetch_add(1, Ordering::Relaxed),
+    ));
+    s.rings
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(ring.clone());
+    let ptr = Arc::as_ptr(&ring);
+    OWNED
+        .try_with(|o| {
+            let mut o = o.try_borrow_mut().ok()?;
+            *o = Some(RingOwner { _ring: ring });
+            FAST.try_with(|f| f.set((generation, ptr))).ok()
+        })
+        .ok()??;
+    // SAFETY: as in `ring_for`: `OWNED` now holds the Arc behind `ptr`.
+    Some(unsafe { &*ptr })
 }
 
 #[inline]
 fn record(kind: Kind, name: &[u8], bytes: Option<u64>, pool: &[u8], offset: Option<u64>) {
-    if GENERATION.load(Ordering::Relaxed) == 0 {
+    let generation = GENERATION.load(Ordering::Acquire);
+    if generation == 0 {
         return;
     }
     // Long names: interned (slow path, off the common case).
@@ -375,7 +425,7 @@ fn record(kind: Kind, name: &[u8], bytes: Option<u64>, pool: &[u8], offset: Opti
         | if name_id.is_some() { FLAG_NAME_ID } else { 0 }
         | if pool_id.is_some() { FLAG_POOL_ID } else { 0 };
     let t = raw_now();
-    with_ring(|ring| {
+    if let Some(ring) = ring_for(generation) {
         ring.push_with(|p| {
             use std::ptr::addr_of_mut;
             // SAFETY: `p` is this producer's free slot; every field is
@@ -389,19 +439,46 @@ fn record(kind: Kind, name: &[u8], bytes: Option<u64>, pool: &[u8], offset: Opti
                 addr_of_mut!((*p).name_len).write(name_len);
                 addr_of_mut!((*p).pool_len).write(pool_len);
                 addr_of_mut!((*p).flags).write(flags);
-                std::ptr::copy_nonoverlapping(
-                    name.as_ptr(),
-                    addr_of_mut!((*p).name) as *mut u8,
-                    name_len as usize,
-                );
-                std::ptr::copy_nonoverlapping(
-                    pool.as_ptr(),
-                    addr_of_mut!((*p).pool) as *mut u8,
-                    pool_len as usize,
-                );
+                copy_short(name, addr_of_mut!((*p).name) as *mut u8);
+                copy_short(pool, addr_of_mut!((*p).pool) as *mut u8);
             }
         })
-    });
+    }
+}
+
+/// Copies a short name without a call into `memcpy`: two overlapping
+/// loads and stores of the widest size that fits (the usual small-copy
+/// trick), so typical tensor and pool names cost a few instructions.
+///
+/// # Safety
+/// `dst` must be valid for `src.len()` bytes and not overlap `src`.
+#[inline(always)]
+unsafe fn copy_short(src: &[u8], dst: *mut u8) {
+    use std::ptr::{read_unaligned as rd, write_unaligned as wr};
+    let (n, s) = (src.len(), src.as_ptr());
+    // SAFETY (every branch): reads stay inside `src` (offsets 0 and n-k
+    // with k <= n) and writes inside `dst[..n]`.
+    unsafe {
+        if n >= 32 {
+            std::ptr::copy_nonoverlapping(s, dst, n);
+        } else if n >= 16 {
+            let (a, b) = (rd(s as *const u128), rd(s.add(n - 16) as *const u128));
+            wr(dst as *mut u128, a);
+            wr(dst.add(n - 16) as *mut u128, b);
+        } else if n >= 8 {
+            let (a, b) = (rd(s as *const u64), rd(s.add(n - 8) as *const u64));
+            wr(dst as *mut u64, a);
+            wr(dst.add(n - 8) as *mut u64, b);
+        } else if n >= 4 {
+            let (a, b) = (rd(s as *const u32), rd(s.add(n - 4) as *const u32));
+            wr(dst as *mut u32, a);
+            wr(dst.add(n - 4) as *mut u32, b);
+        } else {
+            for i in 0..n {
+                *dst.add(i) = *s.add(i);
+            }
+        }
+    }
 }
 
 fn push_json_str(out: &mut Vec<u8>, s: &[u8]) {

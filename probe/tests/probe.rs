@@ -114,12 +114,17 @@ fn a_tailing_reader_sees_only_whole_events() {
                 buf.clear();
                 f.read_to_end(&mut buf).unwrap();
                 pending.extend_from_slice(&buf);
-                while let Some(nl) = pending.iter().position(|&b| b == b'\n') {
-                    let line: Vec<u8> = pending.drain(..=nl).collect();
-                    serde_json::from_slice::<serde_json::Value>(&line[..line.len() - 1])
-                        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&line)));
+                // Parse every whole line, then drop them in one go (draining
+                // line by line would shift the buffer once per line).
+                let mut start = 0;
+                while let Some(nl) = pending[start..].iter().position(|&b| b == b'\n') {
+                    let line = &pending[start..start + nl];
+                    serde_json::from_slice::<serde_json::Value>(line)
+                        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(line)));
                     complete += 1;
+                    start += nl + 1;
                 }
+                pending.drain(..start);
                 if !pending.is_empty() {
                     partial_seen += 1;
                 }
@@ -203,6 +208,50 @@ fn long_names_and_awkward_characters_survive() {
     assert!(lines[1].get("offset").is_none());
     assert_eq!(lines[2]["kind"], "free");
     assert!(lines[2].get("bytes").is_none());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn names_of_every_length_arrive_intact() {
+    // The hot path copies names with overlapping wide loads chosen by
+    // length; every length from empty to past the inline limit (and pools
+    // past theirs) must come out byte for byte, on a fresh thread too.
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile_dir();
+    let path = dir.join("lengths.jsonl");
+    let probe = spill_probe::Probe::open(&path).unwrap();
+    let alphabet: Vec<char> = ('a'..='z').chain('A'..='Z').chain('0'..='9').collect();
+    let text = |n: usize, shift: usize| -> String {
+        (0..n)
+            .map(|i| alphabet[(i * 7 + shift) % alphabet.len()])
+            .collect()
+    };
+    let expected: Vec<(String, String)> = (0..=100)
+        .map(|n| (text(n, n), text(n % 24, n + 3)))
+        .collect();
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            for (i, (name, pool)) in expected.iter().enumerate() {
+                spill_probe::alloc(name, i as u64, pool, None);
+            }
+        });
+    });
+    probe.close().unwrap();
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), expected.len());
+    for (line, (name, pool)) in lines.iter().zip(&expected) {
+        assert_eq!(
+            line["tensor"],
+            name.as_str(),
+            "name of length {}",
+            name.len()
+        );
+        assert_eq!(line["pool"], pool.as_str(), "pool of length {}", pool.len());
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 
