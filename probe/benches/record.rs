@@ -17,13 +17,33 @@ fn probe(c: &mut Criterion) {
     let p = spill_probe::Probe::open_with(dir.join("probe.jsonl"), 1 << 16).unwrap();
     let mut g = c.benchmark_group("record_event");
     g.measurement_time(Duration::from_secs(4));
-    probe_bench(&mut g, "spill_probe::alloc", "layer3/conv2/output_0");
+    let rust = |name: &'static str| {
+        move |i: u64| {
+            spill_probe::alloc(
+                std::hint::black_box(name),
+                std::hint::black_box(4096 + i),
+                "sram",
+                Some(i * 64),
+            )
+        }
+    };
+    probe_bench(&mut g, "spill_probe::alloc", rust("layer3/conv2/output_0"));
     // Longer than the inline 80 bytes: interned, found in the thread's cache.
     probe_bench(
         &mut g,
         "spill_probe::alloc (100-byte name, interned)",
-        "/model/decoder/layers.11/encoder_attn/k_proj/MatMul_output_0/with/a/very/long/suffix/to/pass/80/b",
+        rust("/model/decoder/layers.11/encoder_attn/k_proj/MatMul_output_0/with/a/very/long/suffix/to/pass/80/b"),
     );
+    // What a C runtime pays: NUL-terminated strings measured per call.
+    let (name, pool) = (c"layer3/conv2/output_0", c"sram");
+    probe_bench(&mut g, "spill_probe_alloc (C ABI)", |i| {
+        spill_probe::spill_probe_alloc(
+            std::hint::black_box(name.as_ptr()),
+            std::hint::black_box(4096 + i),
+            pool.as_ptr(),
+            (i * 64) as i64,
+        )
+    });
     let stats = p.close().unwrap();
     eprintln!(
         "probe: {} written, {} dropped",
@@ -39,7 +59,7 @@ fn probe(c: &mut Criterion) {
 fn probe_bench(
     g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
     id: &str,
-    name: &str,
+    record: impl Fn(u64),
 ) {
     g.bench_function(id, |b| {
         b.iter_custom(|iters| {
@@ -49,12 +69,7 @@ fn probe_bench(
                 let n = left.min(BATCH);
                 let t = Instant::now();
                 for i in 0..n {
-                    spill_probe::alloc(
-                        std::hint::black_box(name),
-                        std::hint::black_box(4096 + i),
-                        "sram",
-                        Some(i * 64),
-                    );
+                    record(i);
                 }
                 timed += t.elapsed();
                 left -= n;
