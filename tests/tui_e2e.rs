@@ -325,6 +325,79 @@ fn a_watched_trace_deleted_and_recreated_recovers() {
     t.send(&["q"]);
 }
 
+/// A runtime appending to a JSONL stream under `view --watch`: half a
+/// line is never shown (nor complained about), the completed line is; a
+/// malformed line is named in the banner while the stream keeps going.
+#[test]
+fn a_jsonl_stream_appended_in_partial_lines() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.jsonl");
+    std::fs::write(
+        &path,
+        concat!(
+            "{\"kind\":\"pool\",\"pool\":\"sram\",\"capacity_bytes\":1048576,\"alignment\":64}\n",
+            "{\"t_ns\":1000,\"kind\":\"op_begin\",\"op\":\"first_conv\",\"thread\":0}\n",
+            "{\"t_ns\":2000,\"kind\":\"alloc\",\"tensor\":\"act_a\",\"bytes\":4096,\"pool\":\"sram\",\"offset\":0,\"thread\":0}\n",
+            "{\"t_ns\":3000,\"kind\":\"op_end\",\"op\":\"first_conv\",\"thread\":0}\n",
+        ),
+    )
+    .unwrap();
+    let append = |text: &str| {
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        f.write_all(text.as_bytes()).unwrap();
+        f.sync_data().unwrap();
+    };
+    let cmd = format!(
+        "{} view {} --watch; sleep 3",
+        bin().display(),
+        path.display()
+    );
+    let Some(t) = Tmux::start("jsonl", &cmd, 100, 30) else {
+        return;
+    };
+    t.wait_for(Duration::from_secs(10), |s| {
+        s.contains("peak live   4.0 KiB") && s.contains("LIVE")
+    })
+    .expect("first frame");
+    std::thread::sleep(Duration::from_millis(300));
+    // Half a line (the writer was interrupted mid-event).
+    append("{\"t_ns\":4000,\"kind\":\"op_begin\",\"op\":\"second_gemm\",\"thr");
+    std::thread::sleep(Duration::from_millis(1200));
+    let s = t.screen();
+    assert!(s.contains("peak live   4.0 KiB"), "{s}");
+    assert!(!s.contains(" ! "), "a partial line is not a problem:\n{s}");
+    // The rest of it, and more events.
+    append(concat!(
+        "ead\":0}\n",
+        "{\"t_ns\":5000,\"kind\":\"alloc\",\"tensor\":\"act_b\",\"bytes\":8192,\"pool\":\"sram\",\"offset\":4096,\"thread\":0}\n",
+        "{\"t_ns\":9000,\"kind\":\"op_end\",\"op\":\"second_gemm\",\"thread\":0}\n",
+    ));
+    t.wait_for(Duration::from_secs(3), |s| {
+        s.contains("peak live   12.0 KiB")
+    })
+    .expect("the completed event shows");
+    t.send(&["3"]);
+    t.wait_for(Duration::from_secs(2), |s| s.contains("second_gemm"))
+        .expect("the op from the completed line is listed");
+    // A garbled line: named, skipped, the stream goes on.
+    append(concat!(
+        "garbage from a crashed writer\n",
+        "{\"t_ns\":9500,\"kind\":\"op_begin\",\"op\":\"third_relu\",\"thread\":0}\n",
+        "{\"t_ns\":9900,\"kind\":\"op_end\",\"op\":\"third_relu\",\"thread\":0}\n",
+    ));
+    let s = t
+        .wait_for(Duration::from_secs(3), |s| {
+            s.contains("third_relu") && s.contains("line 8")
+        })
+        .expect("the bad line is named and later lines still arrive");
+    assert!(s.contains("run.jsonl: line 8"), "{s}");
+    t.send(&["q"]);
+}
+
 /// A config saved many times faster than the debounce: the explorer ends
 /// on the last save's result (only the newest re-run matters).
 #[test]

@@ -200,6 +200,53 @@ fn live_updates_keep_the_last_good_view_and_pause_holds_new_data() {
 }
 
 #[test]
+fn reader_warnings_show_in_the_banner_until_dismissed_and_again_when_new() {
+    let mut a = app();
+    assert!(a.banner.is_none());
+    let load = |a: &mut App, warnings: &[&str]| {
+        let d = Dataset::build("run.jsonl", trace("encdec-1mib.lru.json"))
+            .with_warnings(warnings.iter().map(|w| w.to_string()).collect());
+        update(
+            a,
+            Msg::Loaded {
+                slot: 0,
+                data: Box::new(d),
+            },
+        );
+    };
+    load(
+        &mut a,
+        &["line 5: expected value at line 1 column 1; skipped"],
+    );
+    let b = a.banner.clone().expect("a skipped line is shown");
+    assert!(b.starts_with("run.jsonl: line 5:"), "{b}");
+    // Dismissed: the same warnings on the next refresh stay hidden.
+    key(&mut a, KeyCode::Esc);
+    assert!(a.banner.is_none());
+    load(
+        &mut a,
+        &["line 5: expected value at line 1 column 1; skipped"],
+    );
+    assert!(a.banner.is_none(), "{:?}", a.banner);
+    // A new problem brings it back, naming the newest and counting the rest.
+    load(
+        &mut a,
+        &[
+            "line 5: expected value at line 1 column 1; skipped",
+            "the runtime dropped 12 events (its buffer was full)",
+        ],
+    );
+    let b = a.banner.clone().expect("new warning shown");
+    assert!(
+        b.contains("dropped 12 events") && b.contains("+1 more"),
+        "{b}"
+    );
+    // A clean reload clears it.
+    load(&mut a, &[]);
+    assert!(a.banner.is_none());
+}
+
+#[test]
 fn tensor_list_navigation_follows_round_trips() {
     let mut a = app();
     chars(&mut a, "4");

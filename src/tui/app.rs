@@ -156,7 +156,12 @@ pub struct App {
     pub pending: Option<Box<Dataset>>,
     pub live: bool,
     pub refreshing: bool,
+    /// One line above the view: a load error (the last good data stays)
+    /// or what the reader skipped.
     pub banner: Option<String>,
+    /// Reader warnings the user dismissed with Esc: the banner comes back
+    /// only when there are more than this many.
+    pub warnings_hidden: usize,
     pub quit: bool,
     pub ascii: bool,
     /// Last known body width in columns, for pan steps (set by the view).
@@ -190,12 +195,14 @@ impl App {
             live: false,
             refreshing: false,
             banner: None,
+            warnings_hidden: 0,
             quit: false,
             ascii: false,
             width: 80,
             height: 24,
             status: String::new(),
         };
+        app.banner = warning_banner(&data, 0);
         for (i, d) in data.into_iter().enumerate() {
             app.install(i, d);
         }
@@ -540,6 +547,9 @@ impl App {
                 if self.help {
                     self.help = false;
                 } else {
+                    if self.banner.is_some() {
+                        self.warnings_hidden = total_warnings(&self.data);
+                    }
                     self.banner = None;
                 }
             }
@@ -548,6 +558,7 @@ impl App {
                 if !self.paused {
                     if let Some(d) = self.pending.take() {
                         self.install(0, *d);
+                        self.banner = warning_banner(&self.data, self.warnings_hidden);
                     }
                 }
             }
@@ -557,6 +568,34 @@ impl App {
 }
 
 /// Applies one message. Returns an effect for the runtime, if any.
+fn total_warnings(data: &[Dataset]) -> usize {
+    data.iter().map(|d| d.warnings.len()).sum()
+}
+
+/// One line about what the readers skipped, naming the trace and the newest
+/// problem (the rest are counted; `spillscope import` lists them all);
+/// none while no more than `hidden` (dismissed) warnings exist.
+fn warning_banner(data: &[Dataset], hidden: usize) -> Option<String> {
+    let total = total_warnings(data);
+    if total <= hidden {
+        return None;
+    }
+    // The newest problem: on a live stream, the one that just arrived.
+    let (d, first) = data
+        .iter()
+        .rev()
+        .find_map(|d| d.warnings.last().map(|w| (d, w)))?;
+    Some(if total > 1 {
+        format!(
+            "{}: {first} (+{} more; `spillscope import` lists them)",
+            d.label,
+            total - 1
+        )
+    } else {
+        format!("{}: {first}", d.label)
+    })
+}
+
 pub fn update(app: &mut App, msg: Msg) -> Option<Effect> {
     match msg {
         Msg::Key(k) => {
@@ -590,6 +629,7 @@ pub fn update(app: &mut App, msg: Msg) -> Option<Effect> {
                 if first {
                     app.window = (0, app.end_ns());
                 }
+                app.banner = warning_banner(&app.data, app.warnings_hidden);
             }
             None
         }
@@ -622,7 +662,7 @@ pub fn update(app: &mut App, msg: Msg) -> Option<Effect> {
         }
         Msg::Failed(e) => {
             app.refreshing = false;
-            app.banner = Some(e);
+            app.banner = Some(format!("{e} (the last good view stays)"));
             None
         }
         Msg::FileChanged(_) => {

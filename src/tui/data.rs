@@ -64,6 +64,10 @@ pub struct Dataset {
     /// One timeline per pipe for kernel traces (ops typed `OP@PIPE`, e.g.
     /// from `npu import`), where pipes run ops in parallel.
     pub pipes: Vec<(String, TimelineIndex)>,
+    /// What the reader skipped or doubted (malformed stream lines, events
+    /// the runtime dropped): shown in the banner so a view built from
+    /// partial data says so.
+    pub warnings: Vec<String>,
 }
 
 /// Per-pipe timeline indexes when op types carry a pipe (`MATMUL@CUBE`).
@@ -128,8 +132,15 @@ impl Dataset {
             live_by_step: live_by_step(&trace),
             capacity,
             pipes: Vec::new(),
+            warnings: Vec::new(),
             trace,
         }
+    }
+
+    /// The reader's warnings for this trace.
+    pub fn with_warnings(mut self, warnings: Vec<String>) -> Dataset {
+        self.warnings = warnings;
+        self
     }
 
     /// Every analysis the views use, computed once.
@@ -180,6 +191,7 @@ impl Dataset {
             live_by_step,
             capacity,
             pipes: pipe_indexes(&trace),
+            warnings: Vec::new(),
             trace,
         }
     }

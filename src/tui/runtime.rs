@@ -69,7 +69,7 @@ impl Source {
         Ok(self
             .load_traces(tails)?
             .into_iter()
-            .map(|(l, t)| Dataset::complete(l, Arc::new(t)))
+            .map(|(l, t, w)| Dataset::complete(l, Arc::new(t)).with_warnings(w))
             .collect())
     }
 
@@ -79,12 +79,16 @@ impl Source {
         Ok(self
             .load_traces(&mut HashMap::new())?
             .into_iter()
-            .map(|(l, t)| Dataset::quick(l, Arc::new(t)))
+            .map(|(l, t, w)| Dataset::quick(l, Arc::new(t)).with_warnings(w))
             .collect())
     }
 
-    /// The traces (label, trace) this source stands for.
-    fn load_traces(&self, tails: &mut HashMap<PathBuf, JsonlTail>) -> Result<Vec<(String, Trace)>> {
+    /// The traces (label, trace, what the reader skipped or doubted) this
+    /// source stands for.
+    fn load_traces(
+        &self,
+        tails: &mut HashMap<PathBuf, JsonlTail>,
+    ) -> Result<Vec<(String, Trace, Vec<String>)>> {
         match self {
             Source::Traces(paths) => paths
                 .iter()
@@ -93,21 +97,26 @@ impl Source {
                         .file_name()
                         .map(|s| s.to_string_lossy().into_owned())
                         .unwrap_or_default();
-                    let tr = match import::detect(p)? {
-                        import::Format::Spillscope => Trace::load(p)?,
+                    let (tr, warnings) = match import::detect(p)? {
+                        import::Format::Spillscope => (Trace::load(p)?, Vec::new()),
                         import::Format::Jsonl => {
                             let tail = tails.entry(p.clone()).or_insert_with(|| JsonlTail::new(p));
                             tail.poll()?;
                             let mut tr = tail.state.snapshot();
                             tr.meta.model = label.clone();
-                            tr
+                            // A partial last line is normal while a runtime
+                            // writes; skipped lines and drops are not.
+                            (tr, tail.state.problems())
                         }
-                        f => import::import(p, Some(f), &Default::default())?.0,
+                        f => import::import(p, Some(f), &Default::default())?,
                     };
-                    Ok((label, tr))
+                    Ok((label, tr, warnings))
                 })
                 .collect(),
-            Source::Embedded(traces) => Ok(traces.clone()),
+            Source::Embedded(traces) => Ok(traces
+                .iter()
+                .map(|(l, t)| (l.clone(), t.clone(), Vec::new()))
+                .collect()),
             Source::Model {
                 model,
                 hw,
@@ -134,7 +143,7 @@ impl Source {
                     .file_name()
                     .map(|s| s.to_string_lossy().into_owned())
                     .unwrap_or_default();
-                Ok(vec![(label, tr)])
+                Ok(vec![(label, tr, Vec::new())])
             }
         }
     }
@@ -406,10 +415,11 @@ pub fn run(opts: ViewOptions, initial: Option<Vec<Dataset>>) -> Result<()> {
     if let Some(init) = &initial {
         for (slot, d) in init.iter().enumerate().filter(|(_, d)| !d.complete) {
             let (tx, label, trace) = (tx.clone(), d.label.clone(), d.trace.clone());
+            let warnings = d.warnings.clone();
             std::thread::spawn(move || {
                 let _ = tx.send(Msg::Analysed {
                     slot,
-                    data: Box::new(Dataset::complete(label, trace)),
+                    data: Box::new(Dataset::complete(label, trace).with_warnings(warnings)),
                 });
             });
         }

@@ -34,7 +34,7 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme) {
             .strong(theme.c.banner)
             .add_modifier(Modifier::REVERSED);
         f.render_widget(
-            Paragraph::new(format!(" ! {b}  (Esc hides; the last good view stays)")).style(style),
+            Paragraph::new(format!(" ! {b}  (Esc hides)")).style(style),
             banner,
         );
     }

@@ -63,6 +63,20 @@ impl JsonlState {
         }
     }
 
+    /// What a reader should be told about the stream so far: skipped
+    /// lines (the first few, by line number) and events the runtime
+    /// dropped. Empty when every line was applied.
+    pub fn problems(&self) -> Vec<String> {
+        let mut out = self.warnings.clone();
+        if self.dropped > 0 {
+            out.push(format!(
+                "the runtime dropped {} events (its buffer was full)",
+                self.dropped
+            ));
+        }
+        out
+    }
+
     fn warn(&mut self, w: String) {
         if self.warnings.len() < 100 {
             self.warnings.push(w);
@@ -168,13 +182,7 @@ pub fn import(path: &Path, opts: &ImportOptions) -> Result<(Trace, Vec<String>)>
     let mut tail = JsonlTail::new(path);
     tail.max_lines = opts.max_events();
     tail.poll()?;
-    let mut warnings = tail.state.warnings.clone();
-    if tail.state.dropped > 0 {
-        warnings.push(format!(
-            "the runtime dropped {} events (its buffer was full)",
-            tail.state.dropped
-        ));
-    }
+    let mut warnings = tail.state.problems();
     if tail.pending_partial {
         warnings.push("the last line is incomplete (still being written?); left out".into());
     }
