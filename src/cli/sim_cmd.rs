@@ -83,12 +83,15 @@ pub fn run(a: &SimArgs) -> Result<String> {
             }
         }
     }
-    // Imported with the model, so ORT nodes link to the graph's tensors.
-    let import_opts = crate::trace::import::ImportOptions {
-        model: Some(g.clone()),
-        ..Default::default()
+    // Imported with the model, so ORT nodes link to the graph's tensors
+    // (the copy of the graph is made only when a profile is given).
+    let load = |p: &Path| {
+        let import_opts = crate::trace::import::ImportOptions {
+            model: Some(g.clone()),
+            ..Default::default()
+        };
+        crate::trace::import::import(p, None, &import_opts).map(|x| x.0)
     };
-    let load = |p: &Path| crate::trace::import::import(p, None, &import_opts).map(|x| x.0);
     let mut notes = String::new();
     let measured = match &a.calibrate {
         Some(p) => {
