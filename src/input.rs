@@ -32,6 +32,21 @@ pub fn check_size(path: &Path) -> Result<u64> {
     Ok(size)
 }
 
+/// Whether reading a `size`-byte file whole (its bytes plus what is parsed
+/// from them, about 2.7x the file for a trace) would crowd the memory
+/// available now; false where that cannot be told (no `/proc/meminfo`).
+pub fn memory_is_short(size: u64) -> bool {
+    available_memory().is_some_and(|avail| size.saturating_mul(3) > avail)
+}
+
+/// `MemAvailable` from `/proc/meminfo`, in bytes.
+fn available_memory() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib.saturating_mul(1024))
+}
+
 /// Reads a whole file after checking the cap.
 pub fn read(path: &Path) -> Result<Vec<u8>> {
     check_size(path)?;

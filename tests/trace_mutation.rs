@@ -57,8 +57,55 @@ proptest! {
             damage(&mut v, p, val);
         }
         let bytes = serde_json::to_vec(&v).unwrap();
-        if let Ok(tr) = Trace::from_slice(&bytes) {
-            survive(tr);
+        // The streamed parser (used when memory is short) agrees exactly:
+        // the same trace, or an error too.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.json");
+        std::fs::write(&path, &bytes).unwrap();
+        let streamed = Trace::load_streamed(&path);
+        match Trace::from_slice(&bytes) {
+            Ok(tr) => {
+                let s = streamed.map_err(|e| e.to_string());
+                prop_assert!(s.as_ref() == Ok(&tr), "streamed load differs: {:?}", s.err());
+                survive(tr);
+            }
+            Err(e) => prop_assert!(streamed.is_err(), "only the streamed parser accepted it: {e}"),
         }
     }
+}
+
+#[test]
+fn streamed_and_whole_loads_agree_on_every_sample() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sample-traces");
+    let mut n = 0;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let p = entry.unwrap().path();
+        if p.extension().and_then(|e| e.to_str()) != Some("json") {
+            continue;
+        }
+        let Ok(whole) = Trace::load(&p) else { continue };
+        let streamed = Trace::load_streamed(&p).unwrap();
+        assert!(whole == streamed, "{}", p.display());
+        n += 1;
+    }
+    assert!(n >= 3, "only {n} sample traces found");
+}
+
+#[test]
+fn streamed_load_refuses_dangling_ids_and_wrong_schemas_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.json");
+    let mut v = base();
+    v["events"][0]["tensor"] = 1_000_000.into();
+    std::fs::write(&path, serde_json::to_vec(&v).unwrap()).unwrap();
+    let e = Trace::load_streamed(&path).unwrap_err().to_string();
+    assert!(
+        e.contains("bad.json") && e.contains("refers to tensor 1000000"),
+        "{e}"
+    );
+    let mut v = base();
+    v["schema"] = "other/9".into();
+    std::fs::write(&path, serde_json::to_vec(&v).unwrap()).unwrap();
+    let e = Trace::load_streamed(&path).unwrap_err().to_string();
+    assert!(e.contains("bad.json") && e.contains("schema"), "{e}");
 }
