@@ -25,6 +25,25 @@ pub fn peak_residency(k: &Kernel, order: &[usize]) -> u64 {
     peak.max(0) as u64
 }
 
+/// How many positions of `order` reach its peak residency (a tie-breaker
+/// for searches that minimise the peak).
+pub fn peak_positions(k: &Kernel, order: &[usize]) -> u64 {
+    let (mut cur, mut peak, mut count) = (0i64, 0i64, 0u64);
+    for &i in order {
+        match k.nodes.get(i).map(|n| &n.kind) {
+            Some(NodeKind::Alloc { size, ty, .. }) if !ty.is_l0() => cur += *size as i64,
+            Some(NodeKind::Free { size, ty, .. }) if !ty.is_l0() => cur -= *size as i64,
+            _ => continue,
+        }
+        if cur > peak {
+            (peak, count) = (cur, 1);
+        } else if cur == peak {
+            count += 1;
+        }
+    }
+    count
+}
+
 /// The first L0 rule broken by `order`, if any: a second buffer of an L0
 /// type allocated while another is live.
 pub fn l0_violation(k: &Kernel, order: &[usize]) -> Option<String> {

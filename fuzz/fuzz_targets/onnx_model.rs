@@ -1,0 +1,23 @@
+#![no_main]
+//! The ONNX front end (tract's protobuf reader and shape inference, then
+//! spillscope's import), through a temporary file as the CLI reads it; a
+//! small simulation of whatever loads. Needs `--features onnx`.
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let dir = std::env::temp_dir().join(format!("spillscope-fuzz-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(&dir);
+    let p = dir.join("m.onnx");
+    if std::fs::write(&p, data).is_err() {
+        return;
+    }
+    if let Ok(g) = spillscope::graph::load(&p, &Default::default()) {
+        if g.ops.len() <= 2_000 {
+            let hw = spillscope::cost::HardwareProfile::preset("seed-npu")
+                .unwrap()
+                .with_capacity(64 * 1024)
+                .unwrap();
+            let _ = spillscope::sim::simulate(&g, &hw, &Default::default());
+        }
+    }
+});
