@@ -207,3 +207,44 @@ fn unsupported_dtype_and_absent_external_weights() {
     // MatMul FLOPs: 2 * M * N * K = 2 * 2 * 8 * 16.
     assert_eq!(g.op_by_name("mm").unwrap().flops, 512.0);
 }
+
+/// Fuzzing found tract panicking on a pooling node whose `pads` is shorter
+/// than its kernel's rank; the loader turns that into one error naming the
+/// file instead of crashing (and prints no panic message).
+#[test]
+fn a_model_that_makes_tract_panic_is_a_clear_error() {
+    let ints = |name: &str, v: &[i64]| pb::AttributeProto {
+        name: name.into(),
+        r#type: pb::attribute_proto::AttributeType::Ints as i32,
+        ints: v.to_vec(),
+        ..Default::default()
+    };
+    let mut pool = node("pool", "MaxPool", &["x"], &["y"], "");
+    pool.attribute = vec![ints("kernel_shape", &[2, 2]), ints("pads", &[0, 0])];
+    let bytes = model(
+        vec![pool],
+        vec![vi("x", &[Ok(1), Ok(3), Ok(8), Ok(8)], 1)],
+        vec![vi("y", &[Ok(1), Ok(3), Ok(7), Ok(7)], 1)],
+        vec![],
+        vec![],
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(&dir, "bad_pads.onnx", &bytes);
+    let e = graph::load(&p, &LoadOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("bad_pads.onnx") && e.contains("malformed model"),
+        "{e}"
+    );
+    // Through the binary: one line on stderr, a non-zero exit, no panic text.
+    let o = assert_cmd::Command::cargo_bin("spillscope")
+        .unwrap()
+        .args(["sim", p.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+}

@@ -106,8 +106,49 @@ fn substitute_dims(vi: &mut pb::ValueInfoProto, dims: &HashMap<String, u64>, bat
     }
 }
 
+std::thread_local! {
+    /// Set while tract runs under [`guarded`]: its panics are caught and
+    /// reported as errors, so they must not also be printed.
+    static QUIET_PANICS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f`, turning a panic inside it into an error naming the file.
+/// tract indexes attributes of malformed models without checks (fuzzing
+/// found `pads` shorter than the kernel's rank panicking in its padding
+/// code); a bad file must be one clear error, not a crash.
+fn guarded<T>(path: &Path, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !QUIET_PANICS.with(std::cell::Cell::get) {
+                previous(info)
+            }
+        }));
+    });
+    let was = QUIET_PANICS.with(|q| q.replace(true));
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    QUIET_PANICS.with(|q| q.set(was));
+    r.unwrap_or_else(|p| {
+        let msg = p
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| p.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown failure".into());
+        Err(Error::parse(
+            path,
+            "ONNX model",
+            format!("malformed model: tract failed while analysing it ({msg})"),
+        ))
+    })
+}
+
 /// Loads an ONNX model into the IR.
 pub fn load_onnx(path: &Path, opts: &LoadOptions) -> Result<Graph> {
+    guarded(path, || load_onnx_unguarded(path, opts))
+}
+
+fn load_onnx_unguarded(path: &Path, opts: &LoadOptions) -> Result<Graph> {
     let bytes = crate::input::read(path)?;
     let framework = tract_onnx::onnx();
     let mut proto: pb::ModelProto = framework
