@@ -457,11 +457,11 @@ pub fn locality_order(k: &Kernel, groups: &[Vec<usize>]) -> Vec<usize> {
         }
     }
     // Anything left (a dependency cycle between groups): file order.
-    for g in 0..ng {
-        if !order.contains(&g) {
-            order.push(g);
-        }
+    let mut placed = vec![false; ng];
+    for &g in &order {
+        placed[g] = true;
     }
+    order.extend((0..ng).filter(|&g| !placed[g]));
     order
 }
 
