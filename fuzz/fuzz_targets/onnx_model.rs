@@ -4,6 +4,9 @@
 //! small simulation of whatever loads. Needs `--features onnx`.
 use libfuzzer_sys::fuzz_target;
 
+#[path = "common.rs"]
+mod common;
+
 fuzz_target!(|data: &[u8]| {
     let dir = std::env::temp_dir().join(format!("spillscope-fuzz-{}", std::process::id()));
     let _ = std::fs::create_dir_all(&dir);
@@ -12,12 +15,6 @@ fuzz_target!(|data: &[u8]| {
         return;
     }
     if let Ok(g) = spillscope::graph::load(&p, &Default::default()) {
-        if g.ops.len() <= 2_000 {
-            let hw = spillscope::cost::HardwareProfile::preset("seed-npu")
-                .unwrap()
-                .with_capacity(64 * 1024)
-                .unwrap();
-            let _ = spillscope::sim::simulate(&g, &hw, &Default::default());
-        }
+        common::simulate_small(&g);
     }
 });

@@ -151,6 +151,15 @@ fn a_tailing_reader_sees_only_whole_events() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Every line of a finished stream, parsed.
+fn json_lines(path: &std::path::Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
 fn dropped_lines(path: &std::path::Path) -> u64 {
     std::fs::read_to_string(path)
         .unwrap()
@@ -196,11 +205,7 @@ fn long_names_and_awkward_characters_survive() {
     spill_probe::alloc("quote\"back\\slash\nnewline", 2, "sram", None);
     spill_probe::free(&long, "a-pool-name-longer-than-sixteen");
     probe.close().unwrap();
-    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&path)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let lines = json_lines(&path);
     assert_eq!(lines[0]["tensor"], long.as_str());
     assert_eq!(lines[0]["pool"], "a-pool-name-longer-than-sixteen");
     assert_eq!(lines[0]["offset"], 3);
@@ -237,11 +242,7 @@ fn names_of_every_length_arrive_intact() {
         });
     });
     probe.close().unwrap();
-    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&path)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let lines = json_lines(&path);
     assert_eq!(lines.len(), expected.len());
     for (line, (name, pool)) in lines.iter().zip(&expected) {
         assert_eq!(
