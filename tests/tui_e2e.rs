@@ -55,6 +55,16 @@ impl Tmux {
             .unwrap();
         String::from_utf8_lossy(&o.stdout).into_owned()
     }
+    /// Starts `cmd` in a 100x30 pane and waits (10 s at most) for its first
+    /// frame, recognised by `ready`, then 300 ms more so a watcher started
+    /// with it is settled before the test touches its files.
+    fn open(name: &str, cmd: &str, ready: impl Fn(&str) -> bool) -> Option<Tmux> {
+        let t = Tmux::start(name, cmd, 100, 30)?;
+        t.wait_for(Duration::from_secs(10), ready)
+            .expect("first frame");
+        std::thread::sleep(Duration::from_millis(300));
+        Some(t)
+    }
     /// Polls the screen until `pred` holds or `timeout` passes.
     fn wait_for(&self, timeout: Duration, pred: impl Fn(&str) -> bool) -> Result<String, String> {
         let start = Instant::now();
@@ -95,13 +105,11 @@ fn search_a_tensor_tab_and_quit() {
         bin().display(),
         trace.display()
     );
-    let Some(t) = Tmux::start("search", &cmd, 100, 30) else {
+    let Some(t) = Tmux::open("search", &cmd, |s| {
+        s.contains("Overview") && s.contains("latency")
+    }) else {
         return;
     };
-    t.wait_for(Duration::from_secs(10), |s| {
-        s.contains("Overview") && s.contains("latency")
-    })
-    .expect("first frame");
     t.send(&["/"]);
     t.wait_for(Duration::from_secs(2), |s| {
         s.contains("search ops and tensors")
@@ -136,14 +144,9 @@ fn a_watched_trace_reloads_when_rewritten() {
     let tr = dir.path().join("t.json");
     std::fs::copy(root().join("sample-traces/encdec-1mib.lru.json"), &tr).unwrap();
     let cmd = format!("{} view {} --watch; sleep 3", bin().display(), tr.display());
-    let Some(t) = Tmux::start("watch", &cmd, 100, 30) else {
+    let Some(t) = Tmux::open("watch", &cmd, |s| s.contains("[lru]") && s.contains("LIVE")) else {
         return;
     };
-    t.wait_for(Duration::from_secs(10), |s| {
-        s.contains("[lru]") && s.contains("LIVE")
-    })
-    .expect("first frame");
-    std::thread::sleep(Duration::from_millis(300));
     // Another process rewrites the trace in place.
     let text =
         std::fs::read_to_string(root().join("sample-traces/encdec-1mib.belady.json")).unwrap();
@@ -171,15 +174,9 @@ fn rewriting_a_watched_config_updates_the_screen() {
         model.display(),
         cfg.display()
     );
-    let Some(t) = Tmux::start("live", &cmd, 100, 30) else {
+    let Some(t) = Tmux::open("live", &cmd, |s| s.contains("[lru]") && s.contains("LIVE")) else {
         return;
     };
-    t.wait_for(Duration::from_secs(10), |s| {
-        s.contains("[lru]") && s.contains("LIVE")
-    })
-    .expect("first frame");
-    // Let the watcher settle, then save a new policy.
-    std::thread::sleep(Duration::from_millis(300));
     std::fs::write(&cfg, "policy = \"belady\"\n").unwrap();
     let changed = t.wait_for(Duration::from_secs(2), |s| s.contains("[belady]"));
     assert!(
@@ -215,13 +212,11 @@ fn the_terminal_is_restored_on_sigterm_and_sighup() {
             bin().display(),
             tr.display()
         );
-        let Some(t) = Tmux::start(&format!("sig{sig}"), &cmd, 100, 30) else {
+        let Some(t) = Tmux::open(&format!("sig{sig}"), &cmd, |s| {
+            s.contains("Overview") && s.contains("latency")
+        }) else {
             return;
         };
-        t.wait_for(Duration::from_secs(10), |s| {
-            s.contains("Overview") && s.contains("latency")
-        })
-        .expect("first frame");
         let pattern = format!("^{} view {}", bin().display(), tr.display());
         let ok = Command::new("pkill")
             .args([&format!("-{sig}"), "-f", &pattern])
@@ -258,13 +253,11 @@ fn the_terminal_is_restored_after_a_panic() {
         bin().display(),
         tr.display()
     );
-    let Some(t) = Tmux::start("panic", &cmd, 100, 30) else {
+    let Some(t) = Tmux::open("panic", &cmd, |s| {
+        s.contains("Overview") && s.contains("latency")
+    }) else {
         return;
     };
-    t.wait_for(Duration::from_secs(10), |s| {
-        s.contains("Overview") && s.contains("latency")
-    })
-    .expect("first frame");
     t.send(&["j"]);
     let s = t
         .wait_for(Duration::from_secs(3), |s| s.contains("EXITED"))
@@ -290,14 +283,11 @@ fn a_watched_trace_deleted_and_recreated_recovers() {
     let tr = dir.path().join("t.json");
     std::fs::copy(root().join("sample-traces/encdec-1mib.lru.json"), &tr).unwrap();
     let cmd = format!("{} view {} --watch; sleep 3", bin().display(), tr.display());
-    let Some(t) = Tmux::start("recreate", &cmd, 100, 30) else {
+    let Some(t) = Tmux::open("recreate", &cmd, |s| {
+        s.contains("[lru]") && s.contains("LIVE")
+    }) else {
         return;
     };
-    t.wait_for(Duration::from_secs(10), |s| {
-        s.contains("[lru]") && s.contains("LIVE")
-    })
-    .expect("first frame");
-    std::thread::sleep(Duration::from_millis(300));
     std::fs::remove_file(&tr).unwrap();
     let s = t
         .wait_for(Duration::from_secs(3), |s| s.contains("t.json"))
@@ -356,14 +346,11 @@ fn a_jsonl_stream_appended_in_partial_lines() {
         bin().display(),
         path.display()
     );
-    let Some(t) = Tmux::start("jsonl", &cmd, 100, 30) else {
+    let Some(t) = Tmux::open("jsonl", &cmd, |s| {
+        s.contains("peak live   4.0 KiB") && s.contains("LIVE")
+    }) else {
         return;
     };
-    t.wait_for(Duration::from_secs(10), |s| {
-        s.contains("peak live   4.0 KiB") && s.contains("LIVE")
-    })
-    .expect("first frame");
-    std::thread::sleep(Duration::from_millis(300));
     // Half a line (the writer was interrupted mid-event).
     append("{\"t_ns\":4000,\"kind\":\"op_begin\",\"op\":\"second_gemm\",\"thr");
     std::thread::sleep(Duration::from_millis(1200));
@@ -412,14 +399,9 @@ fn saves_faster_than_the_debounce_end_on_the_last_one() {
         model.display(),
         cfg.display()
     );
-    let Some(t) = Tmux::start("burst", &cmd, 100, 30) else {
+    let Some(t) = Tmux::open("burst", &cmd, |s| s.contains("[lru]") && s.contains("LIVE")) else {
         return;
     };
-    t.wait_for(Duration::from_secs(10), |s| {
-        s.contains("[lru]") && s.contains("LIVE")
-    })
-    .expect("first frame");
-    std::thread::sleep(Duration::from_millis(300));
     let policies = ["belady", "lifetime", "lru", "ideal"];
     for i in 0..40 {
         std::fs::write(&cfg, format!("policy = \"{}\"\n", policies[i % 4])).unwrap();
