@@ -13,21 +13,12 @@ use super::model::{Kernel, NodeKind};
 
 /// Peak of the running L1 + UB residency; spill ids (>= n) are ignored.
 pub fn peak_residency(k: &Kernel, order: &[usize]) -> u64 {
-    let (mut cur, mut peak) = (0i64, 0i64);
-    for &i in order {
-        match k.nodes.get(i).map(|n| &n.kind) {
-            Some(NodeKind::Alloc { size, ty, .. }) if !ty.is_l0() => cur += *size as i64,
-            Some(NodeKind::Free { size, ty, .. }) if !ty.is_l0() => cur -= *size as i64,
-            _ => {}
-        }
-        peak = peak.max(cur);
-    }
-    peak.max(0) as u64
+    peak_profile(k, order).0
 }
 
-/// How many positions of `order` reach its peak residency (a tie-breaker
-/// for searches that minimise the peak).
-pub fn peak_positions(k: &Kernel, order: &[usize]) -> u64 {
+/// The peak residency and how many positions of `order` reach it (the
+/// count breaks ties for searches that minimise the peak), in one pass.
+pub fn peak_profile(k: &Kernel, order: &[usize]) -> (u64, u64) {
     let (mut cur, mut peak, mut count) = (0i64, 0i64, 0u64);
     for &i in order {
         match k.nodes.get(i).map(|n| &n.kind) {
@@ -41,7 +32,7 @@ pub fn peak_positions(k: &Kernel, order: &[usize]) -> u64 {
             count += 1;
         }
     }
-    count
+    (peak as u64, count)
 }
 
 /// The first L0 rule broken by `order`, if any: a second buffer of an L0

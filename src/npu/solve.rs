@@ -9,7 +9,7 @@
 use super::alloc::{allocate_with, AllocOptions};
 use super::check::evaluate;
 use super::model::{Kernel, NodeKind};
-use super::schedule::{demand_schedule, demand_targets, peak_positions, peak_residency};
+use super::schedule::{demand_schedule, demand_targets, peak_profile};
 use super::{Metrics, Solution};
 use crate::Result;
 use std::time::{Duration, Instant};
@@ -152,15 +152,13 @@ pub struct Found {
 }
 
 /// What a search compares, lowest first.
-type Score = (u64, u64, u64);
+pub type Score = (u64, u64, u64);
 
-fn score(goal: Goal, k: &Kernel, sol: &Solution, m: &Metrics) -> Score {
+/// The score of full metrics (the peak goal's is made in `evaluate_plan`,
+/// which has the schedule's profile).
+fn score(goal: Goal, m: &Metrics) -> Score {
     match goal {
-        // Ties on the peak are broken by how many schedule positions reach
-        // it: fewer is closer to a lower peak, which gives the local search
-        // a slope on what is otherwise a wide plateau (FlashAttention's
-        // peak is reached at ~50 places, one per repeated block).
-        Goal::Peak => (m.peak_residency, peak_positions(k, &sol.order), 0),
+        Goal::Peak => (m.peak_residency, 0, 0),
         Goal::Traffic => (m.extra_traffic, m.total_cycles, m.peak_residency),
         Goal::CyclesWithin(b) => (
             u64::from(m.extra_traffic > b),
@@ -174,32 +172,35 @@ fn score(goal: Goal, k: &Kernel, sol: &Solution, m: &Metrics) -> Score {
     }
 }
 
-/// Evaluates a plan fully (schedule, allocation, check, timing); for the
-/// peak goal only the schedule is needed.
+/// Evaluates a plan fully (schedule, allocation, check, timing) and scores
+/// it for `goal`; for the peak goal only the schedule is needed, and ties
+/// on the peak are broken by how many schedule positions reach it: fewer is
+/// closer to a lower peak, which gives the local search a slope on what is
+/// otherwise a wide plateau (FlashAttention's peak is reached at ~50
+/// places, one per repeated block).
 pub fn evaluate_plan(
     k: &Kernel,
     groups: &[Vec<usize>],
     sources: &[Vec<usize>],
     plan: &Plan,
     goal: Goal,
-) -> Option<(Solution, Metrics)> {
+) -> Option<(Solution, Metrics, Score)> {
     let order = schedule_of(k, groups, sources, plan).ok()?;
     if goal == Goal::Peak {
+        let (peak, at_peak) = peak_profile(k, &order);
         let m = Metrics {
-            peak_residency: peak_residency(k, &order),
+            peak_residency: peak,
             ..Default::default()
         };
-        return Some((
-            Solution {
-                order,
-                ..Default::default()
-            },
-            m,
-        ));
+        let solution = Solution {
+            order,
+            ..Default::default()
+        };
+        return Some((solution, m, (peak, at_peak, 0)));
     }
     let a = allocate_with(k, &order, plan.alloc).ok()?;
     let m = evaluate(k, &a.solution).ok()?;
-    Some((a.solution, m))
+    Some((a.solution, m, score(goal, &m)))
 }
 
 /// Seeded local search from `start` within `budget`: moves a group, swaps
@@ -247,9 +248,8 @@ pub fn search_limited(
         };
     for s in starts {
         evaluations += 1;
-        if let Some((sol, m)) = evaluate_plan(k, &gs, &sources, s, goal) {
+        if let Some((sol, m, sc)) = evaluate_plan(k, &gs, &sources, s, goal) {
             note(&mut lowest, s, &sol, &m);
-            let sc = score(goal, k, &sol, &m);
             if best.as_ref().is_none_or(|b| sc < b.3) {
                 best = Some((s.clone(), sol, m, sc));
             }
@@ -317,11 +317,10 @@ pub fn search_limited(
             }
         }
         evaluations += 1;
-        let Some((sol, m)) = evaluate_plan(k, &gs, &sources, &p, goal) else {
+        let Some((sol, m, sc)) = evaluate_plan(k, &gs, &sources, &p, goal) else {
             continue;
         };
         note(&mut lowest, &p, &sol, &m);
-        let sc = score(goal, k, &sol, &m);
         if sc <= cur_score {
             cur_plan = p;
             cur_score = sc;
@@ -740,7 +739,7 @@ pub fn solve(k: &Kernel, opts: SolveOptions) -> Result<SolveReport> {
         // it also gets most of the real search's time.
         let sources: Vec<Vec<usize>> = gs.iter().map(|g| sources_of(k, g)).collect();
         let exact = evaluate_plan(k, &gs, &sources, &starts[0], Goal::Traffic)
-            .is_some_and(|(_, m)| m.extra_traffic == proxy.traffic(&base));
+            .is_some_and(|(_, m, _)| m.extra_traffic == proxy.traffic(&base));
         // Otherwise it only seeds the real search with a few orders.
         let proxy_share = if exact { 0.50 } else { 0.10 };
         real_share = if exact { 0.05 } else { 0.45 };
