@@ -153,41 +153,25 @@ fn a_trace_whose_time_goes_backwards_is_flagged() {
 #[test]
 fn gen_makes_deterministic_graphs_and_traces() {
     let dir = tempfile::tempdir().unwrap();
-    let run = |args: &[&str]| {
-        let o = assert_cmd::Command::cargo_bin("spillscope")
-            .unwrap()
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    };
     let a = dir.path().join("a.json");
     let b = dir.path().join("b.json");
-    run(&[
-        "gen",
-        "graph",
-        "--kind",
-        "transformer",
-        "--ops",
-        "1000",
-        "-o",
-        a.to_str().unwrap(),
-    ]);
-    run(&[
-        "gen",
-        "graph",
-        "--kind",
-        "transformer",
-        "--ops",
-        "1000",
-        "-o",
-        b.to_str().unwrap(),
-    ]);
+    for out in [&a, &b] {
+        common::run_ok(&[
+            "gen",
+            "graph",
+            "--kind",
+            "transformer",
+            "--ops",
+            "1000",
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+    }
     assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
     let g = spillscope::graph::load(&a, &Default::default()).unwrap();
     assert!((990..=1010).contains(&g.ops.len()), "{}", g.ops.len());
     let t = dir.path().join("t.json");
-    run(&[
+    common::run_ok(&[
         "gen",
         "trace",
         "--events",

@@ -138,13 +138,38 @@ fn search_a_tensor_tab_and_quit() {
     assert!(!s.contains("Memory map"), "terminal not restored:\n{s}");
 }
 
-#[test]
-fn a_watched_trace_reloads_when_rewritten() {
+/// The explorer following a copy of the LRU sample trace (`t.json` in a
+/// fresh temporary directory) with `--watch`, on its first live frame.
+fn watch_lru_trace(name: &str) -> Option<(tempfile::TempDir, PathBuf, Tmux)> {
     let dir = tempfile::tempdir().unwrap();
     let tr = dir.path().join("t.json");
     std::fs::copy(root().join("sample-traces/encdec-1mib.lru.json"), &tr).unwrap();
     let cmd = format!("{} view {} --watch; sleep 3", bin().display(), tr.display());
-    let Some(t) = Tmux::open("watch", &cmd, |s| s.contains("[lru]") && s.contains("LIVE")) else {
+    let t = Tmux::open(name, &cmd, |s| s.contains("[lru]") && s.contains("LIVE"))?;
+    Some((dir, tr, t))
+}
+
+/// The explorer simulating the encoder-decoder under a watched schedule
+/// config (`sched.toml`, starting as `policy = "lru"`), on its first live
+/// frame.
+fn watch_lru_config(name: &str) -> Option<(tempfile::TempDir, PathBuf, Tmux)> {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("sched.toml");
+    std::fs::write(&cfg, "policy = \"lru\"\n").unwrap();
+    let model = root().join("tests/data/encoder_decoder.json");
+    let cmd = format!(
+        "{} view {} --capacity 640KiB --weights ignore --config {}; sleep 3",
+        bin().display(),
+        model.display(),
+        cfg.display()
+    );
+    let t = Tmux::open(name, &cmd, |s| s.contains("[lru]") && s.contains("LIVE"))?;
+    Some((dir, cfg, t))
+}
+
+#[test]
+fn a_watched_trace_reloads_when_rewritten() {
+    let Some((_dir, tr, t)) = watch_lru_trace("watch") else {
         return;
     };
     // Another process rewrites the trace in place.
@@ -164,17 +189,7 @@ fn a_watched_trace_reloads_when_rewritten() {
 
 #[test]
 fn rewriting_a_watched_config_updates_the_screen() {
-    let dir = tempfile::tempdir().unwrap();
-    let cfg = dir.path().join("sched.toml");
-    std::fs::write(&cfg, "policy = \"lru\"\n").unwrap();
-    let model = root().join("tests/data/encoder_decoder.json");
-    let cmd = format!(
-        "{} view {} --capacity 640KiB --weights ignore --config {}; sleep 3",
-        bin().display(),
-        model.display(),
-        cfg.display()
-    );
-    let Some(t) = Tmux::open("live", &cmd, |s| s.contains("[lru]") && s.contains("LIVE")) else {
+    let Some((dir, cfg, t)) = watch_lru_config("live") else {
         return;
     };
     std::fs::write(&cfg, "policy = \"belady\"\n").unwrap();
@@ -279,13 +294,7 @@ fn the_terminal_is_restored_after_a_panic() {
 /// whole again, then the new content shows.
 #[test]
 fn a_watched_trace_deleted_and_recreated_recovers() {
-    let dir = tempfile::tempdir().unwrap();
-    let tr = dir.path().join("t.json");
-    std::fs::copy(root().join("sample-traces/encdec-1mib.lru.json"), &tr).unwrap();
-    let cmd = format!("{} view {} --watch; sleep 3", bin().display(), tr.display());
-    let Some(t) = Tmux::open("recreate", &cmd, |s| {
-        s.contains("[lru]") && s.contains("LIVE")
-    }) else {
+    let Some((_dir, tr, t)) = watch_lru_trace("recreate") else {
         return;
     };
     std::fs::remove_file(&tr).unwrap();
@@ -389,17 +398,7 @@ fn a_jsonl_stream_appended_in_partial_lines() {
 /// on the last save's result (only the newest re-run matters).
 #[test]
 fn saves_faster_than_the_debounce_end_on_the_last_one() {
-    let dir = tempfile::tempdir().unwrap();
-    let cfg = dir.path().join("sched.toml");
-    std::fs::write(&cfg, "policy = \"lru\"\n").unwrap();
-    let model = root().join("tests/data/encoder_decoder.json");
-    let cmd = format!(
-        "{} view {} --capacity 640KiB --weights ignore --config {}; sleep 3",
-        bin().display(),
-        model.display(),
-        cfg.display()
-    );
-    let Some(t) = Tmux::open("burst", &cmd, |s| s.contains("[lru]") && s.contains("LIVE")) else {
+    let Some((_dir, cfg, t)) = watch_lru_config("burst") else {
         return;
     };
     let policies = ["belady", "lifetime", "lru", "ideal"];

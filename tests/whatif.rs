@@ -154,13 +154,7 @@ fn whatif_rows_record_the_rewrites_they_ran_with() {
     let model =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/encoder_decoder.json");
     let run = |args: &[&str]| -> serde_json::Value {
-        let o = assert_cmd::Command::cargo_bin("spillscope")
-            .unwrap()
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        serde_json::from_slice(&o.stdout).unwrap()
+        serde_json::from_slice(&common::run_ok(args).stdout).unwrap()
     };
     let m = model.to_str().unwrap();
     let w = run(&[

@@ -89,43 +89,29 @@ fn fprintf_baselines(
     let file = std::fs::File::create(dir.join("fprintf.jsonl")).unwrap();
     let out = std::sync::Mutex::new(std::io::BufWriter::new(file));
     let t0 = Instant::now();
-    g.bench_function("fprintf_buffered", |b| {
-        let mut i = 0u64;
-        b.iter(|| {
-            i += 1;
-            let mut w = out.lock().unwrap();
-            writeln!(
-                w,
-                "{{\"t_ns\":{},\"kind\":\"alloc\",\"tensor\":\"{}\",\"bytes\":{},\"pool\":\"{}\",\"offset\":{},\"thread\":{}}}",
-                t0.elapsed().as_nanos(),
-                std::hint::black_box("layer3/conv2/output_0"),
-                std::hint::black_box(4096 + i),
-                std::hint::black_box("sram"),
-                i * 64,
-                0
-            )
-            .unwrap();
-        })
-    });
-    g.bench_function("fprintf_flush_each", |b| {
-        let mut i = 0u64;
-        b.iter(|| {
-            i += 1;
-            let mut w = out.lock().unwrap();
-            writeln!(
-                w,
-                "{{\"t_ns\":{},\"kind\":\"alloc\",\"tensor\":\"{}\",\"bytes\":{},\"pool\":\"{}\",\"offset\":{},\"thread\":{}}}",
-                t0.elapsed().as_nanos(),
-                std::hint::black_box("layer3/conv2/output_0"),
-                std::hint::black_box(4096 + i),
-                std::hint::black_box("sram"),
-                i * 64,
-                0
-            )
-            .unwrap();
-            w.flush().unwrap();
-        })
-    });
+    for (id, flush) in [("fprintf_buffered", false), ("fprintf_flush_each", true)] {
+        g.bench_function(id, |b| {
+            let mut i = 0u64;
+            b.iter(|| {
+                i += 1;
+                let mut w = out.lock().unwrap();
+                writeln!(
+                    w,
+                    "{{\"t_ns\":{},\"kind\":\"alloc\",\"tensor\":\"{}\",\"bytes\":{},\"pool\":\"{}\",\"offset\":{},\"thread\":{}}}",
+                    t0.elapsed().as_nanos(),
+                    std::hint::black_box("layer3/conv2/output_0"),
+                    std::hint::black_box(4096 + i),
+                    std::hint::black_box("sram"),
+                    i * 64,
+                    0
+                )
+                .unwrap();
+                if flush {
+                    w.flush().unwrap();
+                }
+            })
+        });
+    }
 }
 
 criterion_group!(benches, probe);

@@ -85,3 +85,15 @@ pub fn graph(
     }
     b.build().unwrap()
 }
+
+/// Runs the `spillscope` binary with `args` and fails the test (showing its
+/// stderr) unless it succeeds.
+pub fn run_ok(args: &[&str]) -> std::process::Output {
+    let o = assert_cmd::Command::cargo_bin("spillscope")
+        .unwrap()
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    o
+}
