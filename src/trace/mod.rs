@@ -224,7 +224,7 @@ impl Trace {
     pub fn load(path: &Path) -> Result<Trace> {
         let size = crate::input::check_size(path)?;
         if crate::input::memory_is_short(size) {
-            return Trace::load_streamed(path);
+            return Trace::parse_stream(path);
         }
         let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
         let t = Trace::from_slice(&bytes).map_err(|e| Error::parse(path, "spillscope trace", e))?;
@@ -236,6 +236,11 @@ impl Trace {
     /// memory is short), with the same checks.
     pub fn load_streamed(path: &Path) -> Result<Trace> {
         crate::input::check_size(path)?;
+        Trace::parse_stream(path)
+    }
+
+    /// The streamed parse and checks, the size cap already checked.
+    fn parse_stream(path: &Path) -> Result<Trace> {
         let f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
         let t: Trace = serde_json::from_reader(std::io::BufReader::with_capacity(1 << 20, f))
             .map_err(|e| Error::parse(path, "spillscope trace", e))?;
