@@ -1,7 +1,8 @@
 //! Cost per recorded event on the caller's thread: the probe (copy into a
 //! per-thread lock-free ring) against a naive `fprintf`-style baseline
 //! (format + locked buffered write per event, and the same with a flush per
-//! event as the docs' plain-C example does). The probe is timed in batches
+//! event as the docs' plain-C example does), and the background writer's
+//! throughput. The probe is timed in batches
 //! that fit its ring, waiting (untimed) for the writer between batches, so
 //! no event is dropped and none is measured as a cheap drop.
 
@@ -50,6 +51,7 @@ fn probe(c: &mut Criterion) {
         stats.written, stats.dropped
     );
     fprintf_baselines(&mut g, &dir);
+    writer_throughput(&mut g, &dir);
     g.finish();
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -112,6 +114,38 @@ fn fprintf_baselines(
             })
         });
     }
+}
+
+/// The background writer's cost per event (off the caller's thread, but it
+/// decides how many events a busy runtime loses to full rings): a session
+/// that records 60,000 events into a ring that holds them all, timed from
+/// the first record until close returns with every line written.
+fn writer_throughput(
+    g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    dir: &std::path::Path,
+) {
+    const EVENTS: u64 = 60_000;
+    let path = dir.join("writer.jsonl");
+    g.bench_function("writer: record then write, per event", |b| {
+        b.iter_custom(|iters| {
+            let mut timed = Duration::ZERO;
+            let mut left = iters;
+            while left > 0 {
+                let n = left.min(EVENTS);
+                let _ = std::fs::remove_file(&path);
+                let p = spill_probe::Probe::open_with(&path, 1 << 16).unwrap();
+                let t = Instant::now();
+                for i in 0..n {
+                    spill_probe::alloc("layer3/conv2/output_0", 4096 + i, "sram", Some(i * 64));
+                }
+                let stats = p.close().unwrap();
+                timed += t.elapsed();
+                assert_eq!((stats.written, stats.dropped), (n, 0));
+                left -= n;
+            }
+            timed
+        })
+    });
 }
 
 criterion_group!(benches, probe);

@@ -27,6 +27,9 @@ void spill_probe_evict(const char *tensor, uint64_t bytes, const char *pool, int
 /* An evicted TENSOR came back. */
 void spill_probe_reload(const char *tensor, uint64_t bytes, const char *pool, int64_t offset);
 
+/* An evicted TENSOR was recomputed instead of reloaded. */
+void spill_probe_recompute(const char *tensor, uint64_t bytes, const char *pool, int64_t offset);
+
 /* An operator starts on this thread. */
 void spill_probe_op_begin(const char *name);
 

@@ -56,6 +56,7 @@ fn eight_threads_million_events_each_all_accounted_in_order() {
     // dropped lines adding up.
     let f = std::io::BufReader::new(std::fs::File::open(&path).unwrap());
     let mut last: std::collections::HashMap<u64, i64> = Default::default();
+    let mut name_of: std::collections::HashMap<u64, String> = Default::default();
     let (mut events, mut dropped) = (0u64, 0u64);
     for line in f.lines() {
         let line = line.unwrap();
@@ -68,14 +69,12 @@ fn eight_threads_million_events_each_all_accounted_in_order() {
                 let prev = last.entry(thread).or_insert(-1);
                 assert!(seq > *prev, "thread {thread}: {seq} after {prev}");
                 *prev = seq;
-                assert_eq!(
-                    v["tensor"],
-                    format!("t{}", {
-                        // the tensor name is the producing thread's; threads are
-                        // numbered in registration order, names by spawn order
-                        v["tensor"].as_str().unwrap()[1..].parse::<u64>().unwrap()
-                    })
-                );
+                // Threads are numbered in registration order, names by
+                // spawn order: each number must always carry one name (a
+                // ring never mixes producers), and no two numbers the same.
+                let tensor = v["tensor"].as_str().unwrap().to_string();
+                let owner = name_of.entry(thread).or_insert_with(|| tensor.clone());
+                assert_eq!(*owner, tensor, "thread {thread} carries two names");
                 events += 1;
             }
             "dropped" => dropped += v["count"].as_u64().unwrap(),
@@ -84,6 +83,12 @@ fn eight_threads_million_events_each_all_accounted_in_order() {
     }
     assert_eq!(events, stats.written);
     assert_eq!(dropped, stats.dropped);
+    let names: std::collections::HashSet<&String> = name_of.values().collect();
+    assert_eq!(
+        names.len(),
+        name_of.len(),
+        "two threads share a name: {name_of:?}"
+    );
     eprintln!(
         "8 x 1M: {} written, {} dropped",
         stats.written, stats.dropped
@@ -181,6 +186,7 @@ fn the_hot_path_allocates_nothing() {
         spill_probe::evict("layer1/conv/output_0", i, "sram", None);
         spill_probe::reload("layer1/conv/output_0", i, "sram", Some(0));
         spill_probe::free("layer1/conv/output_0", "sram");
+        spill_probe::spill_probe_alloc(c"layer1/conv/output_1".as_ptr(), i, c"sram".as_ptr(), -1);
         spill_probe::op_end();
     }
     COUNT_ME.with(|c| c.set(false));
@@ -190,7 +196,7 @@ fn the_hot_path_allocates_nothing() {
         "allocations on the hot path"
     );
     let s = probe.close().unwrap();
-    assert_eq!(s.written + s.dropped, 60_001);
+    assert_eq!(s.written + s.dropped, 70_001);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -253,6 +259,67 @@ fn names_of_every_length_arrive_intact() {
         );
         assert_eq!(line["pool"], pool.as_str(), "pool of length {}", pool.len());
     }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn every_c_entry_point_records_its_event() {
+    // What a C runtime calls: NUL-terminated names (short, past the inline
+    // limit, NULL), offsets < 0 meaning unknown.
+    use spill_probe::*;
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile_dir();
+    let path = dir.join("c.jsonl");
+    let cpath = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+    assert_eq!(spill_probe_open(cpath.as_ptr()), 0);
+    let long = std::ffi::CString::new("x".repeat(90)).unwrap();
+    let (sram, t) = (c"sram", c"t0");
+    spill_probe_op_begin(c"conv1".as_ptr());
+    spill_probe_alloc(t.as_ptr(), 64, sram.as_ptr(), 128);
+    spill_probe_evict(t.as_ptr(), 64, sram.as_ptr(), -1);
+    spill_probe_reload(long.as_ptr(), 65, sram.as_ptr(), 0);
+    spill_probe_recompute(t.as_ptr(), 66, sram.as_ptr(), 256);
+    spill_probe_free(t.as_ptr(), std::ptr::null());
+    spill_probe_op_end();
+    assert_eq!(spill_probe_close(), 0);
+    let lines = json_lines(&path);
+    let kinds: Vec<&str> = lines.iter().map(|l| l["kind"].as_str().unwrap()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "op_begin",
+            "alloc",
+            "evict",
+            "reload",
+            "recompute",
+            "free",
+            "op_end"
+        ]
+    );
+    assert_eq!(lines[0]["op"], "conv1");
+    assert_eq!(
+        (
+            &lines[1]["tensor"],
+            &lines[1]["bytes"],
+            &lines[1]["pool"],
+            &lines[1]["offset"]
+        ),
+        (&"t0".into(), &64.into(), &"sram".into(), &128.into())
+    );
+    assert!(lines[2].get("offset").is_none(), "offset -1 is unknown");
+    assert_eq!(lines[3]["tensor"], "x".repeat(90));
+    assert_eq!(lines[3]["offset"], 0);
+    assert_eq!(
+        (&lines[4]["bytes"], &lines[4]["offset"]),
+        (&66.into(), &256.into())
+    );
+    assert_eq!(lines[5]["pool"], "");
+    assert!(lines[5].get("bytes").is_none());
+    let t: Vec<u64> = lines.iter().map(|l| l["t_ns"].as_u64().unwrap()).collect();
+    assert!(
+        t.windows(2).all(|w| w[0] <= w[1]),
+        "timestamps go back: {t:?}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
