@@ -66,18 +66,18 @@ fn import_and_verify(jsonl: &Path, dir: &Path) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(&trace).unwrap()).unwrap()
 }
 
-#[test]
-fn c_runtime_simulation_links_the_probe_and_its_stream_verifies() {
+/// `probe/examples/runtime_sim.c` compiled into `dir`, or `None` (said
+/// why) when there is no C compiler or cargo.
+fn compile_runtime_sim(dir: &Path) -> Option<PathBuf> {
     if Command::new("cc").arg("--version").output().is_err() {
         eprintln!("SKIP: no system C compiler (cc)");
-        return;
+        return None;
     }
     let Some(lib_dir) = build_probe() else {
         eprintln!("SKIP: cargo not runnable from the test");
-        return;
+        return None;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let exe = dir.path().join("runtime_sim");
+    let exe = dir.join("runtime_sim");
     let o = Command::new("cc")
         .arg(root().join("probe/examples/runtime_sim.c"))
         .arg("-I")
@@ -92,6 +92,28 @@ fn c_runtime_simulation_links_the_probe_and_its_stream_verifies() {
         "cc: {}",
         String::from_utf8_lossy(&o.stderr)
     );
+    Some(exe)
+}
+
+/// A stream's lines without their timestamps (which differ run to run).
+fn untimed_lines(jsonl: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(jsonl)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+            v.as_object_mut().unwrap().remove("t_ns");
+            v
+        })
+        .collect()
+}
+
+#[test]
+fn c_runtime_simulation_links_the_probe_and_its_stream_verifies() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(exe) = compile_runtime_sim(dir.path()) else {
+        return;
+    };
     let jsonl = dir.path().join("c_run.jsonl");
     let o = Command::new(&exe).arg(&jsonl).arg("40").output().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
@@ -107,6 +129,48 @@ fn c_runtime_simulation_links_the_probe_and_its_stream_verifies() {
     for k in ["alloc", "evict", "reload", "free"] {
         assert!(kinds.contains(&k), "{k} in the C run's trace");
     }
+}
+
+#[test]
+fn streams_are_flushed_at_exit_without_close() {
+    // The C runtime calls exit() and the Rust example std::process::exit
+    // with the probe still open: the atexit flush must deliver the same
+    // stream as an orderly close.
+    let dir = tempfile::tempdir().unwrap();
+    if let Some(exe) = compile_runtime_sim(dir.path()) {
+        let (closed, exited) = (
+            dir.path().join("closed.jsonl"),
+            dir.path().join("exited.jsonl"),
+        );
+        let o = Command::new(&exe).arg(&closed).arg("300").output().unwrap();
+        assert!(o.status.success());
+        let o = Command::new(&exe)
+            .arg(&exited)
+            .args(["300", "exit"])
+            .output()
+            .unwrap();
+        assert!(o.status.success());
+        let want = untimed_lines(&closed);
+        assert!(want.len() > 1000, "{} lines", want.len());
+        assert_eq!(untimed_lines(&exited), want);
+        import_and_verify(&exited, dir.path());
+    }
+    let Some(bin_dir) = build_probe() else {
+        eprintln!("SKIP: cargo not runnable from the test");
+        return;
+    };
+    let jsonl = dir.path().join("threads_exit.jsonl");
+    let o = Command::new(bin_dir.join("examples/threads"))
+        .arg(&jsonl)
+        .args(["3", "400", "exit"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let lines = untimed_lines(&jsonl);
+    let ends = lines.iter().filter(|l| l["kind"] == "op_end").count();
+    assert_eq!(ends, 1200, "every op of every thread reached the file");
+    let tr = import_and_verify(&jsonl, dir.path());
+    assert_eq!(tr["ops"].as_array().unwrap().len(), 1200);
 }
 
 #[test]

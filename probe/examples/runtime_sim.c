@@ -3,9 +3,12 @@
  * 4th op also a skip input from 5 ops back; when the scratchpad is full the
  * oldest resident tensor that the op does not need is evicted, and an
  * evicted tensor is reloaded when an op needs it again.
- * Usage: runtime_sim OUT.jsonl [OPS] */
+ * Usage: runtime_sim OUT.jsonl [OPS] [exit]
+ * With "exit", the program calls exit() without spill_probe_close(): the
+ * probe flushes the stream at process exit. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include "spill_probe.h"
 
 #define CAP (1u << 20)
@@ -34,7 +37,7 @@ static void make_room(uint64_t bytes, int a, int b) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 2) { fprintf(stderr, "usage: %s OUT.jsonl [OPS]\n", argv[0]); return 2; }
+    if (argc < 2) { fprintf(stderr, "usage: %s OUT.jsonl [OPS] [exit]\n", argv[0]); return 2; }
     int ops = argc > 2 ? atoi(argv[2]) : 40;
     if (ops > MAXT) ops = MAXT;
     if (spill_probe_open(argv[1]) != 0) { perror("spill_probe_open"); return 1; }
@@ -64,6 +67,7 @@ int main(int argc, char **argv) {
         }
         spill_probe_op_end();
     }
+    if (argc > 3 && strcmp(argv[3], "exit") == 0) exit(0);
     int64_t dropped = spill_probe_close();
     printf("ops %d dropped %lld\n", ops, (long long)dropped);
     return dropped == 0 ? 0 : 1;

@@ -1,5 +1,7 @@
 //! Several runtime threads recording at once through the safe Rust API.
-//! Usage: cargo run -p spill-probe --example threads -- OUT.jsonl [THREADS] [OPS]
+//! Usage: cargo run -p spill-probe --example threads -- OUT.jsonl [THREADS] [OPS] [exit]
+//! With `exit`, the program leaves through `std::process::exit` without
+//! closing the probe: the probe flushes the stream at process exit.
 
 fn main() -> std::io::Result<()> {
     let args: Vec<String> = std::env::args().collect();
@@ -38,6 +40,10 @@ fn main() -> std::io::Result<()> {
             });
         }
     });
+    if args.get(4).map(String::as_str) == Some("exit") {
+        std::mem::forget(probe);
+        std::process::exit(0);
+    }
     let stats = probe.close()?;
     println!(
         "{out}: {} events written, {} dropped, {} threads",

@@ -772,6 +772,8 @@ pub struct Probe {
 impl Probe {
     /// Opens `path` for appending (created if absent) and starts the writer.
     /// Only one session is open at a time: opening again closes the first.
+    /// The session is also drained and flushed at process exit (`exit`,
+    /// `std::process::exit`, returning from `main`) if it is still open.
     pub fn open(path: impl AsRef<Path>) -> io::Result<Probe> {
         Self::open_with(path, DEFAULT_RING_RECORDS)
     }
@@ -803,6 +805,12 @@ impl Probe {
         *session.writer.lock().unwrap_or_else(|e| e.into_inner()) = Some(handle);
         *SESSION.lock().unwrap_or_else(|e| e.into_inner()) = Some(session);
         GENERATION.store(generation, Ordering::Release);
+        ATEXIT.call_once(|| {
+            // SAFETY: registering a plain extern "C" fn with the C runtime.
+            unsafe {
+                atexit(close_at_exit);
+            }
+        });
         Ok(Probe { generation })
     }
 
@@ -948,8 +956,8 @@ extern "C" fn close_at_exit() {
 
 static ATEXIT: std::sync::Once = std::sync::Once::new();
 
-/// Opens `path` (appending); 0 on success, -1 on error. Registers a flush at
-/// process exit.
+/// Opens `path` (appending); 0 on success, -1 on error. The session is
+/// flushed at process exit if not closed before.
 #[no_mangle]
 pub extern "C" fn spill_probe_open(path: *const c_char) -> c_int {
     let p = String::from_utf8_lossy(cbytes(path)).into_owned();
@@ -957,12 +965,6 @@ pub extern "C" fn spill_probe_open(path: *const c_char) -> c_int {
         Ok(probe) => {
             // The session lives until spill_probe_close or exit.
             std::mem::forget(probe);
-            ATEXIT.call_once(|| {
-                // SAFETY: registering a plain extern "C" fn with the C runtime.
-                unsafe {
-                    atexit(close_at_exit);
-                }
-            });
             0
         }
         Err(_) => -1,
