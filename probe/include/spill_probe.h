@@ -12,7 +12,8 @@
 extern "C" {
 #endif
 
-/* Open PATH for appending; 0 on success, -1 on error. Flushes at exit. */
+/* Open PATH for appending; 0 on success, -1 on error (said on stderr).
+ * Flushed at exit. Ring per thread: SPILL_PROBE_RING_RECORDS (default 65536). */
 int spill_probe_open(const char *path);
 
 /* TENSOR placed on chip; OFFSET < 0 if unknown. */

@@ -764,6 +764,28 @@ fn writer(session: Arc<Session>, mut file: File) -> io::Result<Stats> {
     }
 }
 
+/// Largest ring a thread may ask for (2 GiB of records).
+const MAX_RING_RECORDS: usize = 1 << 24;
+
+fn ring_records_from_env() -> io::Result<usize> {
+    const VAR: &str = "SPILL_PROBE_RING_RECORDS";
+    let Some(v) = std::env::var_os(VAR) else {
+        return Ok(DEFAULT_RING_RECORDS);
+    };
+    v.to_str()
+        .and_then(|s| s.trim().parse::<usize>().ok())
+        .filter(|n| (2..=MAX_RING_RECORDS).contains(n))
+        .ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "{VAR}={}: expected a number of records per thread from 2 to {MAX_RING_RECORDS}",
+                    v.to_string_lossy()
+                ),
+            )
+        })
+}
+
 /// An open probe session; closing it (or dropping it) drains and flushes.
 pub struct Probe {
     generation: u64,
@@ -774,12 +796,19 @@ impl Probe {
     /// Only one session is open at a time: opening again closes the first.
     /// The session is also drained and flushed at process exit (`exit`,
     /// `std::process::exit`, returning from `main`) if it is still open.
+    ///
+    /// Ring size: `SPILL_PROBE_RING_RECORDS` records per thread if set
+    /// (rounded up to a power of two, 2 to 2^24), else
+    /// [`DEFAULT_RING_RECORDS`]; a value that is not such a number is an
+    /// error naming the variable.
     pub fn open(path: impl AsRef<Path>) -> io::Result<Probe> {
-        Self::open_with(path, DEFAULT_RING_RECORDS)
+        Self::open_with(path, ring_records_from_env()?)
     }
 
-    /// As [`Probe::open`], with `ring_records` slots per thread.
+    /// As [`Probe::open`], with `ring_records` slots per thread (rounded up
+    /// to a power of two, at most 2^24).
     pub fn open_with(path: impl AsRef<Path>, ring_records: usize) -> io::Result<Probe> {
+        let ring_records = ring_records.min(MAX_RING_RECORDS);
         let _ = close_current();
         let file = std::fs::OpenOptions::new()
             .create(true)
@@ -956,8 +985,9 @@ extern "C" fn close_at_exit() {
 
 static ATEXIT: std::sync::Once = std::sync::Once::new();
 
-/// Opens `path` (appending); 0 on success, -1 on error. The session is
-/// flushed at process exit if not closed before.
+/// Opens `path` (appending); 0 on success, -1 on error (one line on
+/// stderr says why: a C caller has no other way to learn it). The session
+/// is flushed at process exit if not closed before.
 #[no_mangle]
 pub extern "C" fn spill_probe_open(path: *const c_char) -> c_int {
     let p = String::from_utf8_lossy(cbytes(path)).into_owned();
@@ -967,7 +997,10 @@ pub extern "C" fn spill_probe_open(path: *const c_char) -> c_int {
             std::mem::forget(probe);
             0
         }
-        Err(_) => -1,
+        Err(e) => {
+            eprintln!("spill_probe_open: {p}: {e}");
+            -1
+        }
     }
 }
 
@@ -1040,7 +1073,7 @@ pub extern "C" fn spill_probe_close() -> i64 {
 /// The C declarations of the functions above, in order: the source of
 /// `include/spill_probe.h` (a test keeps the file equal to this).
 pub const C_DECLARATIONS: &[(&str, &str)] = &[
-    ("int spill_probe_open(const char *path);", "Open PATH for appending; 0 on success, -1 on error. Flushes at exit."),
+    ("int spill_probe_open(const char *path);", "Open PATH for appending; 0 on success, -1 on error (said on stderr).\n * Flushed at exit. Ring per thread: SPILL_PROBE_RING_RECORDS (default 65536)."),
     ("void spill_probe_alloc(const char *tensor, uint64_t bytes, const char *pool, int64_t offset);", "TENSOR placed on chip; OFFSET < 0 if unknown."),
     ("void spill_probe_free(const char *tensor, const char *pool);", "TENSOR left the chip for good."),
     ("void spill_probe_evict(const char *tensor, uint64_t bytes, const char *pool, int64_t offset);", "TENSOR pushed out to DRAM (needed again later)."),

@@ -324,6 +324,34 @@ fn every_c_entry_point_records_its_event() {
 }
 
 #[test]
+fn ring_size_comes_from_the_environment() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile_dir();
+    let path = dir.join("env.jsonl");
+    const VAR: &str = "SPILL_PROBE_RING_RECORDS";
+    for bad in ["abc", "0", "1", "99999999999"] {
+        std::env::set_var(VAR, bad);
+        let err = spill_probe::Probe::open(&path).err().expect(bad);
+        assert!(err.to_string().contains(&format!("{VAR}={bad}")), "{err}");
+        let cpath = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+        assert_eq!(spill_probe::spill_probe_open(cpath.as_ptr()), -1);
+    }
+    // A 4-record ring overflows on a burst the writer cannot keep up with;
+    // every event is still accounted for.
+    std::env::set_var(VAR, "4");
+    let probe = spill_probe::Probe::open(&path).unwrap();
+    std::env::remove_var(VAR);
+    for i in 0..10_000 {
+        spill_probe::alloc("t", i, "sram", None);
+    }
+    let s = probe.close().unwrap();
+    assert_eq!(s.written + s.dropped, 10_000);
+    assert!(s.dropped > 0 && s.written >= 4, "{s:?}");
+    assert!(dropped_lines(&path) > 0);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn closed_probe_records_nothing_and_reopens() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile_dir();
