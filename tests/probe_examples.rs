@@ -95,17 +95,22 @@ fn compile_runtime_sim(dir: &Path) -> Option<PathBuf> {
     Some(exe)
 }
 
-/// A stream's lines without their timestamps (which differ run to run).
-fn untimed_lines(jsonl: &Path) -> Vec<serde_json::Value> {
+/// A stream's lines.
+fn stream_lines(jsonl: &Path) -> Vec<serde_json::Value> {
     std::fs::read_to_string(jsonl)
         .unwrap()
         .lines()
-        .map(|l| {
-            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
-            v.as_object_mut().unwrap().remove("t_ns");
-            v
-        })
+        .map(|l| serde_json::from_str(l).unwrap())
         .collect()
+}
+
+/// A stream's lines without their timestamps (which differ run to run).
+fn untimed_lines(jsonl: &Path) -> Vec<serde_json::Value> {
+    let mut lines = stream_lines(jsonl);
+    for v in &mut lines {
+        v.as_object_mut().unwrap().remove("t_ns");
+    }
+    lines
 }
 
 #[test]
@@ -180,21 +185,36 @@ fn rust_threads_example_stream_verifies() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let jsonl = dir.path().join("threads.jsonl");
-    let o = Command::new(bin_dir.join("examples/threads"))
-        .arg(&jsonl)
-        .args(["4", "500"])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    assert!(String::from_utf8_lossy(&o.stdout).contains("0 dropped"));
-    let tr = import_and_verify(&jsonl, dir.path());
-    assert_eq!(tr["ops"].as_array().unwrap().len(), 2000);
-    let threads: std::collections::BTreeSet<u64> = tr["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|e| e["thread"].as_u64())
-        .collect();
-    assert_eq!(threads.len(), 4);
+    // Both clocks: the time-stamp counter (default where it is invariant)
+    // and the OS monotonic clock (SPILL_PROBE_NO_TSC).
+    for no_tsc in [false, true] {
+        let jsonl = dir.path().join(format!("threads_{no_tsc}.jsonl"));
+        let mut cmd = Command::new(bin_dir.join("examples/threads"));
+        if no_tsc {
+            cmd.env("SPILL_PROBE_NO_TSC", "1");
+        }
+        let o = cmd.arg(&jsonl).args(["4", "500"]).output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert!(String::from_utf8_lossy(&o.stdout).contains("0 dropped"));
+        // Each thread's timestamps never go back and span a plausible
+        // run (under a minute, more than nothing).
+        let mut last = std::collections::HashMap::new();
+        let (mut lo, mut hi) = (u64::MAX, 0);
+        for l in stream_lines(&jsonl) {
+            let (thread, t) = (l["thread"].as_u64().unwrap(), l["t_ns"].as_u64().unwrap());
+            let prev = last.insert(thread, t).unwrap_or(0);
+            assert!(t >= prev, "no_tsc={no_tsc}: thread {thread} went back");
+            (lo, hi) = (lo.min(t), hi.max(t));
+        }
+        assert!(hi > lo && hi - lo < 60_000_000_000, "span {lo}..{hi} ns");
+        let tr = import_and_verify(&jsonl, dir.path());
+        assert_eq!(tr["ops"].as_array().unwrap().len(), 2000);
+        let threads: std::collections::BTreeSet<u64> = tr["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|e| e["thread"].as_u64())
+            .collect();
+        assert_eq!(threads.len(), 4);
+    }
 }
