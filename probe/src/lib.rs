@@ -457,7 +457,25 @@ fn record(kind: Kind, name: &[u8], bytes: Option<u64>, pool: &[u8], offset: Opti
         return;
     }
     let t = raw_now();
-    record_at(generation, t, kind, name, bytes, pool, offset);
+    let event = Event {
+        kind,
+        name,
+        bytes,
+        pool,
+        offset,
+    };
+    record_at(generation, t, event);
+}
+
+/// One event as the caller describes it (lives in registers: every
+/// function it passes through is inlined).
+#[derive(Clone, Copy)]
+struct Event<'a> {
+    kind: Kind,
+    name: &'a [u8],
+    bytes: Option<u64>,
+    pool: &'a [u8],
+    offset: Option<u64>,
 }
 
 /// [`record`] from the C ABI: the clock is read first, so the time-stamp
@@ -475,70 +493,60 @@ fn record_c(
         return;
     }
     let t = raw_now();
-    record_at(
-        generation,
-        t,
+    let event = Event {
         kind,
-        cbytes(name),
+        name: cbytes(name),
         bytes,
-        cbytes(pool),
+        pool: cbytes(pool),
         offset,
-    );
+    };
+    record_at(generation, t, event);
 }
 
 #[inline(always)]
-fn record_at(
-    generation: u64,
-    t: u64,
-    kind: Kind,
-    name: &[u8],
-    bytes: Option<u64>,
-    pool: &[u8],
-    offset: Option<u64>,
-) {
-    if name.len() > NAME_INLINE || pool.len() > POOL_INLINE {
-        return record_interned(generation, t, kind, name, bytes, pool, offset);
+fn record_at(generation: u64, t: u64, event: Event) {
+    if event.name.len() > NAME_INLINE || event.pool.len() > POOL_INLINE {
+        return record_interned(generation, t, event);
     }
-    let flags = if bytes.is_none() { FLAG_NO_BYTES } else { 0 };
-    emit(generation, t, kind, name, bytes, pool, offset, flags);
+    let flags = if event.bytes.is_none() {
+        FLAG_NO_BYTES
+    } else {
+        0
+    };
+    emit(generation, t, event, flags);
 }
 
 /// A record whose name or pool is too long to travel inline: sent as its
 /// interned id (off the common path).
 #[cold]
 #[inline(never)]
-fn record_interned(
-    generation: u64,
-    t: u64,
-    kind: Kind,
-    name: &[u8],
-    bytes: Option<u64>,
-    pool: &[u8],
-    offset: Option<u64>,
-) {
-    let name_id = (name.len() > NAME_INLINE).then(|| intern(name).to_le_bytes());
-    let pool_id = (pool.len() > POOL_INLINE).then(|| intern(pool).to_le_bytes());
-    let flags = if bytes.is_none() { FLAG_NO_BYTES } else { 0 }
-        | if name_id.is_some() { FLAG_NAME_ID } else { 0 }
+fn record_interned(generation: u64, t: u64, event: Event) {
+    let name_id = (event.name.len() > NAME_INLINE).then(|| intern(event.name).to_le_bytes());
+    let pool_id = (event.pool.len() > POOL_INLINE).then(|| intern(event.pool).to_le_bytes());
+    let flags = if event.bytes.is_none() {
+        FLAG_NO_BYTES
+    } else {
+        0
+    } | if name_id.is_some() { FLAG_NAME_ID } else { 0 }
         | if pool_id.is_some() { FLAG_POOL_ID } else { 0 };
-    let name = name_id.as_ref().map_or(name, |id| &id[..]);
-    let pool = pool_id.as_ref().map_or(pool, |id| &id[..]);
-    emit(generation, t, kind, name, bytes, pool, offset, flags);
+    let by_id = Event {
+        name: name_id.as_ref().map_or(event.name, |id| &id[..]),
+        pool: pool_id.as_ref().map_or(event.pool, |id| &id[..]),
+        ..event
+    };
+    emit(generation, t, by_id, flags);
 }
 
 /// Writes one record into this thread's ring; `name` and `pool` fit inline.
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
-fn emit(
-    generation: u64,
-    t: u64,
-    kind: Kind,
-    name: &[u8],
-    bytes: Option<u64>,
-    pool: &[u8],
-    offset: Option<u64>,
-    flags: u8,
-) {
+fn emit(generation: u64, t: u64, event: Event, flags: u8) {
+    let Event {
+        kind,
+        name,
+        bytes,
+        pool,
+        offset,
+    } = event;
     let Some(ring) = ring_for(generation) else {
         return;
     };
