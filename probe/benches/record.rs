@@ -1,13 +1,13 @@
 //! Cost per recorded event on the caller's thread: the probe (copy into a
-//! per-thread lock-free ring) against a naive `fprintf`-style baseline
-//! (format + locked buffered write per event, and the same with a flush per
-//! event as the docs' plain-C example does), and the background writer's
-//! throughput. The probe is timed in batches
-//! that fit its ring, waiting (untimed) for the writer between batches, so
-//! no event is dropped and none is measured as a cheap drop.
+//! per-thread lock-free ring) against the naive baseline, the C library's
+//! `fprintf` of a JSON line per event (stdio's lock and buffer; and the same
+//! with an `fflush` per event), and the background writer's throughput.
+//! The probe is timed in batches that fit its ring, waiting (untimed) for
+//! the writer between batches, so no event is dropped and none is measured
+//! as a cheap drop.
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use std::io::Write;
+use std::ffi::{c_char, c_int, c_void, CString};
 use std::time::{Duration, Instant};
 
 const BATCH: u64 = 32_768;
@@ -84,36 +84,53 @@ fn probe_bench(
     });
 }
 
+extern "C" {
+    fn fopen(path: *const c_char, mode: *const c_char) -> *mut c_void;
+    fn fprintf(stream: *mut c_void, format: *const c_char, ...) -> c_int;
+    fn fflush(stream: *mut c_void) -> c_int;
+    fn fclose(stream: *mut c_void) -> c_int;
+}
+
+/// The seed's naive instrumentation: the C library's `fprintf` of one JSON
+/// line per event (stdio's lock and buffer), with and without an `fflush`
+/// per event.
 fn fprintf_baselines(
     g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
     dir: &std::path::Path,
 ) {
-    let file = std::fs::File::create(dir.join("fprintf.jsonl")).unwrap();
-    let out = std::sync::Mutex::new(std::io::BufWriter::new(file));
+    let path = CString::new(dir.join("fprintf.jsonl").to_str().unwrap()).unwrap();
+    // SAFETY: plain C stdio calls on a stream this function opens and closes.
+    let file = unsafe { fopen(path.as_ptr(), c"w".as_ptr()) };
+    assert!(!file.is_null(), "fopen failed");
     let t0 = Instant::now();
+    let format = c"{\"t_ns\":%llu,\"kind\":\"alloc\",\"tensor\":\"%s\",\"bytes\":%llu,\"pool\":\"%s\",\"offset\":%llu,\"thread\":%d}\n";
     for (id, flush) in [("fprintf_buffered", false), ("fprintf_flush_each", true)] {
         g.bench_function(id, |b| {
             let mut i = 0u64;
             b.iter(|| {
                 i += 1;
-                let mut w = out.lock().unwrap();
-                writeln!(
-                    w,
-                    "{{\"t_ns\":{},\"kind\":\"alloc\",\"tensor\":\"{}\",\"bytes\":{},\"pool\":\"{}\",\"offset\":{},\"thread\":{}}}",
-                    t0.elapsed().as_nanos(),
-                    std::hint::black_box("layer3/conv2/output_0"),
-                    std::hint::black_box(4096 + i),
-                    std::hint::black_box("sram"),
-                    i * 64,
-                    0
-                )
-                .unwrap();
-                if flush {
-                    w.flush().unwrap();
+                // SAFETY: the format's conversions match the arguments'
+                // C types (unsigned long long, char *, int).
+                unsafe {
+                    fprintf(
+                        file,
+                        format.as_ptr(),
+                        t0.elapsed().as_nanos() as u64,
+                        std::hint::black_box(c"layer3/conv2/output_0".as_ptr()),
+                        std::hint::black_box(4096 + i),
+                        std::hint::black_box(c"sram".as_ptr()),
+                        i * 64,
+                        0 as c_int,
+                    );
+                    if flush {
+                        fflush(file);
+                    }
                 }
             })
         });
     }
+    // SAFETY: `file` came from fopen above and is closed once.
+    unsafe { fclose(file) };
 }
 
 /// The background writer's cost per event (off the caller's thread, but it
