@@ -99,6 +99,14 @@ impl<'a> Sim<'a> {
         if matches!(e.kind, EventKind::Evict | EventKind::Reload) {
             e.live_bytes = Some(self.demand[step]);
         }
+        if self.events.len() == self.events.capacity() {
+            // Past the up-front reserve (an alloc and a free per tensor),
+            // grow by a quarter rather than doubling: events are the
+            // biggest thing a simulation holds, and a doubled vector is up
+            // to half empty at the end.
+            let more = self.events.capacity() / 4 + 1024;
+            self.events.reserve_exact(more);
+        }
         self.events.push(e);
     }
 
@@ -442,7 +450,7 @@ fn simulate_graph(g: &Graph, hw: &HardwareProfile, cfg: &SimConfig) -> Result<Tr
         ],
         pinned,
         modeled,
-        events: Vec::new(),
+        events: Vec::with_capacity(2 * nt),
         live,
         demand,
         spill_count: 0,
@@ -840,7 +848,11 @@ fn simulate_graph(g: &Graph, hw: &HardwareProfile, cfg: &SimConfig) -> Result<Tr
     if n > 0 {
         sim.note_resident(latency);
     }
-    sim.events.sort_by_key(|e| e.t_ns);
+    // Usually already in time order; the check costs no scratch buffer,
+    // the stable sort a copy of half the events.
+    if !sim.events.is_sorted_by_key(|e| e.t_ns) {
+        sim.events.sort_by_key(|e| e.t_ns);
+    }
 
     let lower_bound = if ideal {
         0
