@@ -125,6 +125,10 @@ fn c_runtime_simulation_links_the_probe_and_its_stream_verifies() {
     assert!(String::from_utf8_lossy(&o.stdout).contains("dropped 0"));
     let tr = import_and_verify(&jsonl, dir.path());
     assert_eq!(tr["ops"].as_array().unwrap().len(), 40);
+    // The declared scratchpad, not the most it held.
+    assert_eq!(tr["pools"][0]["name"], "sram");
+    assert_eq!(tr["pools"][0]["capacity_bytes"], 1 << 20);
+    assert_eq!(tr["pools"][0]["alignment"], 256);
     let kinds: Vec<&str> = tr["events"]
         .as_array()
         .unwrap()

@@ -40,7 +40,8 @@ int main(int argc, char **argv) {
     if (argc < 2) { fprintf(stderr, "usage: %s OUT.jsonl [OPS] [exit]\n", argv[0]); return 2; }
     int ops = argc > 2 ? atoi(argv[2]) : 40;
     if (ops > MAXT) ops = MAXT;
-    if (spill_probe_open(argv[1]) != 0) { perror("spill_probe_open"); return 1; }
+    if (spill_probe_open(argv[1]) != 0) return 1; /* the probe said why */
+    spill_probe_pool("sram", CAP, 256);
     for (int i = 0; i < ops; i++) {
         char op[32];
         snprintf(op, sizeof op, "op%d", i);

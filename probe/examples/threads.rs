@@ -12,6 +12,8 @@ fn main() -> std::io::Result<()> {
     let threads: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(4);
     let ops: usize = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(1000);
     let probe = spill_probe::Probe::open(&out)?;
+    // Each worker places its tensors in its own 1 MiB window.
+    spill_probe::pool("sram", (threads as u64) << 20, 4096);
     std::thread::scope(|s| {
         for w in 0..threads {
             s.spawn(move || {

@@ -16,6 +16,9 @@ extern "C" {
  * Flushed at exit. Ring per thread: SPILL_PROBE_RING_RECORDS (default 65536). */
 int spill_probe_open(const char *path);
 
+/* Declare POOL's on-chip capacity and alignment (else: the most it held). */
+void spill_probe_pool(const char *pool, uint64_t capacity_bytes, uint64_t alignment);
+
 /* TENSOR placed on chip; OFFSET < 0 if unknown. */
 void spill_probe_alloc(const char *tensor, uint64_t bytes, const char *pool, int64_t offset);
 

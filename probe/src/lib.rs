@@ -62,6 +62,7 @@ enum Kind {
     Recompute,
     OpBegin,
     OpEnd,
+    Pool,
 }
 
 impl Kind {
@@ -74,6 +75,7 @@ impl Kind {
             Kind::Recompute => "recompute",
             Kind::OpBegin => "op_begin",
             Kind::OpEnd => "op_end",
+            Kind::Pool => "pool",
         }
     }
     fn from_u8(v: u8) -> Kind {
@@ -84,7 +86,8 @@ impl Kind {
             3 => Kind::Reload,
             4 => Kind::Recompute,
             5 => Kind::OpBegin,
-            _ => Kind::OpEnd,
+            6 => Kind::OpEnd,
+            _ => Kind::Pool,
         }
     }
 }
@@ -667,6 +670,15 @@ fn line(out: &mut Vec<u8>, names: &mut InternCache, p: *const Record, thread: u3
             push_json_str(out, names.resolve(r.name, r.flags & FLAG_NAME_ID != 0));
         }
         Kind::OpEnd => {}
+        Kind::Pool => {
+            // A declaration: capacity in `bytes`, alignment in `offset`.
+            out.extend_from_slice(b",\"pool\":");
+            push_json_str(out, names.resolve(r.pool, r.flags & FLAG_POOL_ID != 0));
+            out.extend_from_slice(b",\"capacity_bytes\":");
+            out.extend_from_slice(num.format(r.bytes).as_bytes());
+            out.extend_from_slice(b",\"alignment\":");
+            out.extend_from_slice(num.format(r.offset).as_bytes());
+        }
         _ => {
             out.extend_from_slice(b",\"tensor\":");
             push_json_str(out, names.resolve(r.name, r.flags & FLAG_NAME_ID != 0));
@@ -968,6 +980,18 @@ pub fn op_begin(name: &str) {
 pub fn op_end() {
     record(Kind::OpEnd, b"", None, b"", None);
 }
+/// Declares an on-chip pool's size and placement alignment (once, before
+/// or after its first event). Without it, a pool's capacity is taken as
+/// the most it ever held, so nothing can look full.
+pub fn pool(name: &str, capacity_bytes: u64, alignment: u64) {
+    record(
+        Kind::Pool,
+        b"",
+        Some(capacity_bytes),
+        name.as_bytes(),
+        Some(alignment.max(1)),
+    );
+}
 
 // ---- C ABI -----------------------------------------------------------
 
@@ -1064,6 +1088,17 @@ pub extern "C" fn spill_probe_op_begin(name: *const c_char) {
 }
 
 #[no_mangle]
+pub extern "C" fn spill_probe_pool(pool: *const c_char, capacity_bytes: u64, alignment: u64) {
+    record_c(
+        Kind::Pool,
+        std::ptr::null(),
+        Some(capacity_bytes),
+        pool,
+        Some(alignment.max(1)),
+    );
+}
+
+#[no_mangle]
 pub extern "C" fn spill_probe_op_end() {
     record(Kind::OpEnd, b"", None, b"", None);
 }
@@ -1082,6 +1117,7 @@ pub extern "C" fn spill_probe_close() -> i64 {
 /// `include/spill_probe.h` (a test keeps the file equal to this).
 pub const C_DECLARATIONS: &[(&str, &str)] = &[
     ("int spill_probe_open(const char *path);", "Open PATH for appending; 0 on success, -1 on error (said on stderr).\n * Flushed at exit. Ring per thread: SPILL_PROBE_RING_RECORDS (default 65536)."),
+    ("void spill_probe_pool(const char *pool, uint64_t capacity_bytes, uint64_t alignment);", "Declare POOL's on-chip capacity and alignment (else: the most it held)."),
     ("void spill_probe_alloc(const char *tensor, uint64_t bytes, const char *pool, int64_t offset);", "TENSOR placed on chip; OFFSET < 0 if unknown."),
     ("void spill_probe_free(const char *tensor, const char *pool);", "TENSOR left the chip for good."),
     ("void spill_probe_evict(const char *tensor, uint64_t bytes, const char *pool, int64_t offset);", "TENSOR pushed out to DRAM (needed again later)."),

@@ -274,6 +274,7 @@ fn every_c_entry_point_records_its_event() {
     assert_eq!(spill_probe_open(cpath.as_ptr()), 0);
     let long = std::ffi::CString::new("x".repeat(90)).unwrap();
     let (sram, t) = (c"sram", c"t0");
+    spill_probe_pool(c"sram".as_ptr(), 1 << 20, 64);
     spill_probe_op_begin(c"conv1".as_ptr());
     spill_probe_alloc(t.as_ptr(), 64, sram.as_ptr(), 128);
     spill_probe_evict(t.as_ptr(), 64, sram.as_ptr(), -1);
@@ -287,6 +288,7 @@ fn every_c_entry_point_records_its_event() {
     assert_eq!(
         kinds,
         [
+            "pool",
             "op_begin",
             "alloc",
             "evict",
@@ -296,6 +298,15 @@ fn every_c_entry_point_records_its_event() {
             "op_end"
         ]
     );
+    assert_eq!(
+        (
+            &lines[0]["pool"],
+            &lines[0]["capacity_bytes"],
+            &lines[0]["alignment"]
+        ),
+        (&"sram".into(), &(1 << 20).into(), &64.into())
+    );
+    let lines = &lines[1..];
     assert_eq!(lines[0]["op"], "conv1");
     assert_eq!(
         (
