@@ -72,6 +72,16 @@ fn bench(c: &mut Criterion) {
     g.bench_function("background_analyses", |b| {
         b.iter(|| black_box(Dataset::complete("million", tr.clone())))
     });
+    // The overview's profile for a trace with events only (an instrumented
+    // run), here computed for the simulated one's events.
+    let pool = tr.pools[0].name.clone();
+    g.bench_function("resident_by_step", |b| {
+        b.iter(|| {
+            black_box(spillscope::analysis::residency::resident_by_step(
+                &tr, &pool,
+            ))
+        })
+    });
     let mut app = App::new(vec![Dataset::complete("million", tr)]);
     eprintln!("peak RSS after opening: {:.0} MiB", vm_hwm_mib());
     let end = app.end_ns();

@@ -320,3 +320,95 @@ fn a_late_free_is_named_as_the_cause() {
     // The cheap split (first frame) keeps the recorded reason only.
     assert_ne!(classify::classify(&tr).spills[0].cause, c.spills[0].cause);
 }
+
+/// An instrumented run (a runtime's JSONL stream: events only, no
+/// `live_bytes` counter): what was resident while each op ran.
+fn instrumented_trace() -> Trace {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.jsonl");
+    let lines = [
+        r#"{"kind":"pool","pool":"sram","capacity_bytes":65536,"alignment":64}"#,
+        // op0: a arrives.
+        r#"{"t_ns":100,"kind":"op_begin","op":"op0","thread":0}"#,
+        r#"{"t_ns":110,"kind":"alloc","tensor":"a","bytes":4096,"pool":"sram","thread":0}"#,
+        r#"{"t_ns":190,"kind":"op_end","thread":0}"#,
+        // op1: b arrives, then a leaves: 12 KiB at its height.
+        r#"{"t_ns":200,"kind":"op_begin","op":"op1","thread":0}"#,
+        r#"{"t_ns":210,"kind":"alloc","tensor":"b","bytes":8192,"pool":"sram","thread":0}"#,
+        // A second thread's op spans op1 and op2.
+        r#"{"t_ns":250,"kind":"op_begin","op":"side","thread":1}"#,
+        r#"{"t_ns":260,"kind":"free","tensor":"a","pool":"sram","thread":0}"#,
+        r#"{"t_ns":290,"kind":"op_end","thread":0}"#,
+        // op2: b is pushed out; 8 KiB were there when it started.
+        r#"{"t_ns":300,"kind":"op_begin","op":"op2","thread":0}"#,
+        r#"{"t_ns":310,"kind":"evict","tensor":"b","bytes":8192,"pool":"sram","thread":0}"#,
+        r#"{"t_ns":390,"kind":"op_end","thread":0}"#,
+        r#"{"t_ns":395,"kind":"op_end","thread":1}"#,
+        // op3: nothing on chip.
+        r#"{"t_ns":400,"kind":"op_begin","op":"op3","thread":0}"#,
+        r#"{"t_ns":490,"kind":"op_end","thread":0}"#,
+    ];
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    let (tr, warnings) = spillscope::trace::import::import(
+        &path,
+        None,
+        &spillscope::trace::import::ImportOptions::default(),
+    )
+    .unwrap();
+    assert!(warnings.is_empty(), "{warnings:?}");
+    tr
+}
+
+#[test]
+fn resident_bytes_per_op_of_an_instrumented_run() {
+    use spillscope::analysis::residency::resident_by_step;
+    let tr = instrumented_trace();
+    assert!(tr.counters.is_empty(), "events only");
+    let names: Vec<&str> = tr.ops.iter().map(|o| o.name.as_str()).collect();
+    let per_op = resident_by_step(&tr, "sram");
+    let by_name: std::collections::HashMap<&str, u64> =
+        names.iter().copied().zip(per_op.iter().copied()).collect();
+    assert_eq!(per_op.len(), tr.ops.len());
+    assert_eq!(by_name["op0"], 4 * K);
+    assert_eq!(by_name["op1"], 12 * K);
+    assert_eq!(by_name["op2"], 8 * K);
+    assert_eq!(by_name["op3"], 0);
+    assert_eq!(
+        by_name["side"],
+        12 * K,
+        "the other thread's op saw the peak"
+    );
+    assert_eq!(resident_by_step(&tr, "no-such-pool"), vec![0; tr.ops.len()]);
+    // The report's series (headless) carries the same profile.
+    let r = spillscope::analysis::report::build(&tr, false);
+    let peak = r
+        .series
+        .resident_bytes
+        .iter()
+        .map(|s| s.1 as u64)
+        .max()
+        .unwrap();
+    assert_eq!(peak, 12 * K);
+    assert!(r.series.resident_bytes.windows(2).all(|w| w[0].0 <= w[1].0));
+}
+
+#[test]
+fn the_overview_charts_residency_when_a_trace_has_no_live_counter() {
+    let tr = instrumented_trace();
+    let a = spillscope::tui::app::App::new(vec![spillscope::tui::data::Dataset::build(
+        "run.jsonl",
+        tr,
+    )]);
+    assert!(a.data[0].live_is_resident);
+    assert_eq!(a.data[0].live_by_step.iter().max(), Some(&(12 * K)));
+    let theme =
+        spillscope::tui::theme::Theme::load(None, spillscope::tui::theme::ColorMode::None).unwrap();
+    let mut t = ratatui::Terminal::new(ratatui::backend::TestBackend::new(100, 30)).unwrap();
+    t.draw(|f| spillscope::tui::ui::draw(f, &a, &theme))
+        .unwrap();
+    let s = t.backend().to_string();
+    assert!(s.contains("resident bytes per op vs capacity"), "{s}");
+    assert!(s.contains("cap 64.0"), "{s}");
+    // Bars: level glyphs in the chart (not a blank box).
+    assert!(s.contains('█'), "{s}");
+}

@@ -5,10 +5,13 @@
  * evicted tensor is reloaded when an op needs it again.
  * Usage: runtime_sim OUT.jsonl [OPS] [exit]
  * With "exit", the program calls exit() without spill_probe_close(): the
- * probe flushes the stream at process exit. */
+ * probe flushes the stream at process exit. PACE_US=N in the environment
+ * sleeps N microseconds after each op, to watch the stream grow live
+ * (spillscope view OUT.jsonl --watch). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "spill_probe.h"
 
 #define CAP (1u << 20)
@@ -39,6 +42,8 @@ static void make_room(uint64_t bytes, int a, int b) {
 int main(int argc, char **argv) {
     if (argc < 2) { fprintf(stderr, "usage: %s OUT.jsonl [OPS] [exit]\n", argv[0]); return 2; }
     int ops = argc > 2 ? atoi(argv[2]) : 40;
+    const char *pace_env = getenv("PACE_US");
+    int pace_us = pace_env ? atoi(pace_env) : 0;
     if (ops > MAXT) ops = MAXT;
     if (spill_probe_open(argv[1]) != 0) return 1; /* the probe said why */
     spill_probe_pool("sram", CAP, 256);
@@ -67,6 +72,7 @@ int main(int argc, char **argv) {
             t[j].live = t[j].resident = 0;
         }
         spill_probe_op_end();
+        if (pace_us > 0) usleep((useconds_t)pace_us);
     }
     if (argc > 3 && strcmp(argv[3], "exit") == 0) exit(0);
     int64_t dropped = spill_probe_close();

@@ -10,6 +10,7 @@ pub mod hotspots;
 pub mod memmap;
 pub mod optimum;
 pub mod report;
+pub mod residency;
 pub mod roundtrips;
 pub mod runs;
 pub mod suggest;

@@ -10,6 +10,7 @@ use super::roundtrips::{round_trips, TensorTrips};
 use super::runs::RunRow;
 use super::suggest::{inputs_of_trace, suggest, Suggestions};
 use super::whatif::{grid, knees, run as sweep, Knee};
+use crate::analysis::residency::resident_by_step;
 use crate::sim::prepare_graph;
 use crate::trace::Trace;
 use serde::Serialize;
@@ -113,9 +114,26 @@ fn series_of(tr: &Trace) -> Series {
             .map(|c| downsample(&c.samples, SERIES_POINTS))
             .unwrap_or_default()
     };
+    let mut resident_bytes = get("resident_bytes");
+    if resident_bytes.is_empty() {
+        // An instrumented trace has events only: what they left on chip
+        // (first pool) while each op ran, as the explorer's overview shows.
+        if let Some(pool) = tr.pools.first() {
+            let per_op = resident_by_step(tr, &pool.name);
+            let mut samples: Vec<(u64, f64)> = tr
+                .ops
+                .iter()
+                .zip(per_op)
+                .map(|(o, b)| (o.start_ns, b as f64))
+                .collect();
+            // Ops of several threads interleave.
+            samples.sort_by_key(|s| s.0);
+            resident_bytes = downsample(&samples, SERIES_POINTS);
+        }
+    }
     Series {
         live_bytes: get("live_bytes"),
-        resident_bytes: get("resident_bytes"),
+        resident_bytes,
         bus_occupancy: get("bus_occupancy"),
     }
 }

@@ -5,6 +5,7 @@ use crate::analysis::classify::{classify, classify_with_causes, Classification};
 use crate::analysis::diff::{diff, TraceDiff};
 use crate::analysis::hotspots::{hotspots, Hotspot};
 use crate::analysis::memmap::{placements, OccupancyIndex, Placement};
+use crate::analysis::residency::resident_by_step;
 use crate::analysis::roundtrips::{round_trips, TensorTrips};
 use crate::analysis::timeline::{SeriesIndex, TimelineIndex};
 use crate::trace::Trace;
@@ -21,8 +22,22 @@ fn trace_end(tr: &Trace) -> u64 {
         .max(1)
 }
 
+/// Bytes per op step for the overview chart: the `live_bytes` counter (a
+/// simulation's working set), else (`true`) what the events left resident
+/// in the first pool while each op ran (an instrumented run).
+fn live_by_step(trace: &Trace) -> (Vec<u64>, bool) {
+    let live = live_counter_by_step(trace);
+    if !live.is_empty() || trace.ops.is_empty() {
+        return (live, false);
+    }
+    match trace.pools.first() {
+        Some(p) => (resident_by_step(trace, &p.name), true),
+        None => (Vec::new(), false),
+    }
+}
+
 /// Live bytes per op step, from the `live_bytes` counter.
-fn live_by_step(trace: &Trace) -> Vec<u64> {
+fn live_counter_by_step(trace: &Trace) -> Vec<u64> {
     match trace.counters.iter().find(|c| c.name == "live_bytes") {
         Some(c) if c.samples.len() == trace.ops.len() => {
             c.samples.iter().map(|s| s.1 as u64).collect()
@@ -60,6 +75,9 @@ pub struct Dataset {
     pub occupancy: OccupancyIndex,
     /// Live bytes per op step (from the `live_bytes` counter).
     pub live_by_step: Vec<u64>,
+    /// `live_by_step` is on-chip residency from the events (no
+    /// `live_bytes` counter in the trace).
+    pub live_is_resident: bool,
     pub capacity: u64,
     /// One timeline per pipe for kernel traces (ops typed `OP@PIPE`, e.g.
     /// from `npu import`), where pipes run ops in parallel.
@@ -116,6 +134,7 @@ impl Dataset {
     /// live-bytes profile. The rest is empty until [`Dataset::complete`].
     pub fn quick(label: impl Into<String>, trace: Arc<Trace>) -> Dataset {
         let end_ns = trace_end(&trace);
+        let (live_by_step, live_is_resident) = live_by_step(&trace);
         let capacity = trace.pools.first().map(|p| p.capacity_bytes).unwrap_or(0);
         Dataset {
             label: label.into(),
@@ -129,7 +148,8 @@ impl Dataset {
             placements: Vec::new(),
             placement_max_len: 0,
             occupancy: OccupancyIndex::build(&[], end_ns, capacity),
-            live_by_step: live_by_step(&trace),
+            live_by_step,
+            live_is_resident,
             capacity,
             pipes: Vec::new(),
             warnings: Vec::new(),
@@ -145,6 +165,17 @@ impl Dataset {
 
     /// Every analysis the views use, computed once.
     pub fn complete(label: impl Into<String>, trace: Arc<Trace>) -> Dataset {
+        Self::complete_after(label, trace, None)
+    }
+
+    /// [`Dataset::complete`] for a trace first opened with
+    /// [`Dataset::quick`], reusing its step profile (`live_by_step`,
+    /// `live_is_resident`) instead of computing it again.
+    pub fn complete_after(
+        label: impl Into<String>,
+        trace: Arc<Trace>,
+        profile: Option<(Vec<u64>, bool)>,
+    ) -> Dataset {
         // The analyses are independent: run them on both cores.
         let (index, (hotspots, trips, class, placements)) = std::thread::scope(|s| {
             let t: &Trace = &trace;
@@ -168,7 +199,7 @@ impl Dataset {
             .iter()
             .find(|c| c.name == "bus_occupancy")
             .map(|c| SeriesIndex::build(&c.samples, index.end_ns));
-        let live_by_step = live_by_step(&trace);
+        let (live_by_step, live_is_resident) = profile.unwrap_or_else(|| live_by_step(&trace));
         let placement_max_len = placements
             .iter()
             .map(|p| p.t1.saturating_sub(p.t0))
@@ -189,6 +220,7 @@ impl Dataset {
             placement_max_len,
             occupancy,
             live_by_step,
+            live_is_resident,
             capacity,
             pipes: pipe_indexes(&trace),
             warnings: Vec::new(),

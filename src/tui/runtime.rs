@@ -416,10 +416,12 @@ pub fn run(opts: ViewOptions, initial: Option<Vec<Dataset>>) -> Result<()> {
         for (slot, d) in init.iter().enumerate().filter(|(_, d)| !d.complete) {
             let (tx, label, trace) = (tx.clone(), d.label.clone(), d.trace.clone());
             let warnings = d.warnings.clone();
+            let profile = Some((d.live_by_step.clone(), d.live_is_resident));
             std::thread::spawn(move || {
+                let data = Dataset::complete_after(label, trace, profile).with_warnings(warnings);
                 let _ = tx.send(Msg::Analysed {
                     slot,
-                    data: Box::new(Dataset::complete(label, trace).with_warnings(warnings)),
+                    data: Box::new(data),
                 });
             });
         }

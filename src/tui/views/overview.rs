@@ -126,7 +126,12 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
 /// Max live bytes per column of steps, with the capacity as a line.
 fn draw_live_chart(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
     let Some(d) = app.primary() else { return };
-    let outer = block(" live bytes per step vs capacity ", theme, g);
+    let title = if d.live_is_resident {
+        " resident bytes per op vs capacity "
+    } else {
+        " live bytes per step vs capacity "
+    };
+    let outer = block(title, theme, g);
     let inner = outer.inner(area);
     f.render_widget(outer, area);
     let live = &d.live_by_step;

@@ -1,0 +1,104 @@
+//! What was on chip while each op ran, from a trace's events alone. A
+//! simulated trace carries a `live_bytes` counter per step; an instrumented
+//! one (a runtime's JSONL stream, a profiler import) has only its events, and
+//! without this its overview chart would be blank.
+
+use crate::trace::{EventKind, Trace};
+
+/// Most bytes resident in `pool` at any moment of each op's span
+/// `[start_ns, end_ns]` (indexed by op id), counting what was already there
+/// when the op started. `alloc`, `reload` and `recompute` add a tensor's
+/// bytes, `free` and `evict` remove them (never below zero, should a stream
+/// begin mid-run). O((events + ops) log events).
+pub fn resident_by_step(trace: &Trace, pool: &str) -> Vec<u64> {
+    let mut events: Vec<(u64, i128)> = trace
+        .events
+        .iter()
+        .filter(|e| e.pool.as_str() == pool)
+        .map(|e| {
+            let b = e.bytes as i128;
+            let delta = match e.kind {
+                EventKind::Alloc | EventKind::Reload | EventKind::Recompute => b,
+                EventKind::Free | EventKind::Evict => -b,
+            };
+            (e.t_ns, delta)
+        })
+        .collect();
+    // Traces are in time order by contract; a stable sort keeps same-time
+    // events in stream order should one not be.
+    if !events.is_sorted_by_key(|e| e.0) {
+        events.sort_by_key(|e| e.0);
+    }
+    let mut resident = 0i128;
+    let after: Vec<u64> = events
+        .iter()
+        .map(|&(_, d)| {
+            resident = (resident + d).max(0);
+            resident as u64
+        })
+        .collect();
+    let tree = MaxTree::new(&after);
+    trace
+        .ops
+        .iter()
+        .map(|op| {
+            let i0 = events.partition_point(|e| e.0 < op.start_ns);
+            let i1 = events.partition_point(|e| e.0 <= op.end_ns.max(op.start_ns));
+            let before = i0.checked_sub(1).map_or(0, |i| after[i]);
+            before.max(tree.max(i0, i1))
+        })
+        .collect()
+}
+
+/// Range maximum over a fixed array (an iterative segment tree).
+struct MaxTree {
+    n: usize,
+    t: Vec<u64>,
+}
+
+impl MaxTree {
+    fn new(v: &[u64]) -> MaxTree {
+        let n = v.len();
+        let mut t = vec![0; 2 * n];
+        t[n..].copy_from_slice(v);
+        for i in (1..n).rev() {
+            t[i] = t[2 * i].max(t[2 * i + 1]);
+        }
+        MaxTree { n, t }
+    }
+
+    /// Max of `v[lo..hi]`, 0 when empty.
+    fn max(&self, lo: usize, hi: usize) -> u64 {
+        let (mut l, mut r, mut m) = (lo + self.n, hi + self.n, 0);
+        while l < r {
+            if l & 1 == 1 {
+                m = m.max(self.t[l]);
+                l += 1;
+            }
+            if r & 1 == 1 {
+                r -= 1;
+                m = m.max(self.t[r]);
+            }
+            l /= 2;
+            r /= 2;
+        }
+        m
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn range_max_matches_a_scan() {
+        let v: Vec<u64> = (0..37u64).map(|i| (i * 7919) % 101).collect();
+        let t = MaxTree::new(&v);
+        for lo in 0..=v.len() {
+            for hi in lo..=v.len() {
+                let want = v[lo..hi].iter().copied().max().unwrap_or(0);
+                assert_eq!(t.max(lo, hi), want, "{lo}..{hi}");
+            }
+        }
+    }
+}
