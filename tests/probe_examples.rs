@@ -3,8 +3,10 @@
 //! generated header; the Rust example records from several threads; both
 //! streams are imported and verified by spillscope.
 
+mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Duration;
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf()
@@ -221,4 +223,72 @@ fn rust_threads_example_stream_verifies() {
             .collect();
         assert_eq!(threads.len(), 4);
     }
+}
+
+/// The probe's stream followed live: the C runtime records 250 ops, 30 ms
+/// apart (7.5 s), while `spillscope view --watch` (the real binary, in tmux) shows
+/// the run grow, and ends on the whole run.
+#[test]
+fn the_explorer_follows_a_probe_stream_live() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(exe) = compile_runtime_sim(dir.path()) else {
+        return;
+    };
+    let jsonl = dir.path().join("live.jsonl");
+    let mut runtime = Command::new(&exe)
+        .arg(&jsonl)
+        .arg("250")
+        .env("PACE_US", "30000")
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // The pool line and the first op are on disk within moments.
+    let start = std::time::Instant::now();
+    while std::fs::read_to_string(&jsonl).map_or(0, |s| s.lines().count()) < 4 {
+        assert!(start.elapsed() < Duration::from_secs(5), "no stream");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let cmd = format!(
+        "{} view {} --watch; sleep 3",
+        env!("CARGO_BIN_EXE_spillscope"),
+        jsonl.display()
+    );
+    let Some(t) = common::tmux::Tmux::open("probe-live", &cmd, |s| s.contains("LIVE")) else {
+        let _ = runtime.kill();
+        return;
+    };
+    let evictions = |s: &str| -> Option<u64> {
+        let line = s.lines().find(|l| l.contains("spills"))?;
+        let after = line.split("spills").nth(1)?;
+        after.split_whitespace().next()?.parse().ok()
+    };
+    let first = t
+        .wait_for(Duration::from_secs(5), |s| evictions(s).is_some())
+        .expect("the overview shows the run");
+    let early = evictions(&first).unwrap();
+    assert!(
+        early < 100,
+        "seen only when the run is mostly to come: {early}"
+    );
+    // While the runtime still runs, the view moves on.
+    t.wait_for(Duration::from_secs(3), |s| {
+        evictions(s).is_some_and(|n| n > early)
+    })
+    .expect("new events show while the runtime records");
+    assert!(
+        runtime.try_wait().unwrap().is_none(),
+        "the runtime was still running"
+    );
+    assert!(runtime.wait().unwrap().success());
+    // The finished run, as `import` reads the whole file: same evictions,
+    // peak at the declared 1 MiB.
+    let tr = import_and_verify(&jsonl, dir.path());
+    let total = tr["summary"]["spill_count"].as_u64().unwrap();
+    assert!(total > early + 100, "{total} evictions in all");
+    let s = t
+        .wait_for(Duration::from_secs(5), |s| evictions(s) == Some(total))
+        .expect("the whole run shows once written");
+    assert!(s.contains("1.0 MiB / 1.0 MiB cap"), "{s}");
+    assert!(s.contains("resident bytes per op"), "{s}");
+    t.send(&["q"]);
 }

@@ -2,92 +2,11 @@
 //! config rewritten under a running explorer. Skips (with a message) where
 //! tmux is not installed.
 
+mod common;
+use common::tmux::Tmux;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
-
-struct Tmux {
-    socket: String,
-}
-
-impl Tmux {
-    fn start(name: &str, cmd: &str, w: u16, h: u16) -> Option<Tmux> {
-        if Command::new("tmux").arg("-V").output().is_err() {
-            eprintln!("SKIP: tmux is not installed");
-            return None;
-        }
-        let socket = format!("spillscope-test-{}-{name}", std::process::id());
-        let ok = Command::new("tmux")
-            .args([
-                "-L",
-                &socket,
-                "new-session",
-                "-d",
-                "-x",
-                &w.to_string(),
-                "-y",
-                &h.to_string(),
-                cmd,
-            ])
-            .env_remove("NO_COLOR")
-            .status()
-            .map(|s| s.success())
-            .unwrap_or(false);
-        assert!(ok, "tmux new-session failed");
-        Some(Tmux { socket })
-    }
-    fn send(&self, keys: &[&str]) {
-        let mut args = vec!["-L", &self.socket, "send-keys", "-t", "0"];
-        args.extend_from_slice(keys);
-        assert!(Command::new("tmux").args(&args).status().unwrap().success());
-    }
-    fn send_literal(&self, text: &str) {
-        assert!(Command::new("tmux")
-            .args(["-L", &self.socket, "send-keys", "-t", "0", "-l", text])
-            .status()
-            .unwrap()
-            .success());
-    }
-    fn screen(&self) -> String {
-        let o = Command::new("tmux")
-            .args(["-L", &self.socket, "capture-pane", "-p", "-t", "0"])
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&o.stdout).into_owned()
-    }
-    /// Starts `cmd` in a 100x30 pane and waits (10 s at most) for its first
-    /// frame, recognised by `ready`, then 300 ms more so a watcher started
-    /// with it is settled before the test touches its files.
-    fn open(name: &str, cmd: &str, ready: impl Fn(&str) -> bool) -> Option<Tmux> {
-        let t = Tmux::start(name, cmd, 100, 30)?;
-        t.wait_for(Duration::from_secs(10), ready)
-            .expect("first frame");
-        std::thread::sleep(Duration::from_millis(300));
-        Some(t)
-    }
-    /// Polls the screen until `pred` holds or `timeout` passes.
-    fn wait_for(&self, timeout: Duration, pred: impl Fn(&str) -> bool) -> Result<String, String> {
-        let start = Instant::now();
-        loop {
-            let s = self.screen();
-            if pred(&s) {
-                return Ok(s);
-            }
-            if start.elapsed() > timeout {
-                return Err(s);
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = Command::new("tmux")
-            .args(["-L", &self.socket, "kill-server"])
-            .status();
-    }
-}
+use std::time::Duration;
 
 fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_spillscope"))

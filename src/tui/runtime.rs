@@ -343,13 +343,63 @@ fn spawn_watcher(
     Ok(Some(deb))
 }
 
+/// How often a followed trace is checked for growth.
+const TRACE_POLL: Duration = Duration::from_millis(250);
+
+/// What identifies a file's contents cheaply: size, modification time and
+/// (on Unix) which file the path names, so an atomic replace shows too.
+fn file_stamp(p: &Path) -> Option<(u64, Option<std::time::SystemTime>, u64)> {
+    let m = std::fs::metadata(p).ok()?;
+    #[cfg(unix)]
+    let ino = std::os::unix::fs::MetadataExt::ino(&m);
+    #[cfg(not(unix))]
+    let ino = 0;
+    Some((m.len(), m.modified().ok(), ino))
+}
+
+/// Follows watched traces by checking their stamp every [`TRACE_POLL`].
+/// notify's debouncer reports a file that is being appended to only once
+/// the writes stop, so a runtime that keeps its stream open and writes every
+/// few milliseconds would show nothing until it ended; and inotify sees no
+/// writes made on another host of a network filesystem. One `stat` per file
+/// per poll costs nothing; a burst of changes becomes one refresh per poll
+/// (and the worker keeps only the newest request).
+fn spawn_trace_poller(paths: Vec<PathBuf>, tx: Sender<Msg>) {
+    if paths.is_empty() {
+        return;
+    }
+    std::thread::spawn(move || {
+        let mut seen: Vec<_> = paths.iter().map(|p| file_stamp(p)).collect();
+        loop {
+            std::thread::sleep(TRACE_POLL);
+            for (p, last) in paths.iter().zip(seen.iter_mut()) {
+                let now = file_stamp(p);
+                if now != *last {
+                    *last = now;
+                    if tx.send(Msg::FileChanged(p.clone())).is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+    });
+}
+
 /// Runs the explorer until the user quits. `initial` is data already loaded
 /// (so a file is never parsed twice); without it the worker loads first.
 pub fn run(opts: ViewOptions, initial: Option<Vec<Dataset>>) -> Result<()> {
     let theme = Theme::load(opts.theme.as_deref(), ColorMode::detect())?;
     let (tx, rx): (Sender<Msg>, Receiver<Msg>) = channel();
-    let live = !opts.source.watched(opts.watch).is_empty();
-    let watcher = spawn_watcher(&opts.source.watched(opts.watch), tx.clone())?;
+    let watched = opts.source.watched(opts.watch);
+    let live = !watched.is_empty();
+    // Traces a runtime is writing are polled; a model's inputs (configs,
+    // profiles, saved by editors) go through the debounced watcher.
+    let (notified, polled) = match opts.source {
+        Source::Traces(_) => (Vec::new(), watched),
+        _ => (watched, Vec::new()),
+    };
+    let watcher = spawn_watcher(&notified, tx.clone())?;
+    spawn_trace_poller(polled, tx.clone());
     let suggester = spawn_suggester(tx.clone());
     let worker = spawn_worker(opts.source.clone(), tx.clone(), suggester.clone());
     let preloaded = initial.is_some();

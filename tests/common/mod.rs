@@ -1,6 +1,8 @@
 #![allow(dead_code)]
 //! Shared helpers for the integration tests.
 
+pub mod tmux;
+
 use spillscope::cost::HardwareProfile;
 use spillscope::graph::{Graph, GraphBuilder, OpSpec, TensorKind, TensorSpec};
 use std::path::PathBuf;
