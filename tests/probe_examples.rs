@@ -255,6 +255,7 @@ fn the_explorer_follows_a_probe_stream_live() {
     );
     let Some(t) = common::tmux::Tmux::open("probe-live", &cmd, |s| s.contains("LIVE")) else {
         let _ = runtime.kill();
+        let _ = runtime.wait();
         return;
     };
     let evictions = |s: &str| -> Option<u64> {
