@@ -455,19 +455,24 @@ fn register_ring(generation: u64) -> Option<&'static Ring> {
 /// straight-line function: session check, clock, ring slot, stores.
 #[inline(always)]
 fn record(kind: Kind, name: &[u8], bytes: Option<u64>, pool: &[u8], offset: Option<u64>) {
-    let generation = GENERATION.load(Ordering::Acquire);
-    if generation == 0 {
-        return;
+    if let Some((generation, t)) = open_and_now() {
+        let event = Event {
+            kind,
+            name,
+            bytes,
+            pool,
+            offset,
+        };
+        record_at(generation, t, event);
     }
-    let t = raw_now();
-    let event = Event {
-        kind,
-        name,
-        bytes,
-        pool,
-        offset,
-    };
-    record_at(generation, t, event);
+}
+
+/// The open session's number and the clock, or `None` while closed (the
+/// one check a closed probe costs).
+#[inline(always)]
+fn open_and_now() -> Option<(u64, u64)> {
+    let generation = GENERATION.load(Ordering::Acquire);
+    (generation != 0).then(|| (generation, raw_now()))
 }
 
 /// One event as the caller describes it (lives in registers: every
@@ -491,19 +496,20 @@ fn record_c(
     pool: *const c_char,
     offset: Option<u64>,
 ) {
-    let generation = GENERATION.load(Ordering::Acquire);
-    if generation == 0 {
-        return;
+    if let Some((generation, t)) = open_and_now() {
+        let (name, pool) = (cbytes(name), cbytes(pool));
+        record_at(
+            generation,
+            t,
+            Event {
+                kind,
+                name,
+                bytes,
+                pool,
+                offset,
+            },
+        );
     }
-    let t = raw_now();
-    let event = Event {
-        kind,
-        name: cbytes(name),
-        bytes,
-        pool: cbytes(pool),
-        offset,
-    };
-    record_at(generation, t, event);
 }
 
 #[inline(always)]
