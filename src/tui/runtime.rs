@@ -59,13 +59,13 @@ impl Source {
 
     /// Builds the datasets (slow: runs off the UI thread).
     pub fn load(&self) -> Result<Vec<Dataset>> {
-        self.load_with(&mut HashMap::new())
+        self.load_with(&mut Tails::new())
     }
 
     /// As [`Source::load`], tailing JSONL streams incrementally with the
     /// given per-file state (a watcher keeps it between refreshes, so only
     /// appended bytes are read).
-    pub fn load_with(&self, tails: &mut HashMap<PathBuf, JsonlTail>) -> Result<Vec<Dataset>> {
+    pub fn load_with(&self, tails: &mut Tails) -> Result<Vec<Dataset>> {
         Ok(self
             .load_traces(tails)?
             .into_iter()
@@ -74,21 +74,22 @@ impl Source {
     }
 
     /// Only what the first frame needs; [`Dataset::complete`] the rest in the
-    /// background (see [`run`]).
-    pub fn load_quick(&self) -> Result<Vec<Dataset>> {
-        Ok(self
-            .load_traces(&mut HashMap::new())?
+    /// background (see [`run`]). Also returns where each JSONL stream was
+    /// read up to, so the explorer's first refresh reads only what was
+    /// appended since, not the whole stream again.
+    pub fn load_quick(&self) -> Result<(Vec<Dataset>, Tails)> {
+        let mut tails = Tails::new();
+        let data = self
+            .load_traces(&mut tails)?
             .into_iter()
             .map(|(l, t, w)| Dataset::quick(l, Arc::new(t)).with_warnings(w))
-            .collect())
+            .collect();
+        Ok((data, tails))
     }
 
     /// The traces (label, trace, what the reader skipped or doubted) this
     /// source stands for.
-    fn load_traces(
-        &self,
-        tails: &mut HashMap<PathBuf, JsonlTail>,
-    ) -> Result<Vec<(String, Trace, Vec<String>)>> {
+    fn load_traces(&self, tails: &mut Tails) -> Result<Vec<(String, Trace, Vec<String>)>> {
         match self {
             Source::Traces(paths) => paths
                 .iter()
@@ -236,10 +237,14 @@ fn spawn_suggestions(inbox: &SuggestInbox, trace: Arc<Trace>) {
     }
 }
 
-fn spawn_worker(source: Source, tx: Sender<Msg>, suggester: Arc<SuggestInbox>) -> Arc<Latest> {
+fn spawn_worker(
+    source: Source,
+    tx: Sender<Msg>,
+    suggester: Arc<SuggestInbox>,
+    mut tails: Tails,
+) -> Arc<Latest> {
     let latest = Arc::new(Latest::default());
     let inbox = latest.clone();
-    let mut tails: HashMap<PathBuf, JsonlTail> = HashMap::new();
     std::thread::spawn(move || loop {
         {
             let mut g = match inbox.pending.lock() {
@@ -343,6 +348,9 @@ fn spawn_watcher(
     Ok(Some(deb))
 }
 
+/// Per JSONL stream, how far it has been read (kept between refreshes).
+pub type Tails = HashMap<PathBuf, JsonlTail>;
+
 /// How often a followed trace is checked for growth.
 const TRACE_POLL: Duration = Duration::from_millis(250);
 
@@ -387,7 +395,11 @@ fn spawn_trace_poller(paths: Vec<PathBuf>, tx: Sender<Msg>) {
 
 /// Runs the explorer until the user quits. `initial` is data already loaded
 /// (so a file is never parsed twice); without it the worker loads first.
-pub fn run(opts: ViewOptions, initial: Option<Vec<Dataset>>) -> Result<()> {
+pub fn run(opts: ViewOptions, initial: Option<(Vec<Dataset>, Tails)>) -> Result<()> {
+    let (initial, tails) = match initial {
+        Some((data, tails)) => (Some(data), tails),
+        None => (None, Tails::new()),
+    };
     let theme = Theme::load(opts.theme.as_deref(), ColorMode::detect())?;
     let (tx, rx): (Sender<Msg>, Receiver<Msg>) = channel();
     let watched = opts.source.watched(opts.watch);
@@ -401,7 +413,7 @@ pub fn run(opts: ViewOptions, initial: Option<Vec<Dataset>>) -> Result<()> {
     let watcher = spawn_watcher(&notified, tx.clone())?;
     spawn_trace_poller(polled, tx.clone());
     let suggester = spawn_suggester(tx.clone());
-    let worker = spawn_worker(opts.source.clone(), tx.clone(), suggester.clone());
+    let worker = spawn_worker(opts.source.clone(), tx.clone(), suggester.clone(), tails);
     let preloaded = initial.is_some();
     if !preloaded {
         request(&worker);
