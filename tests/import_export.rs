@@ -442,6 +442,45 @@ fn jsonl_stream_imports_and_tails_incrementally() {
 }
 
 #[test]
+fn jsonl_times_start_at_the_streams_earliest_timestamp() {
+    // CLOCK_MONOTONIC-stamped (hours since boot), two threads written ring
+    // by ring, so thread 1's earlier events come after thread 0's later ones.
+    let boot = 30_000_000_000_000u64;
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("boot.jsonl");
+    let line = |t: u64, rest: &str| format!("{{\"t_ns\":{},{rest}}}\n", boot + t);
+    let mut s = String::from(
+        "{\"kind\":\"pool\",\"pool\":\"sram\",\"capacity_bytes\":4096,\"alignment\":32}\n",
+    );
+    s += &line(500, r#""kind":"op_begin","op":"late","thread":0"#);
+    s += &line(
+        600,
+        r#""kind":"alloc","tensor":"a","bytes":64,"pool":"sram","thread":0"#,
+    );
+    s += &line(900, r#""kind":"op_end","thread":0"#);
+    s += &line(100, r#""kind":"op_begin","op":"early","thread":1"#);
+    s += &line(
+        200,
+        r#""kind":"alloc","tensor":"b","bytes":64,"pool":"sram","thread":1"#,
+    );
+    s += &line(300, r#""kind":"op_end","thread":1"#);
+    std::fs::write(&p, s).unwrap();
+    let (tr, warnings) = import::import(&p, None, &ImportOptions::default()).unwrap();
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let span = |n: &str| {
+        let o = tr.ops.iter().find(|o| o.name == n).unwrap();
+        (o.start_ns, o.end_ns)
+    };
+    assert_eq!(span("early"), (0, 200));
+    assert_eq!(span("late"), (400, 800));
+    let times: Vec<u64> = tr.events.iter().map(|e| e.t_ns).collect();
+    assert_eq!(times, [100, 500], "events in time order, rebased");
+    assert_eq!(tr.summary.latency_ns, 800);
+    assert_eq!(tr.meta.config["t0_ns"], boot + 100);
+    assert!(verify(&tr, 5).ok(), "{:?}", verify(&tr, 5).violations);
+}
+
+#[test]
 fn diff_agreement_is_total_for_a_trace_and_itself() {
     let a = sample("encdec-1mib.lru.json");
     let ag = agreement(&a, &a, 5);

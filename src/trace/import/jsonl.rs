@@ -95,7 +95,9 @@ impl JsonlState {
             Err(e) => return self.warn(format!("line {lineno}: {e}; skipped")),
         };
         let t = l.t_ns.unwrap_or(0);
-        self.t_first = Some(self.t_first.map_or(t, |f| f.min(t)));
+        if let Some(t) = l.t_ns {
+            self.t_first = Some(self.t_first.map_or(t, |f| f.min(t)));
+        }
         let thread = l.thread.unwrap_or(0);
         match l.kind.as_str() {
             "pool" => {
@@ -162,6 +164,26 @@ impl JsonlState {
                 tmp.ops[id].end_ns = tmp.ops[id].end_ns.max(last);
             }
         }
+        // Runtimes stamp with a monotonic clock whose zero is arbitrary
+        // (process start, boot): the trace starts at the stream's earliest
+        // timestamp, kept in meta as `t0_ns`, so views begin where the run
+        // does. Every refresh of a live stream uses the minimum so far.
+        let t0 = self.t_first.unwrap_or(0);
+        for o in &mut tmp.ops {
+            o.start_ns = o.start_ns.saturating_sub(t0);
+            o.end_ns = o.end_ns.saturating_sub(t0);
+        }
+        for e in &mut tmp.events {
+            e.t_ns = e.t_ns.saturating_sub(t0);
+            e.dma_start_ns = e.dma_start_ns.map(|t| t.saturating_sub(t0));
+            e.dma_end_ns = e.dma_end_ns.map(|t| t.saturating_sub(t0));
+        }
+        for c in &mut tmp.counters {
+            for s in &mut c.samples {
+                s.0 = s.0.saturating_sub(t0);
+            }
+        }
+        tmp.set_config(serde_json::json!({"importer": "jsonl", "t0_ns": t0}));
         tmp.finish()
     }
 }
