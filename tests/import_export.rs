@@ -449,8 +449,10 @@ fn jsonl_times_start_at_the_streams_earliest_timestamp() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("boot.jsonl");
     let line = |t: u64, rest: &str| format!("{{\"t_ns\":{},{rest}}}\n", boot + t);
-    let mut s = String::from(
-        "{\"kind\":\"pool\",\"pool\":\"sram\",\"capacity_bytes\":4096,\"alignment\":32}\n",
+    // The pool is declared when the session opens, before the run.
+    let mut s = line(
+        0,
+        r#""kind":"pool","pool":"sram","capacity_bytes":4096,"alignment":32"#,
     );
     s += &line(500, r#""kind":"op_begin","op":"late","thread":0"#);
     s += &line(

@@ -95,7 +95,9 @@ impl JsonlState {
             Err(e) => return self.warn(format!("line {lineno}: {e}; skipped")),
         };
         let t = l.t_ns.unwrap_or(0);
-        if let Some(t) = l.t_ns {
+        // The run starts at its first op or memory event (a pool may be
+        // declared, or drops reported, at any time).
+        if let (Some(t), false) = (l.t_ns, matches!(l.kind.as_str(), "pool" | "dropped")) {
             self.t_first = Some(self.t_first.map_or(t, |f| f.min(t)));
         }
         let thread = l.thread.unwrap_or(0);
