@@ -517,12 +517,7 @@ fn record_at(generation: u64, t: u64, event: Event) {
     if event.name.len() > NAME_INLINE || event.pool.len() > POOL_INLINE {
         return record_interned(generation, t, event);
     }
-    let flags = if event.bytes.is_none() {
-        FLAG_NO_BYTES
-    } else {
-        0
-    };
-    emit(generation, t, event, flags);
+    emit(generation, t, event, 0);
 }
 
 /// A record whose name or pool is too long to travel inline: sent as its
@@ -532,23 +527,20 @@ fn record_at(generation: u64, t: u64, event: Event) {
 fn record_interned(generation: u64, t: u64, event: Event) {
     let name_id = (event.name.len() > NAME_INLINE).then(|| intern(event.name).to_le_bytes());
     let pool_id = (event.pool.len() > POOL_INLINE).then(|| intern(event.pool).to_le_bytes());
-    let flags = if event.bytes.is_none() {
-        FLAG_NO_BYTES
-    } else {
-        0
-    } | if name_id.is_some() { FLAG_NAME_ID } else { 0 }
+    let id_flags = if name_id.is_some() { FLAG_NAME_ID } else { 0 }
         | if pool_id.is_some() { FLAG_POOL_ID } else { 0 };
     let by_id = Event {
         name: name_id.as_ref().map_or(event.name, |id| &id[..]),
         pool: pool_id.as_ref().map_or(event.pool, |id| &id[..]),
         ..event
     };
-    emit(generation, t, by_id, flags);
+    emit(generation, t, by_id, id_flags);
 }
 
-/// Writes one record into this thread's ring; `name` and `pool` fit inline.
+/// Writes one record into this thread's ring; `name` and `pool` fit inline
+/// (or are ids, said by `id_flags`).
 #[inline(always)]
-fn emit(generation: u64, t: u64, event: Event, flags: u8) {
+fn emit(generation: u64, t: u64, event: Event, id_flags: u8) {
     let Event {
         kind,
         name,
@@ -573,7 +565,8 @@ fn emit(generation: u64, t: u64, event: Event, flags: u8) {
         addr_of_mut!((*p).kind).write(kind as u8);
         addr_of_mut!((*p).name_len).write(name.len() as u8);
         addr_of_mut!((*p).pool_len).write(pool.len() as u8);
-        addr_of_mut!((*p).flags).write(flags);
+        let no_bytes = if bytes.is_none() { FLAG_NO_BYTES } else { 0 };
+        addr_of_mut!((*p).flags).write(id_flags | no_bytes);
         copy_short(name, addr_of_mut!((*p).name) as *mut u8);
         copy_short(pool, addr_of_mut!((*p).pool) as *mut u8);
     }
@@ -990,11 +983,17 @@ pub fn op_end() {
 /// or after its first event). Without it, a pool's capacity is taken as
 /// the most it ever held, so nothing can look full.
 pub fn pool(name: &str, capacity_bytes: u64, alignment: u64) {
+    declare_pool(name.as_bytes(), capacity_bytes, alignment);
+}
+
+/// A pool line (Rust and C): capacity travels as `bytes`, alignment (at
+/// least 1) as `offset`.
+fn declare_pool(name: &[u8], capacity_bytes: u64, alignment: u64) {
     record(
         Kind::Pool,
         b"",
         Some(capacity_bytes),
-        name.as_bytes(),
+        name,
         Some(alignment.max(1)),
     );
 }
@@ -1095,13 +1094,7 @@ pub extern "C" fn spill_probe_op_begin(name: *const c_char) {
 
 #[no_mangle]
 pub extern "C" fn spill_probe_pool(pool: *const c_char, capacity_bytes: u64, alignment: u64) {
-    record_c(
-        Kind::Pool,
-        std::ptr::null(),
-        Some(capacity_bytes),
-        pool,
-        Some(alignment.max(1)),
-    );
+    declare_pool(cbytes(pool), capacity_bytes, alignment);
 }
 
 #[no_mangle]
