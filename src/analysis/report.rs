@@ -10,7 +10,7 @@ use super::roundtrips::{round_trips, TensorTrips};
 use super::runs::RunRow;
 use super::suggest::{inputs_of_trace, suggest, Suggestions};
 use super::whatif::{grid, knees, run as sweep, Knee};
-use crate::analysis::residency::resident_by_step;
+use crate::analysis::residency::first_pool_resident_by_step;
 use crate::sim::prepare_graph;
 use crate::trace::Trace;
 use serde::Serialize;
@@ -118,8 +118,7 @@ fn series_of(tr: &Trace) -> Series {
     if resident_bytes.is_empty() {
         // An instrumented trace has events only: what they left on chip
         // (first pool) while each op ran, as the explorer's overview shows.
-        if let Some(pool) = tr.pools.first() {
-            let per_op = resident_by_step(tr, &pool.name);
+        if let Some(per_op) = first_pool_resident_by_step(tr) {
             let mut samples: Vec<(u64, f64)> = tr
                 .ops
                 .iter()

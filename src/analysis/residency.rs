@@ -50,6 +50,15 @@ pub fn resident_by_step(trace: &Trace, pool: &str) -> Vec<u64> {
         .collect()
 }
 
+/// [`resident_by_step`] for the trace's first pool (the one whose capacity
+/// the views and the report draw), or `None` for a trace without pools.
+pub fn first_pool_resident_by_step(trace: &Trace) -> Option<Vec<u64>> {
+    trace
+        .pools
+        .first()
+        .map(|p| resident_by_step(trace, &p.name))
+}
+
 /// Range maximum over a fixed array (an iterative segment tree).
 struct MaxTree {
     n: usize,

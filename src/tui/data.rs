@@ -5,7 +5,7 @@ use crate::analysis::classify::{classify, classify_with_causes, Classification};
 use crate::analysis::diff::{diff, TraceDiff};
 use crate::analysis::hotspots::{hotspots, Hotspot};
 use crate::analysis::memmap::{placements, OccupancyIndex, Placement};
-use crate::analysis::residency::resident_by_step;
+use crate::analysis::residency::first_pool_resident_by_step;
 use crate::analysis::roundtrips::{round_trips, TensorTrips};
 use crate::analysis::timeline::{SeriesIndex, TimelineIndex};
 use crate::trace::Trace;
@@ -30,8 +30,8 @@ fn live_by_step(trace: &Trace) -> (Vec<u64>, bool) {
     if !live.is_empty() || trace.ops.is_empty() {
         return (live, false);
     }
-    match trace.pools.first() {
-        Some(p) => (resident_by_step(trace, &p.name), true),
+    match first_pool_resident_by_step(trace) {
+        Some(per_op) => (per_op, true),
         None => (Vec::new(), false),
     }
 }
