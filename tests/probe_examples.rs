@@ -35,31 +35,23 @@ fn build_probe() -> Option<PathBuf> {
     Some(target.join("debug"))
 }
 
-fn spillscope(args: &[&str]) -> std::process::Output {
-    assert_cmd::Command::cargo_bin("spillscope")
-        .unwrap()
-        .args(args)
-        .output()
-        .unwrap()
-}
-
 fn import_and_verify(jsonl: &Path, dir: &Path) -> serde_json::Value {
     let trace = dir.join(format!(
         "{}.trace.json",
         jsonl.file_stem().unwrap().to_string_lossy()
     ));
-    let o = spillscope(&[
+    common::run_ok(&[
         "import",
         jsonl.to_str().unwrap(),
         "-o",
         trace.to_str().unwrap(),
     ]);
-    assert!(
-        o.status.success(),
-        "import: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let o = spillscope(&["verify", trace.to_str().unwrap(), "--format", "json"]);
+    // Not run_ok: verify names the violations on stdout.
+    let o = assert_cmd::Command::cargo_bin("spillscope")
+        .unwrap()
+        .args(["verify", trace.to_str().unwrap(), "--format", "json"])
+        .output()
+        .unwrap();
     assert!(
         o.status.success(),
         "verify: {}",

@@ -567,7 +567,7 @@ impl App {
     }
 }
 
-/// Applies one message. Returns an effect for the runtime, if any.
+/// How many warnings the readers gave, over every trace shown.
 fn total_warnings(data: &[Dataset]) -> usize {
     data.iter().map(|d| d.warnings.len()).sum()
 }
@@ -596,6 +596,7 @@ fn warning_banner(data: &[Dataset], hidden: usize) -> Option<String> {
     })
 }
 
+/// Applies one message. Returns an effect for the runtime, if any.
 pub fn update(app: &mut App, msg: Msg) -> Option<Effect> {
     match msg {
         Msg::Key(k) => {
