@@ -10,7 +10,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 fn bench(c: &mut Criterion) {
-    let g = spillscope::cli::gen_cmd::transformer_with_ops(100_000);
+    let g = spillscope::graph::gen::transformer_with_ops(100_000);
     let hw = HardwareProfile::preset("seed-npu")
         .unwrap()
         .with_capacity(160 * 1024)

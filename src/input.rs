@@ -1,7 +1,8 @@
 //! Reading input files under a size cap, so a wrong or hostile file cannot
 //! make spillscope eat all the memory of a small edge box. The cap is
 //! `SPILLSCOPE_MAX_INPUT_BYTES` (bytes; default 4 GiB); exceeding it is one
-//! clear error naming the file, its size and how to raise the cap.
+//! clear error naming the file, its size and how to raise the cap. It also
+//! holds the one classifier that tells what a file is ([`detect`]).
 
 use crate::{Error, Result};
 use std::path::Path;
@@ -51,4 +52,154 @@ fn available_memory() -> Option<u64> {
 pub fn read(path: &Path) -> Result<Vec<u8>> {
     check_size(path)?;
     std::fs::read(path).map_err(|e| Error::io(path, e))
+}
+
+/// Every kind of file spillscope reads, told apart by [`detect`] (the one
+/// classifier every command uses).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// An ONNX model (protobuf).
+    Onnx,
+    /// spillscope's graph JSON (docs/graph-json.md).
+    GraphJson,
+    /// A `spillscope.trace/1` file.
+    Spillscope,
+    /// An ONNX Runtime profile.
+    Ort,
+    /// A PyTorch profiler trace.
+    Torch,
+    /// Any other Chrome / Perfetto trace (spillscope's own export included).
+    Chrome,
+    /// The spillscope JSONL event stream (docs/jsonl.md).
+    Jsonl,
+}
+
+impl Format {
+    /// A model to simulate, rather than a trace to read.
+    pub fn is_model(self) -> bool {
+        matches!(self, Format::Onnx | Format::GraphJson)
+    }
+
+    /// The name users see and pass to `--from`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Format::Onnx => "onnx",
+            Format::GraphJson => "graph-json",
+            Format::Spillscope => "spillscope",
+            Format::Ort => "ort",
+            Format::Torch => "torch",
+            Format::Chrome => "chrome",
+            Format::Jsonl => "jsonl",
+        }
+    }
+}
+
+impl std::fmt::Display for Format {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Format {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        Ok(match s {
+            "spillscope" | "trace" => Format::Spillscope,
+            "ort" | "onnxruntime" => Format::Ort,
+            "torch" | "pytorch" => Format::Torch,
+            "chrome" | "perfetto" => Format::Chrome,
+            "jsonl" => Format::Jsonl,
+            "onnx" => Format::Onnx,
+            "graph-json" | "graph" => Format::GraphJson,
+            _ => {
+                return Err(format!(
+                    "unknown format {s:?} (use ort, torch, chrome, jsonl)"
+                ))
+            }
+        })
+    }
+}
+
+/// How much of a file [`detect`] reads to decide.
+pub const DETECT_PREFIX_BYTES: usize = 64 * 1024;
+
+/// What a file is: by extension first (`.onnx`, `.jsonl`), then by its first
+/// [`DETECT_PREFIX_BYTES`] bytes.
+pub fn detect(path: &Path) -> Result<Format> {
+    let ext = path
+        .extension()
+        .map(|e| e.to_string_lossy().to_ascii_lowercase());
+    match ext.as_deref() {
+        Some("onnx") => return Ok(Format::Onnx),
+        Some("jsonl") | Some("ndjson") => return Ok(Format::Jsonl),
+        _ => {}
+    }
+    let mut head = vec![0u8; DETECT_PREFIX_BYTES];
+    let n = read_prefix(path, &mut head)?;
+    detect_bytes(&head[..n]).ok_or_else(|| {
+        Error::parse(
+            path,
+            "trace",
+            "not JSON, JSONL or a Chrome trace (use --from to say which)",
+        )
+    })
+}
+
+/// Fills `buf` from the start of `path` (fewer bytes at the end of the file).
+fn read_prefix(path: &Path, buf: &mut [u8]) -> Result<usize> {
+    use std::io::Read;
+    let mut f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let mut n = 0;
+    while n < buf.len() {
+        match f.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(Error::io(path, e)),
+        }
+    }
+    Ok(n)
+}
+
+/// The content rules of [`detect`], on a file's first bytes.
+pub fn detect_bytes(head: &[u8]) -> Option<Format> {
+    let text = String::from_utf8_lossy(head);
+    let trimmed = text.trim_start();
+    if trimmed.starts_with('{') {
+        if text.contains("\"traceEvents\"") {
+            if text.contains("\"[memory]\"")
+                || text.contains("\"cpu_op\"")
+                || text.contains("profile_memory")
+            {
+                return Some(Format::Torch);
+            }
+            return Some(Format::Chrome);
+        }
+        if text.contains("spillscope.trace/") {
+            return Some(Format::Spillscope);
+        }
+        // JSONL: the first line is a whole object with a `kind`.
+        let first_line = trimmed.lines().next().unwrap_or("");
+        if let Ok(serde_json::Value::Object(m)) =
+            serde_json::from_str::<serde_json::Value>(first_line)
+        {
+            if m.contains_key("kind") {
+                return Some(Format::Jsonl);
+            }
+        }
+        if text.contains("\"tensors\"") && !text.contains("\"schema\"") {
+            return Some(Format::GraphJson);
+        }
+        return Some(Format::Chrome);
+    }
+    if trimmed.starts_with('[') {
+        if text.contains("_kernel_time")
+            || text.contains("\"model_run\"")
+            || text.contains("\"SequentialExecutor")
+        {
+            return Some(Format::Ort);
+        }
+        return Some(Format::Chrome);
+    }
+    None
 }

@@ -1,5 +1,6 @@
 //! Analyses with known answers on hand-built graphs: round trips and
 //! oscillation, classification, hotspots, the timeline index, diff.
+#![cfg(feature = "cli")] // drives the binary or the explorer
 
 mod common;
 use common::{graph, test_hw};

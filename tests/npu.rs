@@ -2,6 +2,7 @@
 //! the rule named; the shared benchmark cases are solved with the figures
 //! asserted (skipped when ../shared/data/npu is absent); CSV and JSON load
 //! the same case; the CLI writes, checks and imports solutions.
+#![cfg(feature = "cli")] // drives the binary or the explorer
 
 use spillscope::npu::check::{evaluate, read_solution, write_solution};
 use spillscope::npu::schedule::{l0_violation, peak_residency};

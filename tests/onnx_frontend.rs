@@ -3,6 +3,7 @@
 //! a truly unknown shape, an unsupported dtype, and external weights that
 //! are absent.
 #![cfg(feature = "onnx")]
+#![cfg(feature = "cli")] // drives the binary or the explorer
 
 use prost::Message;
 use spillscope::graph::{self, LoadOptions};

@@ -2,6 +2,7 @@
 //! random damage (bytes flipped, inserted, deleted, the file cut short) and
 //! must answer with a value or an error — never a panic, never a hang.
 //! Bounded: a few dozen cases per format.
+#![cfg(feature = "cli")] // drives the binary or the explorer
 
 use proptest::prelude::*;
 use std::path::{Path, PathBuf};

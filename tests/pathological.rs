@@ -1,6 +1,7 @@
 //! Pathological but valid inputs (issue: hardening): each gives a result or
 //! one clear error, in bounded time. Limits here are generous (debug
 //! builds on a shared 2-core machine); the speed targets are benchmarks.
+#![cfg(feature = "cli")] // drives the binary or the explorer
 
 mod common;
 use common::test_hw;

@@ -1,5 +1,6 @@
 //! Suggestions are re-simulated: each gain is confirmed here by a second,
 //! independent simulation, and the capacity suggestion matches the whatif knee.
+#![cfg(feature = "cli")] // drives the binary or the explorer
 
 use spillscope::analysis::suggest::{suggest, to_fp16};
 use spillscope::analysis::whatif::{grid, knees, run};

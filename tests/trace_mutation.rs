@@ -3,6 +3,7 @@
 //! zeroed or huge, events of the wrong kind) — either fails to load with
 //! an error, or loads and then survives verify, the explorer's analyses and
 //! the report without panicking.
+#![cfg(feature = "cli")] // drives the binary or the explorer
 
 use proptest::prelude::*;
 use spillscope::trace::Trace;

@@ -1,5 +1,6 @@
 //! Every view rendered to ratatui's TestBackend at 80x24 and 120x40 (and
 //! ASCII mode), for a bundled trace and for the compare view.
+#![cfg(feature = "cli")] // drives the binary or the explorer
 
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;

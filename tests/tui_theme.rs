@@ -1,4 +1,5 @@
 //! Themes are layered and strict; NO_COLOR and 16-colour terminals respected.
+#![cfg(feature = "cli")] // drives the binary or the explorer
 
 use ratatui::style::Color;
 use spillscope::tui::theme::{ColorMode, Theme};

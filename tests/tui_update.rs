@@ -1,4 +1,5 @@
 //! Explorer state logic without a terminal: key -> action -> new state.
+#![cfg(feature = "cli")] // drives the binary or the explorer
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use spillscope::trace::Trace;

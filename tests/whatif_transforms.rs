@@ -4,12 +4,12 @@
 //! overrides, and SCHED.toml carrying all of them.
 
 mod common;
-use common::test_hw;
+use common::{test_hw, typed};
 use spillscope::analysis::suggest::suggest;
 use spillscope::graph::transform::{
     fuse, memory_aware_order, order_with_overrides, reorder, NamedOrder, OrderSpec,
 };
-use spillscope::graph::{Graph, GraphBuilder, Liveness, OpSpec, TensorSpec};
+use spillscope::graph::{Graph, Liveness};
 use spillscope::sim::{
     simulate, ActivationDtype, EvictionPolicy, RecomputeSpec, ScheduleFile, SimConfig, WeightMode,
 };
@@ -17,46 +17,6 @@ use spillscope::trace::{verify::verify, EventKind};
 
 const K: u64 = 1024;
 
-/// `(name, op_type, inputs, outputs)`; sizes by name (default 64 KiB);
-/// tensors nobody produces are graph inputs.
-fn typed(ops: &[(&str, &str, &[&str], &[&str])], sizes: &[(&str, u64)], outputs: &[&str]) -> Graph {
-    let mut b = GraphBuilder::new("hand");
-    let mut seen: Vec<String> = Vec::new();
-    for (_, _, ins, outs) in ops {
-        for t in ins.iter().chain(outs.iter()) {
-            if !seen.iter().any(|s| s == t) {
-                seen.push(t.to_string());
-            }
-        }
-    }
-    for n in seen {
-        let bytes = sizes
-            .iter()
-            .find(|(s, _)| *s == n)
-            .map(|&(_, b)| b)
-            .unwrap_or(64 * K);
-        b.tensor(TensorSpec {
-            name: n,
-            bytes,
-            kind: None,
-            shape: None,
-            dtype: Some("f32".into()),
-        });
-    }
-    for (name, ty, ins, outs) in ops {
-        b.op(OpSpec {
-            name: name.to_string(),
-            op_type: ty.to_string(),
-            inputs: ins.iter().map(|s| s.to_string()).collect(),
-            outputs: outs.iter().map(|s| s.to_string()).collect(),
-            flops: Some(1000.0),
-        });
-    }
-    for o in outputs {
-        b.output(*o);
-    }
-    b.build().unwrap()
-}
 
 fn lru() -> SimConfig {
     SimConfig {

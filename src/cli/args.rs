@@ -60,17 +60,9 @@ pub struct SuggestArgs {
     pub hw: HwOpts,
     #[command(flatten)]
     pub model_opts: ModelOpts,
-    /// The baseline policy.
-    #[arg(long, default_value = "lru", value_name = "POLICY")]
-    pub policy: String,
-    /// Weights: `stream`, `resident` or `ignore`.
-    #[arg(long, default_value = "stream", value_name = "MODE")]
-    pub weights: String,
-    /// Baseline schedule config (TOML), as for `view --config`.
-    #[arg(long, value_name = "SCHED.toml")]
-    pub config: Option<PathBuf>,
+    /// The baseline run (one policy).
     #[command(flatten)]
-    pub rewrite: RewriteOpts,
+    pub schedule: ScheduleOpts,
     /// Write the best suggestion a schedule config can express (everything
     /// but capacity) applied to the baseline as a new schedule config
     /// (atomically; an existing file needs --force).
@@ -101,17 +93,9 @@ pub struct ReportArgs {
     pub hw: HwOpts,
     #[command(flatten)]
     pub model_opts: ModelOpts,
-    /// Policy for a model.
-    #[arg(long, default_value = "lru", value_name = "POLICY")]
-    pub policy: String,
-    /// Weights for a model: `stream`, `resident` or `ignore`.
-    #[arg(long, default_value = "stream", value_name = "MODE")]
-    pub weights: String,
-    /// Schedule config (TOML) for a model.
-    #[arg(long, value_name = "SCHED.toml")]
-    pub config: Option<PathBuf>,
+    /// How a model is simulated (one policy).
     #[command(flatten)]
-    pub rewrite: RewriteOpts,
+    pub schedule: ScheduleOpts,
     /// Skip the sections that re-simulate (suggestions, what-if, optimum).
     #[arg(long)]
     pub no_resimulate: bool,
@@ -143,22 +127,14 @@ pub struct WhatifArgs {
     /// DRAM bandwidths: `20GB/s..60GB/s:20GB/s` or `30GB/s,60GB/s`; default the profile's.
     #[arg(long, value_name = "RANGE")]
     pub bandwidth: Option<String>,
-    /// Policies: comma-separated or `all`.
-    #[arg(long, default_value = "lru", value_name = "LIST")]
-    pub policy: String,
     /// Hardware profile (file or preset) the sweep varies.
     #[arg(long, value_name = "FILE|PRESET", default_value = "seed-npu")]
     pub hw: String,
     #[command(flatten)]
     pub model_opts: ModelOpts,
-    /// Weights: `stream`, `resident` or `ignore`.
-    #[arg(long, default_value = "stream", value_name = "MODE")]
-    pub weights: String,
-    /// Keep this tensor resident (repeatable).
-    #[arg(long = "pin", value_name = "TENSOR")]
-    pub pins: Vec<String>,
+    /// The runs swept (every policy listed, each at every capacity and bandwidth).
     #[command(flatten)]
-    pub rewrite: RewriteOpts,
+    pub schedule: ScheduleOpts,
     #[arg(long, value_enum, default_value = "table")]
     pub format: SweepFormat,
 }
@@ -235,21 +211,10 @@ pub struct ViewArgs {
     pub hw: HwOpts,
     #[command(flatten)]
     pub model_opts: ModelOpts,
-    /// Schedule config (TOML: policy, pins, prefetch_distance, weights,
-    /// free_at, fuse, dtype, order, recompute), watched and re-applied on every save.
-    #[arg(long, value_name = "SCHED.toml")]
-    pub config: Option<PathBuf>,
-    /// Policy for a model (the config file's `policy` wins).
-    #[arg(long, default_value = "lru", value_name = "POLICY")]
-    pub policy: String,
-    /// Weights: `stream`, `resident` or `ignore` (for a model).
-    #[arg(long, default_value = "stream", value_name = "MODE")]
-    pub weights: String,
-    /// Keep this tensor resident (for a model; repeatable).
-    #[arg(long = "pin", value_name = "TENSOR")]
-    pub pins: Vec<String>,
+    /// How a model is simulated (one policy); the config is watched and
+    /// re-applied on every save.
     #[command(flatten)]
-    pub rewrite: RewriteOpts,
+    pub schedule: ScheduleOpts,
     /// Reload traces when another process rewrites them.
     #[arg(long)]
     pub watch: bool,
@@ -307,17 +272,17 @@ pub struct RewriteOpts {
 }
 
 impl RewriteOpts {
-    /// Applies the flags over `cfg` (flags win over a config file).
-    pub fn apply(&self, mut cfg: crate::sim::SimConfig) -> crate::Result<crate::sim::SimConfig> {
+    /// The rewrite flags the user gave, over `flags`.
+    pub fn add_to(&self, flags: &mut crate::run::Flags) -> crate::Result<()> {
         use crate::sim::config::{NamedOrder, OrderSpec};
         if self.fuse {
-            cfg.fuse = true;
+            flags.fuse = Some(true);
         }
         if let Some(d) = &self.dtype {
-            cfg.dtype = d.parse().map_err(crate::Error::Config)?;
+            flags.dtype = Some(d.parse().map_err(crate::Error::Config)?);
         }
         if let Some(o) = &self.order {
-            cfg.order = match o.trim() {
+            flags.order = Some(match o.trim() {
                 "file" => OrderSpec::Named(NamedOrder::File),
                 "memory" => OrderSpec::Named(NamedOrder::Memory),
                 list => OrderSpec::Ops(
@@ -326,12 +291,101 @@ impl RewriteOpts {
                         .filter(|s| !s.is_empty())
                         .collect(),
                 ),
-            };
+            });
         }
         if self.recompute {
-            cfg.recompute = crate::sim::RecomputeSpec::All(true);
+            flags.recompute = Some(crate::sim::RecomputeSpec::All(true));
         }
-        Ok(cfg)
+        Ok(())
+    }
+}
+
+/// The scheduling choices of every command that simulates a model. Each
+/// is optional: what is not given comes from the schedule config, then the
+/// hardware profile, then the defaults (README, "Precedence").
+#[derive(Debug, Args, Clone, Default)]
+pub struct ScheduleOpts {
+    /// Policies: comma-separated `ideal,lru,belady,lifetime`, or `all`
+    /// (default: the config's `policy`, else all for `sim`, lru elsewhere).
+    #[arg(long, value_name = "LIST")]
+    pub policy: Option<String>,
+    /// Weights: `stream` (loaded per use), `resident` (kept like activations)
+    /// or `ignore` (default: the config's, else stream).
+    #[arg(long, value_name = "MODE")]
+    pub weights: Option<String>,
+    /// Keep this tensor resident, never evicted (repeatable; added to the config's pins).
+    #[arg(long = "pin", value_name = "TENSOR")]
+    pub pins: Vec<String>,
+    /// Reload/weight prefetch distance in ops (over the config and the
+    /// profile; needs async DMA).
+    #[arg(long, value_name = "OPS")]
+    pub prefetch: Option<usize>,
+    #[command(flatten)]
+    pub rewrite: RewriteOpts,
+    /// Schedule config (TOML: policy, pins, prefetch_distance, weights,
+    /// free_at, fuse, dtype, order, recompute); flags given on the command
+    /// line win over it.
+    #[arg(long, short = 'c', value_name = "SCHED.toml")]
+    pub config: Option<PathBuf>,
+    /// Use measured per-op durations from this runtime profile (ONNX Runtime
+    /// or any importable trace; ops matched by name) instead of the roofline,
+    /// and report how far the roofline was, per op type.
+    #[arg(long, value_name = "TRACE")]
+    pub calibrate: Option<PathBuf>,
+    /// Take tensor free points from this instrumented trace (runtimes that
+    /// free late, e.g. at subgraph end); ops and tensors matched by name.
+    #[arg(long = "free-at", value_name = "TRACE")]
+    pub free_at: Option<PathBuf>,
+}
+
+impl ScheduleOpts {
+    /// The flags these options set (capacity and bandwidth come from
+    /// [`HwOpts`]).
+    pub fn flags(&self) -> crate::Result<crate::run::Flags> {
+        use crate::sim::EvictionPolicy;
+        let mut f = crate::run::Flags {
+            policies: self
+                .policy
+                .as_deref()
+                .map(EvictionPolicy::parse_list)
+                .transpose()
+                .map_err(crate::Error::Config)?,
+            weights: self
+                .weights
+                .as_deref()
+                .map(str::parse)
+                .transpose()
+                .map_err(crate::Error::Config)?,
+            pins: self.pins.clone(),
+            prefetch_distance: self.prefetch,
+            calibrate: self.calibrate.clone(),
+            free_at: self.free_at.clone(),
+            ..Default::default()
+        };
+        self.rewrite.add_to(&mut f)?;
+        Ok(f)
+    }
+
+    /// The run specification of `model` on `hw`; `default_policies` when
+    /// neither the flags nor the config name one.
+    pub fn spec(
+        &self,
+        model: &std::path::Path,
+        hw: &HwOpts,
+        load: &ModelOpts,
+        default_policies: &[crate::sim::EvictionPolicy],
+    ) -> crate::Result<crate::run::RunSpec> {
+        let mut flags = self.flags()?;
+        flags.capacity = hw.capacity;
+        flags.bandwidth = hw.bandwidth;
+        Ok(crate::run::RunSpec {
+            model: model.to_path_buf(),
+            load: load.load_options(),
+            hardware: hw.hw.clone(),
+            schedule: self.config.clone(),
+            flags,
+            default_policies: default_policies.to_vec(),
+        })
     }
 }
 
@@ -350,29 +404,12 @@ pub struct ModelOpts {
 pub struct SimArgs {
     /// Model: `.onnx` (external weight files need not exist) or graph JSON.
     pub model: PathBuf,
-    /// Policies to run: comma-separated `ideal,lru,belady,lifetime`, or `all`.
-    #[arg(long, default_value = "all", value_name = "LIST")]
-    pub policy: String,
     #[command(flatten)]
     pub hw: HwOpts,
     #[command(flatten)]
     pub model_opts: ModelOpts,
-    /// Weights: `stream` (loaded per use), `resident` (kept like activations) or `ignore`.
-    #[arg(long, default_value = "stream", value_name = "MODE")]
-    pub weights: String,
-    /// Keep this tensor resident, never evicted (repeatable).
-    #[arg(long = "pin", value_name = "TENSOR")]
-    pub pins: Vec<String>,
-    /// Reload/weight prefetch distance in ops (overrides the profile; needs async DMA).
-    #[arg(long, value_name = "OPS")]
-    pub prefetch: Option<usize>,
     #[command(flatten)]
-    pub rewrite: RewriteOpts,
-    /// Schedule config (TOML: policy, pins, prefetch_distance, weights,
-    /// free_at, fuse, dtype, order, recompute) applied over these flags
-    /// (rewrite flags --fuse/--dtype/--order/--recompute win over it); its `policy`, if set, is the one run.
-    #[arg(long, value_name = "SCHED.toml")]
-    pub config: Option<PathBuf>,
+    pub schedule: ScheduleOpts,
     /// Write the trace here; with several policies, one file per policy
     /// (`out.json` becomes `out.lru.json`, ...).
     #[arg(short = 'o', long = "output", value_name = "TRACE.json")]
@@ -380,15 +417,6 @@ pub struct SimArgs {
     /// Overwrite existing output files.
     #[arg(long)]
     pub force: bool,
-    /// Use measured per-op durations from this runtime profile (ONNX Runtime
-    /// or any importable trace; ops matched by name) instead of the roofline,
-    /// and report how far the roofline was, per op type.
-    #[arg(long, value_name = "TRACE")]
-    pub calibrate: Option<PathBuf>,
-    /// Take tensor free points from this instrumented trace (runtimes that
-    /// free late, e.g. at subgraph end); ops and tensors matched by name.
-    #[arg(long = "free-at", value_name = "TRACE")]
-    pub free_at: Option<PathBuf>,
     /// Seconds the exact (ILP) minimum-traffic solver may take on graphs of
     /// up to 400 tensors; 0 turns it off.
     #[arg(long, value_name = "SECS", default_value_t = 3.0)]

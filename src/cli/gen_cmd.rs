@@ -51,10 +51,7 @@ pub struct GenTraceArgs {
     pub force: bool,
 }
 
-/// The transformer-like graph with about `ops` ops (18 encoder ops + 9 per block).
-pub fn transformer_with_ops(ops: usize) -> crate::graph::Graph {
-    gen::transformer_like(ops.saturating_sub(18).div_ceil(9).max(1), 64, 128)
-}
+pub use gen::transformer_with_ops;
 
 pub fn run(cmd: &GenCommand) -> Result<String> {
     match cmd {

@@ -13,3 +13,18 @@ pub mod view_cmd;
 pub mod whatif_cmd;
 
 pub use args::{Cli, Command};
+
+/// Resolves a spec for a command that simulates one run (view, report,
+/// suggest): a list of policies is refused with the command's name.
+pub fn single_run(
+    spec: &crate::run::RunSpec,
+) -> crate::Result<(crate::graph::Graph, crate::run::Resolved)> {
+    let (g, r) = spec.resolve()?;
+    if r.policies.len() > 1 {
+        return Err(crate::Error::Config(format!(
+            "this command simulates one policy; --policy names {}",
+            r.policies.len()
+        )));
+    }
+    Ok((g, r))
+}

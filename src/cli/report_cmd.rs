@@ -2,22 +2,16 @@
 
 use super::args::{ReportArgs, ReportFormat};
 use crate::analysis::report::build;
-use crate::sim::{simulate, SimConfig};
-use crate::{Error, Result};
+use crate::sim::{simulate, EvictionPolicy};
+use crate::Result;
 
 pub fn run(a: &ReportArgs) -> Result<String> {
     let tr = if super::view_cmd::is_model_file(&a.input) {
-        let g = crate::graph::load(&a.input, &a.model_opts.load_options())?;
-        let hw = a.hw.resolve()?;
-        let mut cfg = SimConfig {
-            policy: a.policy.parse().map_err(Error::Config)?,
-            weights: a.weights.parse().map_err(Error::Config)?,
-            ..Default::default()
-        };
-        if let Some(c) = &a.config {
-            cfg = crate::sim::ScheduleFile::load(c)?.apply(cfg);
-        }
-        simulate(&g, &hw, &a.rewrite.apply(cfg)?)?
+        let spec = a
+            .schedule
+            .spec(&a.input, &a.hw, &a.model_opts, &[EvictionPolicy::Lru])?;
+        let (g, r) = super::single_run(&spec)?;
+        simulate(&g, &r.hardware, &r.first_config())?
     } else {
         a.import.load(&a.input)?.0
     };
@@ -29,7 +23,7 @@ pub fn run(a: &ReportArgs) -> Result<String> {
     };
     match &a.output {
         Some(path) => {
-            super::sim_cmd::write_atomic(path, &text, a.force)?;
+            crate::output::write_atomic(path, &text, a.force)?;
             Ok(format!("wrote {}\n", path.display()))
         }
         None => Ok(text),

@@ -1,35 +1,15 @@
 //! `spillscope view`: builds the explorer's source from the arguments.
 
 use super::args::ViewArgs;
-use crate::sim::{EvictionPolicy, SimConfig, WeightMode};
+use crate::sim::EvictionPolicy;
 use crate::tui::runtime::{run, Source, ViewOptions};
 use crate::{Error, Result};
-use std::io::Read;
 use std::path::Path;
 
-/// Whether a `.json` file is a spillscope trace (rather than graph JSON).
 /// Whether a file is a model to simulate (ONNX or graph JSON) rather than a
 /// trace (spillscope, or anything `import` reads).
 pub fn is_model_file(p: &Path) -> bool {
-    if p.extension()
-        .map(|e| e.eq_ignore_ascii_case("onnx"))
-        .unwrap_or(false)
-    {
-        return true;
-    }
-    let mut head = vec![0u8; 8192];
-    let n = std::fs::File::open(p)
-        .and_then(|mut f| f.read(&mut head))
-        .unwrap_or(0);
-    let t = String::from_utf8_lossy(&head[..n]);
-    t.trim_start().starts_with('{')
-        && t.contains("\"tensors\"")
-        && !t.contains("\"schema\"")
-        && !t.contains("\"traceEvents\"")
-        && !matches!(
-            crate::trace::import::detect(p),
-            Ok(crate::trace::import::Format::Jsonl)
-        )
+    crate::input::detect(p).is_ok_and(|f| f.is_model())
 }
 
 pub fn source_for(a: &ViewArgs) -> Result<Source> {
@@ -56,26 +36,19 @@ pub fn source_for(a: &ViewArgs) -> Result<Source> {
             "a model is viewed alone; to compare, simulate to traces first (`sim -o`)".into(),
         ));
     }
-    let policy: EvictionPolicy = a.policy.parse().map_err(Error::Config)?;
-    let weights: WeightMode = a.weights.parse().map_err(Error::Config)?;
-    if let Some(c) = &a.config {
-        // Fail fast on a config that does not parse at start-up.
-        crate::sim::ScheduleFile::load(c)?;
+    let spec = a
+        .schedule
+        .spec(first, &a.hw, &a.model_opts, &[EvictionPolicy::Lru])?;
+    // Fail fast on a spec that does not resolve at start-up (a config that
+    // does not parse, two policies).
+    if spec.flags.policies.as_ref().is_some_and(|p| p.len() > 1) {
+        return Err(Error::Config(
+            "view simulates one policy; to compare policies, `sim -o` them and view two traces"
+                .into(),
+        ));
     }
-    Ok(Source::Model {
-        model: first.clone(),
-        hw: a.hw.hw.clone(),
-        config: a.config.clone(),
-        load: a.model_opts.load_options(),
-        base: Box::new(a.rewrite.apply(SimConfig {
-            policy,
-            weights,
-            pins: a.pins.clone(),
-            ..Default::default()
-        })?),
-        capacity: a.hw.capacity,
-        bandwidth: a.hw.bandwidth,
-    })
+    spec.schedule_file()?;
+    Ok(Source::Model(Box::new(spec)))
 }
 
 pub fn run_view(a: &ViewArgs) -> Result<()> {

@@ -3,8 +3,7 @@
 use super::args::{SweepFormat, WhatifArgs};
 use crate::analysis::runs::{render_table, RunRow, RunsReport};
 use crate::analysis::whatif::{grid, knees, parse_bandwidth_range, parse_size_range, run};
-use crate::cost::HardwareProfile;
-use crate::sim::{EvictionPolicy, SimConfig, WeightMode};
+use crate::sim::EvictionPolicy;
 use crate::{Error, Result};
 use std::io::IsTerminal;
 
@@ -34,9 +33,17 @@ pub fn to_csv(rows: &[RunRow]) -> String {
 }
 
 pub fn run_whatif(a: &WhatifArgs) -> Result<String> {
-    let hw = HardwareProfile::load(&a.hw)?;
-    let policies = EvictionPolicy::parse_list(&a.policy).map_err(Error::Config)?;
-    let weights: WeightMode = a.weights.parse().map_err(Error::Config)?;
+    let hw_opts = super::args::HwOpts {
+        hw: a.hw.clone(),
+        capacity: None,
+        bandwidth: None,
+    };
+    let spec = a
+        .schedule
+        .spec(&a.model, &hw_opts, &a.model_opts, &[EvictionPolicy::Lru])?;
+    let (g, r) = spec.resolve()?;
+    let hw = r.hardware.clone();
+    let policies = r.policies.clone();
     let capacities = match &a.capacity {
         Some(r) => parse_size_range(r)?,
         None => vec![hw.memory.capacity.0],
@@ -48,12 +55,7 @@ pub fn run_whatif(a: &WhatifArgs) -> Result<String> {
         Some(r) => parse_bandwidth_range(r)?.into_iter().map(Some).collect(),
         None => vec![None],
     };
-    let g = crate::graph::load(&a.model, &a.model_opts.load_options())?;
-    let base = a.rewrite.apply(SimConfig {
-        weights,
-        pins: a.pins.clone(),
-        ..Default::default()
-    })?;
+    let base = r.config.clone();
     let points = grid(&capacities, &bandwidths, &policies);
     let bar = if std::io::stderr().is_terminal() && points.len() > 1 {
         let pb = indicatif::ProgressBar::new(points.len() as u64);
@@ -101,21 +103,12 @@ pub fn run_whatif(a: &WhatifArgs) -> Result<String> {
 pub fn run_suggest(a: &super::args::SuggestArgs) -> Result<String> {
     use crate::analysis::suggest::suggest;
     let (g, hw, cfg) = if super::view_cmd::is_model_file(&a.model) {
-        let hw = a.hw.resolve()?;
-        let mut cfg = SimConfig {
-            policy: a.policy.parse().map_err(Error::Config)?,
-            weights: a.weights.parse().map_err(Error::Config)?,
-            ..Default::default()
-        };
-        if let Some(c) = &a.config {
-            cfg = crate::sim::ScheduleFile::load(c)?.apply(cfg);
-        }
-        let cfg = a.rewrite.apply(cfg)?;
-        (
-            crate::graph::load(&a.model, &a.model_opts.load_options())?,
-            hw,
-            cfg,
-        )
+        let spec = a
+            .schedule
+            .spec(&a.model, &a.hw, &a.model_opts, &[EvictionPolicy::Lru])?;
+        let (g, r) = super::single_run(&spec)?;
+        let cfg = r.first_config();
+        (g, r.hardware, cfg)
     } else {
         // A simulator trace carries its graph, hardware and config.
         crate::analysis::suggest::inputs_of_trace(&crate::trace::Trace::load(&a.model)?)?
@@ -136,7 +129,7 @@ pub fn run_suggest(a: &super::args::SuggestArgs) -> Result<String> {
             best.gain_pct,
             crate::sim::ScheduleFile::from_config(new).to_toml()
         );
-        super::sim_cmd::write_atomic(path, &text, a.force)?;
+        crate::output::write_atomic(path, &text, a.force)?;
     }
     if a.format == super::args::Format::Json {
         return Ok(serde_json::to_string_pretty(&s).unwrap_or_default() + "\n");

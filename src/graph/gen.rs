@@ -97,6 +97,11 @@ pub fn transformer_like(blocks: usize, seq: u64, d: u64) -> Graph {
     g.b.build().expect("generated graphs are valid")
 }
 
+/// The transformer-like graph with about `ops` ops (18 encoder ops + 9 per block).
+pub fn transformer_with_ops(ops: usize) -> Graph {
+    transformer_like(ops.saturating_sub(18).div_ceil(9).max(1), 64, 128)
+}
+
 /// A plain chain of `n` elementwise ops over `bytes`-sized tensors.
 pub fn chain(n: usize, bytes: u64) -> Graph {
     let mut b = GraphBuilder::new(format!("chain_{n}"));

@@ -115,7 +115,7 @@ impl Graph {
 }
 
 /// Options that shape how a model file is lowered.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct LoadOptions {
     /// Values for symbolic dimensions (`--dim N=8`).
     pub dims: Vec<(String, u64)>,

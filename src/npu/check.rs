@@ -417,7 +417,7 @@ pub fn write_solution(dir: &Path, sol: &Solution, force: bool) -> Result<()> {
         ),
     ];
     for (name, text) in files {
-        crate::cli::sim_cmd::write_atomic(&dir.join(name), &text, force)?;
+        crate::output::write_atomic(&dir.join(name), &text, force)?;
     }
     Ok(())
 }

@@ -5,12 +5,13 @@ use std::fmt;
 use std::str::FromStr;
 
 /// Victim choice. All but `ideal` respect the capacity.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum EvictionPolicy {
     /// Infinite capacity: the upper bound on speed, never spills.
     Ideal,
     /// Least recently used: the common runtime default.
+    #[default]
     Lru,
     /// Furthest next use (Belady's MIN on unit sizes).
     Belady,

@@ -6,9 +6,9 @@ use super::app::{update, App, Effect, Msg};
 use super::data::Dataset;
 use super::theme::{ColorMode, Theme};
 use super::ui;
-use crate::cost::HardwareProfile;
-use crate::graph::LoadOptions;
-use crate::sim::{simulate, ScheduleFile, SimConfig};
+use crate::graph::Graph;
+use crate::run::RunSpec;
+use crate::sim::simulate;
 use crate::trace::import::{self, jsonl::JsonlTail};
 use crate::trace::Trace;
 use crate::{Error, Result};
@@ -24,16 +24,9 @@ use std::time::Duration;
 pub enum Source {
     /// Trace files (one, or two to compare).
     Traces(Vec<PathBuf>),
-    /// Simulate a model; re-simulate when it, the hardware file or the config changes.
-    Model {
-        model: PathBuf,
-        hw: String,
-        config: Option<PathBuf>,
-        load: LoadOptions,
-        base: Box<SimConfig>,
-        capacity: Option<u64>,
-        bandwidth: Option<f64>,
-    },
+    /// Simulate a model; re-simulate when it, the hardware file or the
+    /// config changes (the spec is resolved again each time).
+    Model(Box<RunSpec>),
     /// Traces embedded in the binary (the bundled sample).
     Embedded(Vec<(String, Trace)>),
 }
@@ -43,16 +36,7 @@ impl Source {
     pub fn watched(&self, watch_traces: bool) -> Vec<PathBuf> {
         match self {
             Source::Traces(p) if watch_traces => p.clone(),
-            Source::Model {
-                model, hw, config, ..
-            } => {
-                let mut v = vec![model.clone()];
-                if Path::new(hw).exists() {
-                    v.push(PathBuf::from(hw));
-                }
-                v.extend(config.iter().cloned());
-                v
-            }
+            Source::Model(spec) => spec.inputs(),
             _ => Vec::new(),
         }
     }
@@ -101,7 +85,10 @@ impl Source {
                     let (tr, warnings) = match import::detect(p)? {
                         import::Format::Spillscope => (Trace::load(p)?, Vec::new()),
                         import::Format::Jsonl => {
-                            let tail = tails.entry(p.clone()).or_insert_with(|| JsonlTail::new(p));
+                            let tail = tails
+                                .streams
+                                .entry(p.clone())
+                                .or_insert_with(|| JsonlTail::new(p));
                             tail.poll()?;
                             let mut tr = tail.state.snapshot();
                             tr.meta.model = label.clone();
@@ -118,29 +105,12 @@ impl Source {
                 .iter()
                 .map(|(l, t)| (l.clone(), t.clone(), Vec::new()))
                 .collect()),
-            Source::Model {
-                model,
-                hw,
-                config,
-                load,
-                base,
-                capacity,
-                bandwidth,
-            } => {
-                let mut profile = HardwareProfile::load(hw)?;
-                if let Some(c) = capacity {
-                    profile = profile.with_capacity(*c)?;
-                }
-                if let Some(b) = bandwidth {
-                    profile = profile.with_bandwidth(*b);
-                }
-                let mut cfg = (**base).clone();
-                if let Some(c) = config {
-                    cfg = ScheduleFile::load(c)?.apply(cfg);
-                }
-                let g = crate::graph::load(model, load)?;
-                let tr = simulate(&g, &profile, &cfg)?;
-                let label = model
+            Source::Model(spec) => {
+                let g = tails.graph(spec)?;
+                let r = spec.resolve_for(&g)?;
+                let tr = simulate(&g, &r.hardware, &r.first_config())?;
+                let label = spec
+                    .model
                     .file_name()
                     .map(|s| s.to_string_lossy().into_owned())
                     .unwrap_or_default();
@@ -348,15 +318,42 @@ fn spawn_watcher(
     Ok(Some(deb))
 }
 
-/// Per JSONL stream, how far it has been read (kept between refreshes).
-pub type Tails = HashMap<PathBuf, JsonlTail>;
+/// What the worker keeps between refreshes so that nothing is read twice:
+/// per JSONL stream, how far it has been read; the model last loaded, with
+/// the stamp of its file (a config edit re-simulates without re-parsing it).
+#[derive(Default)]
+pub struct Tails {
+    pub streams: HashMap<PathBuf, JsonlTail>,
+    model: Option<(Option<FileStamp>, Arc<Graph>)>,
+}
+
+impl Tails {
+    pub fn new() -> Tails {
+        Tails::default()
+    }
+
+    /// The spec's model, loaded again only when its file changed.
+    fn graph(&mut self, spec: &RunSpec) -> Result<Arc<Graph>> {
+        let stamp = file_stamp(&spec.model);
+        if let Some((s, g)) = &self.model {
+            if stamp.is_some() && *s == stamp {
+                return Ok(g.clone());
+            }
+        }
+        let g = Arc::new(spec.load_graph()?);
+        self.model = Some((stamp, g.clone()));
+        Ok(g)
+    }
+}
 
 /// How often a followed trace is checked for growth.
 const TRACE_POLL: Duration = Duration::from_millis(250);
 
 /// What identifies a file's contents cheaply: size, modification time and
 /// (on Unix) which file the path names, so an atomic replace shows too.
-fn file_stamp(p: &Path) -> Option<(u64, Option<std::time::SystemTime>, u64)> {
+type FileStamp = (u64, Option<std::time::SystemTime>, u64);
+
+fn file_stamp(p: &Path) -> Option<FileStamp> {
     let m = std::fs::metadata(p).ok()?;
     #[cfg(unix)]
     let ino = std::os::unix::fs::MetadataExt::ino(&m);

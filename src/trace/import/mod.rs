@@ -11,37 +11,11 @@ pub mod torch;
 use super::Trace;
 use crate::graph::Graph;
 use crate::{Error, Result};
-use std::io::Read;
 use std::path::Path;
 
-/// The formats `import` understands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
-    /// A spillscope.trace/1 file (no import needed).
-    Spillscope,
-    Ort,
-    Torch,
-    Chrome,
-    Jsonl,
-}
-
-impl std::str::FromStr for Format {
-    type Err = String;
-    fn from_str(s: &str) -> std::result::Result<Self, String> {
-        Ok(match s {
-            "spillscope" | "trace" => Format::Spillscope,
-            "ort" | "onnxruntime" => Format::Ort,
-            "torch" | "pytorch" => Format::Torch,
-            "chrome" | "perfetto" => Format::Chrome,
-            "jsonl" => Format::Jsonl,
-            _ => {
-                return Err(format!(
-                    "unknown format {s:?} (use ort, torch, chrome, jsonl)"
-                ))
-            }
-        })
-    }
-}
+/// The formats `import` understands: the library's one classification of
+/// files (models among them, which `import` refuses with a hint).
+pub use crate::input::{detect, Format};
 
 /// Options shared by the importers.
 #[derive(Debug, Clone, Default)]
@@ -58,54 +32,6 @@ impl ImportOptions {
     pub fn max_events(&self) -> usize {
         self.max_events.unwrap_or(50_000_000)
     }
-}
-
-/// Guesses the format from the first bytes of the file.
-pub fn detect(path: &Path) -> Result<Format> {
-    let mut head = vec![0u8; 64 * 1024];
-    let n = std::fs::File::open(path)
-        .and_then(|mut f| f.read(&mut head))
-        .map_err(|e| Error::io(path, e))?;
-    let text = String::from_utf8_lossy(&head[..n]);
-    let trimmed = text.trim_start();
-    if trimmed.starts_with('{') {
-        if text.contains("\"traceEvents\"") {
-            if text.contains("\"[memory]\"")
-                || text.contains("\"cpu_op\"")
-                || text.contains("profile_memory")
-            {
-                return Ok(Format::Torch);
-            }
-            return Ok(Format::Chrome);
-        }
-        if text.contains("spillscope.trace/") {
-            return Ok(Format::Spillscope);
-        }
-        // JSONL: the first line is a whole object with a `kind`.
-        let first_line = trimmed.lines().next().unwrap_or("");
-        if let Ok(serde_json::Value::Object(m)) =
-            serde_json::from_str::<serde_json::Value>(first_line)
-        {
-            if m.contains_key("kind") {
-                return Ok(Format::Jsonl);
-            }
-        }
-        return Ok(Format::Chrome);
-    }
-    if trimmed.starts_with('[') {
-        if text.contains("_kernel_time")
-            || text.contains("\"model_run\"")
-            || text.contains("\"SequentialExecutor")
-        {
-            return Ok(Format::Ort);
-        }
-        return Ok(Format::Chrome);
-    }
-    Err(Error::parse(
-        path,
-        "trace",
-        "not JSON, JSONL or a Chrome trace (use --from to say which)",
-    ))
 }
 
 /// Imports `path` as `format` (or detected), returning the trace and warnings.
@@ -125,6 +51,10 @@ pub fn import(
         Format::Torch => torch::import(path, opts),
         Format::Chrome => generic::import(path, opts),
         Format::Jsonl => jsonl::import(path, opts),
+        Format::Onnx | Format::GraphJson => Err(Error::Config(format!(
+            "{}: a model, not a trace (simulate it with `spillscope sim` or open it with `spillscope view`)",
+            path.display()
+        ))),
     }
 }
 

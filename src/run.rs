@@ -1,0 +1,247 @@
+//! The run specification: what to simulate (model, hardware, schedule
+//! config, rewrites, policies), resolved once with one precedence for every
+//! command and for the explorer's live loop:
+//!
+//! built-in defaults < hardware profile file < schedule config < flags
+//!
+//! (a flag the user did not give leaves the value below it alone; lists such
+//! as pins and free points add up instead). Owns: [`RunSpec`], [`Flags`] and
+//! [`Resolved`]. May import `graph`, `cost`, `sim`, `trace` (to read a
+//! calibration profile) and `analysis::calibrate`; only front ends import it.
+
+use crate::analysis::calibrate::{free_points, measured_durations, roofline_vs_measured};
+use crate::analysis::calibrate::TypeCalibration;
+use crate::cost::HardwareProfile;
+use crate::graph::{Graph, LoadOptions};
+use crate::sim::config::OrderSpec;
+use crate::sim::{
+    ActivationDtype, EvictionPolicy, RecomputeSpec, ScheduleFile, SimConfig, WeightMode,
+};
+use crate::{Error, Result};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// What a caller (the command line, an API) set explicitly; `None` (or an
+/// empty list) leaves the value from the levels below.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Flags {
+    /// On-chip capacity, bytes (over the hardware profile's).
+    pub capacity: Option<u64>,
+    /// DRAM read and write bandwidth, bytes/s (over the profile's).
+    pub bandwidth: Option<f64>,
+    /// Policies to run (over the config's `policy`).
+    pub policies: Option<Vec<EvictionPolicy>>,
+    pub weights: Option<WeightMode>,
+    /// Added to the config's pins.
+    pub pins: Vec<String>,
+    pub prefetch_distance: Option<usize>,
+    pub fuse: Option<bool>,
+    pub dtype: Option<ActivationDtype>,
+    pub order: Option<OrderSpec>,
+    pub recompute: Option<RecomputeSpec>,
+    /// A runtime profile whose measured op times replace the roofline.
+    pub calibrate: Option<PathBuf>,
+    /// An instrumented trace whose free points are added to the config's.
+    pub free_at: Option<PathBuf>,
+}
+
+impl Flags {
+    /// Applies the flags over `cfg` (flags win; pins add up).
+    pub fn apply(&self, mut cfg: SimConfig) -> SimConfig {
+        if let Some(w) = self.weights {
+            cfg.weights = w;
+        }
+        for p in &self.pins {
+            if !cfg.pins.contains(p) {
+                cfg.pins.push(p.clone());
+            }
+        }
+        if let Some(d) = self.prefetch_distance {
+            cfg.prefetch_distance = Some(d);
+        }
+        if let Some(f) = self.fuse {
+            cfg.fuse = f;
+        }
+        if let Some(d) = self.dtype {
+            cfg.dtype = d;
+        }
+        if let Some(o) = &self.order {
+            cfg.order = o.clone();
+        }
+        if let Some(r) = &self.recompute {
+            cfg.recompute = r.clone();
+        }
+        cfg
+    }
+}
+
+/// Everything that decides a simulation, before any file is read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunSpec {
+    /// The model (`.onnx` or graph JSON).
+    pub model: PathBuf,
+    pub load: LoadOptions,
+    /// `FILE` or preset name (a partial file patches the default preset).
+    pub hardware: String,
+    /// The schedule config (SCHED.toml), if any.
+    pub schedule: Option<PathBuf>,
+    pub flags: Flags,
+    /// Policies when neither the flags nor the config name one (`sim` runs
+    /// all of them; the other commands LRU).
+    pub default_policies: Vec<EvictionPolicy>,
+}
+
+/// Measured op times from a runtime profile (`--calibrate`), and how far the
+/// roofline was from them per op type.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Calibration {
+    pub profile: PathBuf,
+    pub measured_ns: Arc<std::collections::HashMap<String, u64>>,
+    pub by_type: Vec<TypeCalibration>,
+    /// Graph ops with a measurement.
+    pub matched_ops: usize,
+}
+
+/// A spec with every file read and every level applied.
+#[derive(Debug, Clone)]
+pub struct Resolved {
+    pub hardware: HardwareProfile,
+    /// The config every run shares; [`Resolved::config_for`] sets the policy.
+    pub config: SimConfig,
+    /// In the order they were asked for.
+    pub policies: Vec<EvictionPolicy>,
+    pub calibration: Option<Calibration>,
+    /// `--free-at`: the trace and how many tensors it gave free points for.
+    pub free_at_from: Option<(PathBuf, usize)>,
+}
+
+impl Resolved {
+    /// The config of the run under `policy`.
+    pub fn config_for(&self, policy: EvictionPolicy) -> SimConfig {
+        SimConfig {
+            policy,
+            ..self.config.clone()
+        }
+    }
+
+    /// The config of the first policy (what single-run commands simulate).
+    pub fn first_config(&self) -> SimConfig {
+        self.config_for(self.policies.first().copied().unwrap_or_default())
+    }
+}
+
+impl RunSpec {
+    /// A spec for `model` with the default hardware and no config or flags.
+    pub fn new(model: impl Into<PathBuf>) -> RunSpec {
+        RunSpec {
+            model: model.into(),
+            load: LoadOptions::default(),
+            hardware: "seed-npu".into(),
+            schedule: None,
+            flags: Flags::default(),
+            default_policies: vec![EvictionPolicy::Lru],
+        }
+    }
+
+    /// Loads the model.
+    pub fn load_graph(&self) -> Result<Graph> {
+        crate::graph::load(&self.model, &self.load)
+    }
+
+    /// The hardware profile: the file or preset, then `--capacity` and
+    /// `--bandwidth`.
+    pub fn resolve_hardware(&self) -> Result<HardwareProfile> {
+        let mut hw = HardwareProfile::load(&self.hardware)?;
+        if let Some(c) = self.flags.capacity {
+            hw = hw.with_capacity(c)?;
+        }
+        if let Some(b) = self.flags.bandwidth {
+            hw = hw.with_bandwidth(b);
+        }
+        Ok(hw)
+    }
+
+    /// The schedule config file, read (or none).
+    pub fn schedule_file(&self) -> Result<Option<ScheduleFile>> {
+        self.schedule.as_deref().map(ScheduleFile::load).transpose()
+    }
+
+    /// Loads the model and resolves everything else against it.
+    pub fn resolve(&self) -> Result<(Graph, Resolved)> {
+        let g = self.load_graph()?;
+        let r = self.resolve_for(&g)?;
+        Ok((g, r))
+    }
+
+    /// Resolves hardware, config and policies for an already loaded model
+    /// (the live loop keeps the graph while only the config changes).
+    pub fn resolve_for(&self, g: &Graph) -> Result<Resolved> {
+        let hardware = self.resolve_hardware()?;
+        let file = self.schedule_file()?;
+        let mut config = SimConfig::default();
+        if let Some(f) = &file {
+            config = f.apply(config);
+        }
+        config = self.flags.apply(config);
+        let free_at_from = match &self.flags.free_at {
+            Some(p) => {
+                let points = free_points(g, &import_linked(p, g)?);
+                let n = points.len();
+                config.free_at.extend(points);
+                Some((p.clone(), n))
+            }
+            None => None,
+        };
+        let calibration = match &self.flags.calibrate {
+            Some(p) => {
+                let m = measured_durations(&import_linked(p, g)?);
+                let (by_type, matched_ops) = roofline_vs_measured(g, &hardware, &m);
+                let measured_ns = Arc::new(m);
+                config.measured_ns = Some(measured_ns.clone());
+                Some(Calibration {
+                    profile: p.clone(),
+                    measured_ns,
+                    by_type,
+                    matched_ops,
+                })
+            }
+            None => None,
+        };
+        let policies = match (&self.flags.policies, file.as_ref().and_then(|f| f.policy)) {
+            (Some(p), _) if !p.is_empty() => p.clone(),
+            (_, Some(p)) => vec![p],
+            _ => self.default_policies.clone(),
+        };
+        if policies.is_empty() {
+            return Err(Error::Config("no policy to simulate".into()));
+        }
+        config.policy = policies[0];
+        Ok(Resolved {
+            hardware,
+            config,
+            policies,
+            calibration,
+            free_at_from,
+        })
+    }
+
+    /// Files whose change should re-run this spec (model, hardware file,
+    /// schedule config).
+    pub fn inputs(&self) -> Vec<PathBuf> {
+        let mut v = vec![self.model.clone()];
+        if Path::new(&self.hardware).exists() {
+            v.push(PathBuf::from(&self.hardware));
+        }
+        v.extend(self.schedule.iter().cloned());
+        v
+    }
+}
+
+/// A runtime trace imported with the model, so ORT nodes link to its tensors.
+fn import_linked(path: &Path, g: &Graph) -> Result<crate::trace::Trace> {
+    let opts = crate::trace::import::ImportOptions {
+        model: Some(g.clone()),
+        ..Default::default()
+    };
+    crate::trace::import::import(path, None, &opts).map(|x| x.0)
+}
