@@ -9,8 +9,8 @@
 //! [`Resolved`]. May import `graph`, `cost`, `sim`, `trace` (to read a
 //! calibration profile) and `analysis::calibrate`; only front ends import it.
 
-use crate::analysis::calibrate::{free_points, measured_durations, roofline_vs_measured};
 use crate::analysis::calibrate::TypeCalibration;
+use crate::analysis::calibrate::{free_points, measured_durations, roofline_vs_measured};
 use crate::cost::HardwareProfile;
 use crate::graph::{Graph, LoadOptions};
 use crate::sim::config::OrderSpec;

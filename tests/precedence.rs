@@ -42,9 +42,7 @@ fn spec_of(argv: &[String]) -> RunSpec {
         Command::Sim(a) => a
             .schedule
             .spec(&a.model, &a.hw, &a.model_opts, &EvictionPolicy::ALL),
-        Command::View(a) => a
-            .schedule
-            .spec(&a.inputs[0], &a.hw, &a.model_opts, &[Lru]),
+        Command::View(a) => a.schedule.spec(&a.inputs[0], &a.hw, &a.model_opts, &[Lru]),
         Command::Report(a) => a.schedule.spec(&a.input, &a.hw, &a.model_opts, &[Lru]),
         Command::Suggest(a) => a.schedule.spec(&a.model, &a.hw, &a.model_opts, &[Lru]),
         Command::Whatif(a) => {
@@ -145,7 +143,12 @@ fn every_case_of_the_precedence_table_resolves_as_documented() {
     assert!(table.case.len() >= 15);
     let dir = tempfile::tempdir().unwrap();
     let model = dir.path().join("g.json");
-    let g = graph(&[("a_op", &["x"], &["a"]), ("b_op", &["a"], &["b"])], 1024, &[], &["b"]);
+    let g = graph(
+        &[("a_op", &["x"], &["a"]), ("b_op", &["a"], &["b"])],
+        1024,
+        &[],
+        &["b"],
+    );
     std::fs::write(
         &model,
         serde_json::to_string(&spillscope::graph::json::graph_to_json(&g)).unwrap(),
@@ -234,7 +237,10 @@ fn fuse_flag_over_a_config_without_fusion_fuses_the_runs_and_the_optimum() {
     let fused_alone = sim_json(&[&[m, "--fuse", "--weights", "ignore"][..], &cap].concat());
     let unfused = sim_json(&[&[m, "-c", s][..], &cap].concat());
     assert_eq!(flagged["runs"], fused_alone["runs"]);
-    assert_ne!(flagged["runs"], unfused["runs"], "fusion changes this graph");
+    assert_ne!(
+        flagged["runs"], unfused["runs"],
+        "fusion changes this graph"
+    );
     let exact = |v: &serde_json::Value| v["optimum"]["exact_bytes"].as_u64();
     assert!(exact(&unfused).unwrap() > 0, "{}", unfused["optimum"]);
     assert_eq!(exact(&flagged), exact(&fused_alone));

@@ -17,7 +17,6 @@ use spillscope::trace::{verify::verify, EventKind};
 
 const K: u64 = 1024;
 
-
 fn lru() -> SimConfig {
     SimConfig {
         policy: EvictionPolicy::Lru,

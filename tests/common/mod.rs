@@ -102,7 +102,11 @@ pub fn run_ok(args: &[&str]) -> std::process::Output {
 
 /// `(name, op_type, inputs, outputs)`; sizes by name (default 64 KiB);
 /// tensors nobody produces are graph inputs.
-pub fn typed(ops: &[(&str, &str, &[&str], &[&str])], sizes: &[(&str, u64)], outputs: &[&str]) -> Graph {
+pub fn typed(
+    ops: &[(&str, &str, &[&str], &[&str])],
+    sizes: &[(&str, u64)],
+    outputs: &[&str],
+) -> Graph {
     let mut b = GraphBuilder::new("hand");
     let mut seen: Vec<String> = Vec::new();
     for (_, _, ins, outs) in ops {
