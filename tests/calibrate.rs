@@ -24,14 +24,14 @@ fn g() -> spillscope::graph::Graph {
 
 /// A measured trace: op i took (i+1) * 10 us; tensor `a` freed during op3.
 fn measured() -> spillscope::trace::Trace {
-    let mut b = TraceBuilder::new("instrumented", "m", "runtime");
+    let mut b = TraceBuilder::new(spillscope::trace::Source::Instrumented, "m", "runtime");
     let mut t = 0;
     for i in 0..4u64 {
         let d = (i + 1) * 10_000;
         b.op(TraceOp::span(format!("op{i}"), "Add", t, t + d));
         t += d;
     }
-    let a = b.tensor("a", 1024, "activation", "mem");
+    let a = b.tensor("a", 1024, spillscope::trace::TensorKind::Activation, "mem");
     b.event(0, EventKind::Alloc, a, 1024, "mem", None, Some(0), None);
     b.event(95_000, EventKind::Free, a, 1024, "mem", None, Some(3), None);
     b.finish()

@@ -479,7 +479,10 @@ fn jsonl_times_start_at_the_streams_earliest_timestamp() {
     let times: Vec<u64> = tr.events.iter().map(|e| e.t_ns).collect();
     assert_eq!(times, [100, 500], "events in time order, rebased");
     assert_eq!(tr.summary.latency_ns, 800);
-    assert_eq!(tr.meta.config["t0_ns"], boot + 100);
+    let spillscope::trace::Producer::Instrumented(i) = &tr.meta.producer else {
+        panic!("{:?}", tr.meta.producer)
+    };
+    assert_eq!(i.t0_ns, Some(boot + 100));
     assert!(verify(&tr, 5).ok(), "{:?}", verify(&tr, 5).violations);
 }
 

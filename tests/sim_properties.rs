@@ -109,7 +109,7 @@ fn check_trace(tr: &Trace, cap: u64, policy: EvictionPolicy) -> Result<(), TestC
         for &t in &op.streamed {
             if op.outputs.contains(&t) {
                 streamed_out += tr.tensors[t].bytes;
-            } else if tr.tensors[t].kind != "weight" {
+            } else if tr.tensors[t].kind != spillscope::graph::TensorKind::Weight {
                 streamed_in += tr.tensors[t].bytes;
             }
         }

@@ -2,7 +2,7 @@
 //! independent simulation, and the capacity suggestion matches the whatif knee.
 #![cfg(feature = "cli")] // drives the binary or the explorer
 
-use spillscope::analysis::suggest::{suggest, to_fp16};
+use spillscope::analysis::suggest::{suggest, to_fp16, Change};
 use spillscope::analysis::whatif::{grid, knees, run};
 use spillscope::cost::HardwareProfile;
 use spillscope::graph::transform::{fuse, memory_aware_order, reorder};
@@ -21,9 +21,11 @@ fn confirm(g: &Graph, hw: &HardwareProfile, base: &SimConfig) -> usize {
         "sorted by gain"
     );
     for x in &s.suggestions {
-        let again = match x.kind.as_str() {
+        let again = match x.kind().as_str() {
             "pin" => {
-                let name = x.config_change.split('"').nth(1).unwrap().to_string();
+                let Change::Pin { tensor: name } = x.change.clone() else {
+                    panic!("{:?}", x.change)
+                };
                 let mut c = base.clone();
                 c.pins.push(name);
                 simulate(g, hw, &c).unwrap()
@@ -44,13 +46,9 @@ fn confirm(g: &Graph, hw: &HardwareProfile, base: &SimConfig) -> usize {
             )
             .unwrap(),
             "prefetch" => {
-                let d: usize = x
-                    .config_change
-                    .split_whitespace()
-                    .nth(1)
-                    .unwrap()
-                    .parse()
-                    .unwrap();
+                let Change::Prefetch { distance: d } = x.change else {
+                    panic!("{:?}", x.change)
+                };
                 simulate(
                     g,
                     hw,
@@ -74,14 +72,10 @@ fn confirm(g: &Graph, hw: &HardwareProfile, base: &SimConfig) -> usize {
             "fuse" => simulate(&fuse(g).unwrap().0, hw, base).unwrap(),
             "reorder" => simulate(&reorder(g, &memory_aware_order(g)).unwrap(), hw, base).unwrap(),
             "recompute" => {
-                let names: Vec<String> = x
-                    .config_change
-                    .split('"')
-                    .skip(1)
-                    .step_by(2)
-                    .map(String::from)
-                    .collect();
-                assert!(!names.is_empty(), "{}", x.config_change);
+                let Change::Recompute { tensors: names } = x.change.clone() else {
+                    panic!("{:?}", x.change)
+                };
+                assert!(!names.is_empty(), "{:?}", x.change);
                 simulate(
                     g,
                     hw,
@@ -108,7 +102,11 @@ fn confirm(g: &Graph, hw: &HardwareProfile, base: &SimConfig) -> usize {
         assert!(x.gain_ns > 0 && x.gain_pct > 0.0);
     }
     // The capacity suggestion is the knee of the same sweep.
-    if let Some(c) = s.suggestions.iter().find(|x| x.kind == "capacity") {
+    if let Some(c) = s
+        .suggestions
+        .iter()
+        .find(|x| x.kind().as_str() == "capacity")
+    {
         let cap = hw.memory.capacity.0;
         let top = (s.baseline.peak_live_bytes.max(cap) * 2).max(cap + 1);
         let step = (cap / 8).max(1 << 20);
@@ -188,7 +186,7 @@ fn encoder_output_oscillates_under_lru_and_pinning_it_is_suggested() {
     let pin = s
         .suggestions
         .iter()
-        .find(|x| x.kind == "pin" && x.description.contains("enc5.ffn.norm"))
+        .find(|x| x.kind().as_str() == "pin" && x.description.contains("enc5.ffn.norm"))
         .expect("pinning the encoder output is suggested");
     assert!(
         pin.description.contains("oscillating 5 times"),
@@ -319,7 +317,7 @@ fn suggest_from_a_simulator_trace_matches_suggest_from_the_model() {
     assert_eq!(a.suggestions, b.suggestions);
     // An imported (measured) trace cannot be re-simulated.
     let mut m = tr.clone();
-    m.source = "instrumented".into();
+    m.source = spillscope::trace::Source::Instrumented;
     assert!(inputs_of_trace(&m)
         .unwrap_err()
         .to_string()

@@ -343,7 +343,11 @@ fn suggestions_arrive_for_the_current_trace_only_and_pin_opens_the_tensor() {
     assert!(matches!(a.suggestions, SuggestState::Ready(_)));
     key(&mut a, KeyCode::Char('7'));
     assert_eq!(a.view, View::Suggest);
-    let pin = s.suggestions.iter().position(|x| x.kind == "pin").unwrap();
+    let pin = s
+        .suggestions
+        .iter()
+        .position(|x| x.kind().as_str() == "pin")
+        .unwrap();
     for _ in 0..pin {
         key(&mut a, KeyCode::Down);
     }

@@ -68,7 +68,11 @@ fn fusion_removes_exactly_one_spill() {
     assert!(tr.summary.latency_ns < plain.summary.latency_ns);
     // And the suggestion says so, with the gain of that exact run.
     let s = suggest(&g, &hw, &lru()).unwrap();
-    let f = s.suggestions.iter().find(|x| x.kind == "fuse").unwrap();
+    let f = s
+        .suggestions
+        .iter()
+        .find(|x| x.kind().as_str() == "fuse")
+        .unwrap();
     assert_eq!(f.run.latency_ns, tr.summary.latency_ns);
     assert_eq!(
         f.gain_ns,
@@ -189,7 +193,7 @@ fn recompute_beats_reload() {
     let r = s
         .suggestions
         .iter()
-        .find(|x| x.kind == "recompute")
+        .find(|x| x.kind().as_str() == "recompute")
         .unwrap();
     assert!(r.description.contains("recompute a "), "{}", r.description);
     assert_eq!(r.run.latency_ns, tr.summary.latency_ns);
@@ -267,7 +271,11 @@ fn memory_aware_order_lowers_peak_live_bytes() {
     assert!(plain.summary.traffic_bytes > 0);
     assert_eq!(tr.summary.traffic_bytes, 0);
     let s = suggest(&g, &hw, &lru()).unwrap();
-    let r = s.suggestions.iter().find(|x| x.kind == "reorder").unwrap();
+    let r = s
+        .suggestions
+        .iter()
+        .find(|x| x.kind().as_str() == "reorder")
+        .unwrap();
     assert_eq!(r.run.latency_ns, tr.summary.latency_ns);
     assert!(r.description.contains("2 ops move"), "{}", r.description);
 }

@@ -2,7 +2,7 @@
 //! when the live bytes at that step exceed the pool; otherwise it would have
 //! fit and is a *lifetime* spill (fragmentation, late free, order).
 
-use crate::trace::{EventKind, Trace};
+use crate::trace::{EventKind, TensorKind, Trace};
 use crate::units::fmt_bytes;
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
@@ -130,7 +130,8 @@ fn lifetime_cause(tr: &Trace, res: &Residency, i: usize, cap: u64) -> Option<Str
         .filter_map(|&(end, t)| {
             let x = tr.tensors.get(t)?;
             let last = *x.consumers.iter().max()?;
-            (x.kind != "output" && x.kind != "weight" && last < op).then_some((end, t, last))
+            (x.kind != TensorKind::Output && x.kind != TensorKind::Weight && last < op)
+                .then_some((end, t, last))
         })
         .max_by_key(|&(_, t, _)| tr.tensors[t].bytes)?;
     Some(format!(

@@ -1,6 +1,6 @@
 //! Per-operator (and per op type) ranking of where spill costs land.
 
-use crate::trace::{EventKind, Trace};
+use crate::trace::{Bound, EventKind, TensorKind, Trace};
 use serde::Serialize;
 
 /// One op's share of the spill cost.
@@ -18,8 +18,8 @@ pub struct Hotspot {
     pub duration_ns: u64,
     /// Op duration / end-to-end latency.
     pub latency_share: f64,
-    /// `compute` or `memory` (roofline), if known.
-    pub bound: String,
+    /// The roofline bound, if known.
+    pub bound: Option<Bound>,
     /// FLOPs per operand byte, if FLOPs are known.
     pub intensity: Option<f64>,
 }
@@ -84,7 +84,7 @@ pub fn hotspots(tr: &Trace) -> Vec<Hotspot> {
                 stall_ns: o.stall_ns,
                 duration_ns: o.end_ns.saturating_sub(o.start_ns),
                 latency_share: o.end_ns.saturating_sub(o.start_ns) as f64 / latency,
-                bound: o.bound.clone().unwrap_or_else(|| "-".into()),
+                bound: o.bound,
                 intensity: o
                     .flops
                     .filter(|_| operand_bytes > 0)
@@ -96,7 +96,7 @@ pub fn hotspots(tr: &Trace) -> Vec<Hotspot> {
                 };
                 if o.outputs.contains(&t) {
                     h.spilled_bytes += tt.bytes;
-                } else if tt.kind != "weight" {
+                } else if tt.kind != TensorKind::Weight {
                     h.reloads += 1;
                     h.reloaded_bytes += tt.bytes;
                 }

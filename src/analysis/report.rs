@@ -70,7 +70,7 @@ pub struct WhatifCurve {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Report {
     pub model: String,
-    pub source: String,
+    pub source: crate::trace::Source,
     pub policy: String,
     pub summary: RunRow,
     pub op_count: usize,
@@ -249,7 +249,7 @@ pub fn build(tr: &Trace, resimulate: bool) -> Report {
     }
     Report {
         model: tr.meta.model.clone(),
-        source: tr.source.clone(),
+        source: tr.source,
         policy: tr.meta.policy.clone(),
         summary: RunRow::from_trace(tr),
         op_count: tr.ops.len(),

@@ -34,11 +34,11 @@ pub struct RunRow {
     #[serde(default)]
     pub fuse: bool,
     #[serde(default)]
-    pub dtype: String,
+    pub dtype: crate::sim::ActivationDtype,
     #[serde(default)]
-    pub order: serde_json::Value,
+    pub order: Option<crate::sim::config::OrderSpec>,
     #[serde(default)]
-    pub recompute: serde_json::Value,
+    pub recompute: Option<crate::sim::RecomputeSpec>,
     #[serde(default)]
     pub recompute_saved_bytes: u64,
 }
@@ -96,15 +96,8 @@ pub fn optimum_line(rep: &RunsReport) -> Option<String> {
 impl RunRow {
     pub fn from_trace(tr: &Trace) -> RunRow {
         let s = &tr.summary;
-        let bw = |k: &str| {
-            tr.meta
-                .hardware
-                .get("dram")
-                .and_then(|d| d.get(k))
-                .and_then(|v| v.as_f64())
-                .unwrap_or(0.0)
-        };
-        let cfg = |k: &str| tr.meta.config.get(k).cloned().unwrap_or_default();
+        let sim = tr.meta.producer.simulation();
+        let (hw, cfg) = (sim.map(|s| s.0), sim.map(|s| s.1));
         RunRow {
             policy: tr.meta.policy.clone(),
             capacity_bytes: s.capacity_bytes,
@@ -122,12 +115,12 @@ impl RunRow {
             weight_traffic_bytes: s.weight_traffic_bytes,
             streamed_bytes: s.streamed_bytes,
             energy_uj: s.energy_uj,
-            read_bandwidth: bw("read_bandwidth"),
-            write_bandwidth: bw("write_bandwidth"),
-            fuse: cfg("fuse").as_bool().unwrap_or(false),
-            dtype: cfg("dtype").as_str().unwrap_or("native").to_string(),
-            order: cfg("order"),
-            recompute: cfg("recompute"),
+            read_bandwidth: hw.map(|h| h.dram.read_bandwidth.0).unwrap_or(0.0),
+            write_bandwidth: hw.map(|h| h.dram.write_bandwidth.0).unwrap_or(0.0),
+            fuse: cfg.is_some_and(|c| c.fuse),
+            dtype: cfg.map(|c| c.dtype).unwrap_or_default(),
+            order: cfg.map(|c| c.order.clone()),
+            recompute: cfg.map(|c| c.recompute.clone()),
             recompute_saved_bytes: s.recompute_saved_bytes,
         }
     }

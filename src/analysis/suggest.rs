@@ -1,6 +1,7 @@
 //! Counterfactual suggestions: each candidate change is re-simulated (never
 //! guessed) and kept only if it lowers latency; sorted by the milliseconds it
-//! saves, each with the config change that realises it.
+//! saves, each with the typed change that realises it (front ends render it
+//! as flags, a schedule-config line or a description).
 
 use super::roundtrips::round_trips;
 use super::runs::RunRow;
@@ -15,20 +16,148 @@ use crate::units::fmt_bytes;
 use crate::Result;
 use serde::Serialize;
 
+/// What a suggestion changes, typed; `kind` names it in JSON.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Change {
+    /// Keep a tensor resident (never evicted).
+    Pin {
+        tensor: String,
+    },
+    /// Another on-chip capacity (hardware, not a schedule choice).
+    Capacity {
+        bytes: u64,
+    },
+    Policy {
+        policy: EvictionPolicy,
+    },
+    Prefetch {
+        distance: usize,
+    },
+    Weights {
+        mode: WeightMode,
+    },
+    /// fp16 activations.
+    Fp16,
+    /// Fuse conv/matmul + elementwise chains.
+    Fuse,
+    /// Recompute these tensors instead of reloading them.
+    Recompute {
+        tensors: Vec<String>,
+    },
+    /// A memory-aware op order.
+    Reorder {
+        order: transform::OrderSpec,
+    },
+}
+
+/// The kind of a [`Change`], for sorting, filtering and labels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ChangeKind {
+    Pin,
+    Capacity,
+    Policy,
+    Prefetch,
+    Weights,
+    Fp16,
+    Fuse,
+    Recompute,
+    Reorder,
+}
+
+impl ChangeKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChangeKind::Pin => "pin",
+            ChangeKind::Capacity => "capacity",
+            ChangeKind::Policy => "policy",
+            ChangeKind::Prefetch => "prefetch",
+            ChangeKind::Weights => "weights",
+            ChangeKind::Fp16 => "fp16",
+            ChangeKind::Fuse => "fuse",
+            ChangeKind::Recompute => "recompute",
+            ChangeKind::Reorder => "reorder",
+        }
+    }
+}
+
+impl Change {
+    pub fn kind(&self) -> ChangeKind {
+        match self {
+            Change::Pin { .. } => ChangeKind::Pin,
+            Change::Capacity { .. } => ChangeKind::Capacity,
+            Change::Policy { .. } => ChangeKind::Policy,
+            Change::Prefetch { .. } => ChangeKind::Prefetch,
+            Change::Weights { .. } => ChangeKind::Weights,
+            Change::Fp16 => ChangeKind::Fp16,
+            Change::Fuse => ChangeKind::Fuse,
+            Change::Recompute { .. } => ChangeKind::Recompute,
+            Change::Reorder { .. } => ChangeKind::Reorder,
+        }
+    }
+
+    /// The schedule-config (SCHED.toml) fragment that makes this change, or
+    /// `None` for hardware changes a schedule config cannot express.
+    pub fn schedule_file(&self) -> Option<crate::sim::ScheduleFile> {
+        use crate::sim::ScheduleFile;
+        let f = ScheduleFile::default();
+        Some(match self {
+            Change::Pin { tensor } => ScheduleFile {
+                pins: vec![tensor.clone()],
+                ..f
+            },
+            Change::Capacity { .. } => return None,
+            Change::Policy { policy } => ScheduleFile {
+                policy: Some(*policy),
+                ..f
+            },
+            Change::Prefetch { distance } => ScheduleFile {
+                prefetch_distance: Some(*distance),
+                ..f
+            },
+            Change::Weights { mode } => ScheduleFile {
+                weights: Some(*mode),
+                ..f
+            },
+            Change::Fp16 => ScheduleFile {
+                dtype: Some(ActivationDtype::Fp16),
+                ..f
+            },
+            Change::Fuse => ScheduleFile {
+                fuse: Some(true),
+                ..f
+            },
+            Change::Recompute { tensors } => ScheduleFile {
+                recompute: Some(RecomputeSpec::Tensors(tensors.clone())),
+                ..f
+            },
+            Change::Reorder { order } => ScheduleFile {
+                order: Some(order.clone()),
+                ..f
+            },
+        })
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Suggestion {
-    /// `pin`, `capacity`, `policy`, `prefetch`, `weights`, `fp16`.
-    pub kind: String,
+    #[serde(flatten)]
+    pub change: Change,
     pub description: String,
     pub gain_ns: i64,
     pub gain_pct: f64,
-    /// The flag or SCHED.toml line that realises it.
-    pub config_change: String,
     pub run: RunRow,
     /// The baseline config with this change applied, when a schedule config
     /// can express it (everything but hardware changes).
     #[serde(skip)]
     pub sim_config: Option<SimConfig>,
+}
+
+impl Suggestion {
+    pub fn kind(&self) -> ChangeKind {
+        self.change.kind()
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -45,24 +174,20 @@ pub fn suggest(g: &Graph, hw: &HardwareProfile, cfg: &SimConfig) -> Result<Sugge
     let baseline = RunRow::from_trace(&base_tr);
     let base_lat = baseline.latency_ns as i64;
     let mut out: Vec<Suggestion> = Vec::new();
-    let mut consider = |kind: &str,
-                        description: String,
-                        config_change: String,
-                        run: RunRow,
-                        sim_config: Option<SimConfig>| {
-        let gain = base_lat - run.latency_ns as i64;
-        if gain > 0 {
-            out.push(Suggestion {
-                kind: kind.into(),
-                description,
-                gain_ns: gain,
-                gain_pct: gain as f64 * 100.0 / base_lat.max(1) as f64,
-                config_change,
-                run,
-                sim_config,
-            });
-        }
-    };
+    let mut consider =
+        |change: Change, description: String, run: RunRow, sim_config: Option<SimConfig>| {
+            let gain = base_lat - run.latency_ns as i64;
+            if gain > 0 {
+                out.push(Suggestion {
+                    change,
+                    description,
+                    gain_ns: gain,
+                    gain_pct: gain as f64 * 100.0 / base_lat.max(1) as f64,
+                    run,
+                    sim_config,
+                });
+            }
+        };
     // Pin the tensors that move the most (oscillating ones first).
     let trips = round_trips(&base_tr);
     for t in trips.iter().take(5) {
@@ -78,7 +203,9 @@ pub fn suggest(g: &Graph, hw: &HardwareProfile, cfg: &SimConfig) -> Result<Sugge
             "moved"
         };
         consider(
-            "pin",
+            Change::Pin {
+                tensor: t.name.clone(),
+            },
             format!(
                 "pin {} ({}, {what} {} times, {} moved)",
                 t.name,
@@ -86,7 +213,6 @@ pub fn suggest(g: &Graph, hw: &HardwareProfile, cfg: &SimConfig) -> Result<Sugge
                 t.trips.len(),
                 fmt_bytes(t.bytes_moved)
             ),
-            format!("--pin {:?}   (SCHED.toml: pins = [{:?}])", t.name, t.name),
             r,
             Some(c),
         );
@@ -107,7 +233,9 @@ pub fn suggest(g: &Graph, hw: &HardwareProfile, cfg: &SimConfig) -> Result<Sugge
             .or_else(|| rows.iter().min_by_key(|r| r.latency_ns))
         {
             consider(
-                "capacity",
+                Change::Capacity {
+                    bytes: r.capacity_bytes,
+                },
                 format!(
                     "on-chip capacity {} (from {}){}",
                     fmt_bytes(r.capacity_bytes),
@@ -117,10 +245,6 @@ pub fn suggest(g: &Graph, hw: &HardwareProfile, cfg: &SimConfig) -> Result<Sugge
                     } else {
                         ""
                     }
-                ),
-                format!(
-                    "--capacity {}   (hardware: memory.capacity = {})",
-                    r.capacity_bytes, r.capacity_bytes
                 ),
                 r.clone(),
                 None,
@@ -140,9 +264,8 @@ pub fn suggest(g: &Graph, hw: &HardwareProfile, cfg: &SimConfig) -> Result<Sugge
             };
             let r = RunRow::from_trace(&simulate(g, hw, &c)?);
             consider(
-                "policy",
+                Change::Policy { policy: p },
                 format!("switch policy {} -> {p}", cfg.policy),
-                format!("--policy {p}   (SCHED.toml: policy = \"{p}\")"),
                 r,
                 Some(c),
             );
@@ -159,9 +282,8 @@ pub fn suggest(g: &Graph, hw: &HardwareProfile, cfg: &SimConfig) -> Result<Sugge
                 };
                 let r = RunRow::from_trace(&simulate(g, hw, &c)?);
                 consider(
-                    "prefetch",
+                    Change::Prefetch { distance: d },
                     format!("prefetch distance {current} -> {d} ops"),
-                    format!("--prefetch {d}   (SCHED.toml: prefetch_distance = {d})"),
                     r,
                     Some(c),
                 );
@@ -176,9 +298,10 @@ pub fn suggest(g: &Graph, hw: &HardwareProfile, cfg: &SimConfig) -> Result<Sugge
         };
         let r = RunRow::from_trace(&simulate(g, hw, &c)?);
         consider(
-            "weights",
+            Change::Weights {
+                mode: WeightMode::Resident,
+            },
             "keep weights resident between uses instead of streaming them per op".into(),
-            "--weights resident   (SCHED.toml: weights = \"resident\")".into(),
             r,
             Some(c),
         );
@@ -191,9 +314,8 @@ pub fn suggest(g: &Graph, hw: &HardwareProfile, cfg: &SimConfig) -> Result<Sugge
         };
         let r = RunRow::from_trace(&simulate(g, hw, &c)?);
         consider(
-            "fp16",
+            Change::Fp16,
             "fp16 activations (f32 activation bytes halved)".into(),
-            "--dtype fp16   (SCHED.toml: dtype = \"fp16\")".into(),
             r,
             Some(c),
         );
@@ -209,14 +331,13 @@ pub fn suggest(g: &Graph, hw: &HardwareProfile, cfg: &SimConfig) -> Result<Sugge
             let r = RunRow::from_trace(&simulate(g, hw, &c)?);
             let bytes: u64 = fusions.iter().map(|f| f.removed_bytes).sum();
             consider(
-                "fuse",
+                Change::Fuse,
                 format!(
                     "fuse {} conv/matmul+elementwise chains (e.g. {}): {} of intermediates stay on chip",
                     fusions.len(),
                     fusions[0].name,
                     fmt_bytes(bytes)
                 ),
-                "--fuse   (SCHED.toml: fuse = true)".into(),
                 r,
                 Some(c),
             );
@@ -245,14 +366,15 @@ pub fn suggest(g: &Graph, hw: &HardwareProfile, cfg: &SimConfig) -> Result<Sugge
             let tr = simulate(g, hw, &c)?;
             let shown: Vec<&str> = names.iter().take(3).map(String::as_str).collect();
             consider(
-                "recompute",
+                Change::Recompute {
+                    tensors: names.clone(),
+                },
                 format!(
                     "recompute {} instead of reloading ({} tensors, {} not reloaded)",
                     shown.join(", ") + if names.len() > 3 { ", ..." } else { "" },
                     names.len(),
                     fmt_bytes(tr.summary.recompute_saved_bytes)
                 ),
-                format!("--recompute   (SCHED.toml: recompute = {names:?})"),
                 RunRow::from_trace(&tr),
                 Some(c),
             );
@@ -274,18 +396,23 @@ pub fn suggest(g: &Graph, hw: &HardwareProfile, cfg: &SimConfig) -> Result<Sugge
             .filter(|(a, b)| a.name != b.name)
             .count();
         consider(
-            "reorder",
+            Change::Reorder {
+                order: c.order.clone(),
+            },
             format!(
                 "memory-aware op order ({moved} ops move): peak live {} -> {}",
                 fmt_bytes(baseline.peak_live_bytes),
                 fmt_bytes(crate::graph::Liveness::compute(&h).peak_bytes)
             ),
-            "--order memory   (SCHED.toml: order = \"memory\")".into(),
             r,
             Some(c),
         );
     }
-    out.sort_by(|a, b| b.gain_ns.cmp(&a.gain_ns).then(a.kind.cmp(&b.kind)));
+    out.sort_by(|a, b| {
+        b.gain_ns
+            .cmp(&a.gain_ns)
+            .then(a.kind().as_str().cmp(b.kind().as_str()))
+    });
     Ok(Suggestions {
         baseline,
         suggestions: out,
@@ -296,21 +423,33 @@ pub fn suggest(g: &Graph, hw: &HardwareProfile, cfg: &SimConfig) -> Result<Sugge
 /// so `suggest TRACE` can re-simulate without the model file.
 pub fn inputs_of_trace(tr: &crate::trace::Trace) -> Result<(Graph, HardwareProfile, SimConfig)> {
     use crate::graph::{GraphBuilder, OpSpec, TensorSpec};
+    use crate::trace::{Producer, Source};
     use crate::Error;
-    if tr.source != "simulator" {
-        return Err(Error::Config(
-            "suggestions re-simulate: they need a simulator trace (or the model)".into(),
-        ));
-    }
-    let hw: HardwareProfile = serde_json::from_value(tr.meta.hardware.clone())
-        .map_err(|e| Error::Config(format!("the trace's hardware record: {e}")))?;
-    let cfg: SimConfig = serde_json::from_value(tr.meta.config.clone())
-        .map_err(|e| Error::Config(format!("the trace's config record: {e}")))?;
+    let (hw, cfg) = match &tr.meta.producer {
+        Producer::Simulator { hardware, config } if tr.source == Source::Simulator => {
+            ((**hardware).clone(), (**config).clone())
+        }
+        Producer::Simulator { .. } | Producer::Instrumented(_) => {
+            return Err(Error::Config(
+                "suggestions re-simulate: they need a simulator trace (or the model)".into(),
+            ))
+        }
+        Producer::NpuCase(_) => {
+            return Err(Error::Config(
+                "suggestions re-simulate a graph; an NPU case has its own solver (`spillscope npu solve`)".into(),
+            ))
+        }
+        Producer::Unknown { .. } => {
+            return Err(Error::Config(
+                "suggestions re-simulate: this trace does not record a hardware profile and config this version reads".into(),
+            ))
+        }
+    };
     let mut b = GraphBuilder::new(tr.meta.model.clone());
     for t in &tr.tensors {
-        let kind = match t.kind.as_str() {
-            "input" => Some(TensorKind::Input),
-            "weight" => Some(TensorKind::Weight),
+        let kind = match t.kind {
+            TensorKind::Input => Some(TensorKind::Input),
+            TensorKind::Weight => Some(TensorKind::Weight),
             _ => None,
         };
         b.tensor(TensorSpec {
@@ -320,7 +459,7 @@ pub fn inputs_of_trace(tr: &crate::trace::Trace) -> Result<(Graph, HardwareProfi
             shape: None,
             dtype: None,
         });
-        if t.kind == "output" {
+        if t.kind == TensorKind::Output {
             b.output(t.name.clone());
         }
     }

@@ -132,7 +132,14 @@ pub fn run_suggest(a: &super::args::SuggestArgs) -> Result<String> {
         crate::output::write_atomic(path, &text, a.force)?;
     }
     if a.format == super::args::Format::Json {
-        return Ok(serde_json::to_string_pretty(&s).unwrap_or_default() + "\n");
+        // Each suggestion also says how to make it, as flags and config line.
+        let mut v = serde_json::to_value(&s).unwrap_or_default();
+        if let Some(rows) = v.get_mut("suggestions").and_then(|x| x.as_array_mut()) {
+            for (row, x) in rows.iter_mut().zip(&s.suggestions) {
+                row["config_change"] = crate::report::change::how(&x.change).into();
+            }
+        }
+        return Ok(serde_json::to_string_pretty(&v).unwrap_or_default() + "\n");
     }
     let b = &s.baseline;
     let mut out = format!(
@@ -154,7 +161,7 @@ pub fn run_suggest(a: &super::args::SuggestArgs) -> Result<String> {
             x.gain_ns as f64 / 1e6,
             x.gain_pct,
             x.description,
-            x.config_change
+            crate::report::change::how(&x.change)
         );
     }
     Ok(out)

@@ -3,14 +3,23 @@
 //! side wins is the op's bound.
 
 use super::HardwareProfile;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Which roof an op sits under.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Bound {
     Compute,
     Memory,
+}
+
+impl Bound {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Bound::Compute => "compute",
+            Bound::Memory => "memory",
+        }
+    }
 }
 
 /// The roofline result for one op.

@@ -9,7 +9,8 @@ use super::check::evaluate_timed;
 use super::model::{BufType, Kernel, NodeKind};
 use super::Solution;
 use crate::trace::{
-    Counter, Event, EventKind, Meta, Pool, Summary, Trace, TraceOp, TraceTensor, SCHEMA,
+    Counter, Event, EventKind, Meta, NpuCaseInfo, Pool, Producer, Source, Summary, TensorKind,
+    Trace, TraceOp, TraceTensor, Unit, SCHEMA,
 };
 use crate::{Error, Result};
 
@@ -39,7 +40,7 @@ pub fn to_trace(k: &Kernel, sol: &Solution) -> Result<Trace> {
             ops.push(TraceOp {
                 id: ops.len(),
                 name: format!("{}#{i}", k.nodes[i].op),
-                op_type: format!("{}@{}", k.nodes[i].op, pipe.as_str()),
+                op_type: k.nodes[i].op.clone(),
                 start_ns: span[i].0,
                 end_ns: span[i].1,
                 stall_ns: 0,
@@ -48,6 +49,7 @@ pub fn to_trace(k: &Kernel, sol: &Solution) -> Result<Trace> {
                 streamed: Vec::new(),
                 flops: None,
                 bound: None,
+                unit: Some(Unit(pipe.as_str().into())),
             });
         }
     }
@@ -68,9 +70,9 @@ pub fn to_trace(k: &Kernel, sol: &Solution) -> Result<Trace> {
                 name: format!("buf{}", b.id),
                 bytes: b.size,
                 kind: if b.copy_in {
-                    "input".into()
+                    TensorKind::Input
                 } else {
-                    "activation".into()
+                    TensorKind::Activation
                 },
                 pool: b.ty.as_str().into(),
                 producer: consumers.first().copied(),
@@ -199,16 +201,20 @@ pub fn to_trace(k: &Kernel, sol: &Solution) -> Result<Trace> {
     };
     Ok(Trace {
         schema: SCHEMA.into(),
-        source: "simulator".into(),
+        source: Source::Simulator,
         meta: Meta {
             model: k.name.clone(),
             policy: "npu".into(),
-            hardware: serde_json::json!({
-                "kind": "npu-kernel",
-                "time_unit": "cycles",
-                "capacities": BufType::ALL.iter().map(|t| (t.as_str(), t.capacity())).collect::<std::collections::BTreeMap<_, _>>(),
+            producer: Producer::NpuCase(NpuCaseInfo {
+                time_unit: "cycles".into(),
+                capacities: BufType::ALL
+                    .iter()
+                    .map(|t| (t.as_str().to_string(), t.capacity()))
+                    .collect(),
+                total_cycles: m.total_cycles,
+                extra_traffic: m.extra_traffic,
+                peak_residency: m.peak_residency,
             }),
-            config: serde_json::json!({ "total_cycles": m.total_cycles, "extra_traffic": m.extra_traffic, "peak_residency": m.peak_residency }),
             tool_version: env!("CARGO_PKG_VERSION").into(),
         },
         pools: BufType::ALL

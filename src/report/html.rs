@@ -142,6 +142,6 @@ pub fn to_html(r: &Report) -> String {
         esc(&r.model),
         env!("CARGO_PKG_VERSION"),
         fmt_ms(r.summary.latency_ns),
-        esc(&r.source)
+        esc(r.source.as_str())
     )
 }

@@ -169,7 +169,7 @@ pub fn sections(r: &Report) -> Vec<Section> {
                         fmt_bytes(h.reloaded_bytes),
                         fmt_ms(h.stall_ns),
                         format!("{:.1} %", h.latency_share * 100.0),
-                        h.bound.clone(),
+                        h.bound.map_or("-", |b| b.as_str()).to_string(),
                         h.intensity.map(|i| format!("{i:.1}")).unwrap_or_default(),
                     ]
                 })
@@ -280,7 +280,7 @@ pub fn sections(r: &Report) -> Vec<Section> {
                             fmt_ms(x.gain_ns.max(0) as u64),
                             format!("{:.1}", x.gain_pct),
                             x.description.clone(),
-                            format!("{}", x.config_change),
+                            crate::report::change::how(&x.change),
                         ]
                     })
                     .collect::<Vec<_>>(),

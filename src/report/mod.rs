@@ -2,6 +2,7 @@
 //! not open a terminal UI: markdown (paste into a ticket), JSON (tools), and
 //! one self-contained HTML file with inline SVG charts.
 
+pub mod change;
 pub mod html;
 pub mod markdown;
 mod svg;

@@ -44,6 +44,12 @@ pub enum ActivationDtype {
     Fp16,
 }
 
+impl ActivationDtype {
+    pub fn is_native(&self) -> bool {
+        *self == ActivationDtype::Native
+    }
+}
+
 impl FromStr for ActivationDtype {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
@@ -99,17 +105,18 @@ pub struct SimConfig {
     #[serde(default)]
     pub free_at: Vec<(String, usize)>,
     /// Fuse producer→elementwise chains (conv+bn+relu...): intermediates
-    /// stay on chip.
-    #[serde(default)]
+    /// stay on chip. (The rewrites are written only when set, as traces
+    /// from before they existed have them.)
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub fuse: bool,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "ActivationDtype::is_native")]
     pub dtype: ActivationDtype,
     /// The op order: file, memory-aware, or the user's overrides.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "OrderSpec::is_file")]
     pub order: OrderSpec,
     /// Recompute evicted tensors instead of reloading them, where the
     /// producer's inputs are resident and recomputing is quicker.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "RecomputeSpec::is_off")]
     pub recompute: RecomputeSpec,
     /// Measured op durations by op name (`--calibrate`), used instead of the
     /// roofline estimate.

@@ -15,7 +15,8 @@ use crate::cost::bus::Direction;
 use crate::cost::{op_time_ns, BusModel, HardwareProfile};
 use crate::graph::{transform, Graph, Liveness, TensorId, TensorKind};
 use crate::trace::{
-    Counter, Event, EventKind, Meta, Pool, Summary, Trace, TraceOp, TraceTensor, SCHEMA,
+    Counter, Event, EventKind, Meta, Pool, Producer, Source, Summary, Trace, TraceOp, TraceTensor,
+    SCHEMA,
 };
 use crate::{Error, Result};
 use std::borrow::Cow;
@@ -825,10 +826,8 @@ fn simulate_graph(g: &Graph, hw: &HardwareProfile, cfg: &SimConfig) -> Result<Tr
                 s
             },
             flops: Some(op.flops),
-            bound: Some(match roof.bound {
-                crate::cost::Bound::Compute => "compute".into(),
-                crate::cost::Bound::Memory => "memory".into(),
-            }),
+            bound: Some(roof.bound),
+            unit: None,
         });
         now = end;
     }
@@ -899,7 +898,7 @@ fn simulate_graph(g: &Graph, hw: &HardwareProfile, cfg: &SimConfig) -> Result<Tr
             id: t.id,
             name: t.name.clone(),
             bytes: t.bytes,
-            kind: t.kind.as_str().to_string(),
+            kind: t.kind,
             pool: POOL.to_string(),
             producer: t.producer,
             consumers: t.consumers.clone(),
@@ -907,12 +906,14 @@ fn simulate_graph(g: &Graph, hw: &HardwareProfile, cfg: &SimConfig) -> Result<Tr
         .collect();
     Ok(Trace {
         schema: SCHEMA.to_string(),
-        source: "simulator".to_string(),
+        source: Source::Simulator,
         meta: Meta {
             model: g.name.clone(),
             policy: cfg.policy.as_str().to_string(),
-            hardware: serde_json::to_value(hw).unwrap_or_default(),
-            config: serde_json::to_value(cfg).unwrap_or_default(),
+            producer: Producer::Simulator {
+                hardware: Box::new(hw.clone()),
+                config: Box::new(cfg.clone()),
+            },
             tool_version: env!("CARGO_PKG_VERSION").to_string(),
         },
         pools: vec![Pool {

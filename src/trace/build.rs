@@ -2,7 +2,10 @@
 //! events and counters, with the summary derived from the events so imported
 //! and simulated traces answer the same questions.
 
-use super::{Counter, Event, EventKind, Meta, Pool, Summary, Trace, TraceOp, TraceTensor, SCHEMA};
+use super::{
+    Counter, Event, EventKind, Meta, Pool, Producer, Source, Summary, TensorKind, Trace, TraceOp,
+    TraceTensor, SCHEMA,
+};
 use std::collections::HashMap;
 
 /// Builds a `spillscope.trace/1` from importer output.
@@ -15,13 +18,13 @@ pub struct TraceBuilder {
     pub pools: Vec<Pool>,
     by_name: HashMap<String, usize>,
     meta: Meta,
-    source: String,
+    source: Source,
     /// Overrides the summary's peak live bytes (e.g. a profiler's own total).
     pub peak_live_override: Option<u64>,
 }
 
 impl TraceBuilder {
-    pub fn new(source: &str, model: &str, policy: &str) -> TraceBuilder {
+    pub fn new(source: Source, model: &str, policy: &str) -> TraceBuilder {
         TraceBuilder {
             tensors: Vec::new(),
             ops: Vec::new(),
@@ -32,21 +35,20 @@ impl TraceBuilder {
             meta: Meta {
                 model: model.into(),
                 policy: policy.into(),
-                hardware: serde_json::Value::Null,
-                config: serde_json::Value::Null,
-                tool_version: env!("CARGO_PKG_VERSION").into(),
+                ..Meta::default()
             },
-            source: source.into(),
+            source,
             peak_live_override: None,
         }
     }
 
-    pub fn set_config(&mut self, config: serde_json::Value) {
-        self.meta.config = config;
+    /// Who made the trace (an importer, with what it chose).
+    pub fn set_producer(&mut self, producer: Producer) {
+        self.meta.producer = producer;
     }
 
     /// The id of tensor `name`, declaring it if new (bytes grow to the largest seen).
-    pub fn tensor(&mut self, name: &str, bytes: u64, kind: &str, pool: &str) -> usize {
+    pub fn tensor(&mut self, name: &str, bytes: u64, kind: TensorKind, pool: &str) -> usize {
         if let Some(&id) = self.by_name.get(name) {
             let t = &mut self.tensors[id];
             t.bytes = t.bytes.max(bytes);
@@ -57,7 +59,7 @@ impl TraceBuilder {
             id,
             name: name.into(),
             bytes,
-            kind: kind.into(),
+            kind,
             pool: pool.into(),
             producer: None,
             consumers: Vec::new(),

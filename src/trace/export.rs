@@ -52,7 +52,7 @@ pub fn to_chrome(tr: &Trace) -> Value {
             "ts": us(o.start_ns, t0), "dur": o.end_ns.saturating_sub(o.start_ns) as f64 / 1000.0,
             "args": {"op_type": o.op_type, "start_ns": o.start_ns, "end_ns": o.end_ns, "stall_ns": o.stall_ns,
                      "inputs": names(&o.inputs), "outputs": names(&o.outputs), "streamed": names(&o.streamed),
-                     "flops": o.flops, "bound": o.bound},
+                     "flops": o.flops, "bound": o.bound, "unit": o.unit},
         }));
     }
     // Round trips: the k-th eviction of a tensor and the reload after it share a bind_id.

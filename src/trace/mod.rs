@@ -1,6 +1,13 @@
-//! The one data model: `spillscope.trace/1` (DESIGN.md). Simulator output and
-//! imported runtime traces both land here; the explorer, verify, diff and
-//! reports only read this. Field names are a contract: extend, never rename.
+//! The one data model: `spillscope.trace/1` (docs/trace-format.md). Simulator
+//! output and imported runtime traces both land here; the explorer, verify,
+//! diff and reports only read this. Field names are a contract: extend, never
+//! rename. Kinds, sources, bounds and the producer's record are typed; their
+//! JSON is what earlier versions wrote, byte for byte.
+//!
+//! Owns the trace types, loading and checking them, importers and the
+//! Chrome export. May import `graph` (tensor kinds), `cost` and `sim` (the
+//! hardware and config a simulator trace records); never `analysis` or a
+//! front end.
 
 pub mod build;
 pub mod export;
@@ -14,11 +21,54 @@ use std::path::Path;
 
 pub const SCHEMA: &str = "spillscope.trace/1";
 
+pub use crate::cost::Bound;
+pub use crate::graph::TensorKind;
+pub use meta::{Importer, Instrumented, Meta, NpuCaseInfo, Producer};
+
+mod meta;
+
+/// Where a trace's events come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Source {
+    /// Computed by a model of the hardware (spillscope's simulator, the NPU
+    /// allocator).
+    Simulator,
+    /// Recorded from a real run (a runtime profile, the probe's stream).
+    Instrumented,
+}
+
+impl Source {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Simulator => "simulator",
+            Source::Instrumented => "instrumented",
+        }
+    }
+}
+
+impl std::fmt::Display for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The unit (pipe, engine, stream) an op ran on, where a trace has several
+/// that run ops in parallel (an NPU's CUBE, VECTOR and MTE pipes).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Unit(pub CompactString);
+
+impl Unit {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Trace {
     pub schema: String,
-    /// `simulator` or `instrumented`.
-    pub source: String,
+    pub source: Source,
     pub meta: Meta,
     pub pools: Vec<Pool>,
     pub tensors: Vec<TraceTensor>,
@@ -27,17 +77,6 @@ pub struct Trace {
     #[serde(default)]
     pub counters: Vec<Counter>,
     pub summary: Summary,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
-pub struct Meta {
-    pub model: String,
-    pub policy: String,
-    #[serde(default)]
-    pub hardware: serde_json::Value,
-    #[serde(default)]
-    pub config: serde_json::Value,
-    pub tool_version: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -52,8 +91,7 @@ pub struct TraceTensor {
     pub id: usize,
     pub name: String,
     pub bytes: u64,
-    /// `input`, `activation`, `weight` or `output`.
-    pub kind: String,
+    pub kind: TensorKind,
     pub pool: String,
     pub producer: Option<usize>,
     #[serde(default)]
@@ -79,9 +117,13 @@ pub struct TraceOp {
     /// Extension: estimated FLOPs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flops: Option<f64>,
-    /// Extension: roofline bound, `compute` or `memory`.
+    /// Extension: roofline bound.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub bound: Option<String>,
+    pub bound: Option<Bound>,
+    /// Extension: the unit (pipe) it ran on, where ops run in parallel on
+    /// several (older traces spelled it `OP@PIPE` in `op_type`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unit: Option<Unit>,
 }
 
 impl TraceOp {
@@ -105,6 +147,7 @@ impl TraceOp {
             streamed: Vec::new(),
             flops: None,
             bound: None,
+            unit: None,
         }
     }
 }
@@ -242,11 +285,33 @@ impl Trace {
     /// The streamed parse and checks, the size cap already checked.
     fn parse_stream(path: &Path) -> Result<Trace> {
         let f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-        let t: Trace = serde_json::from_reader(std::io::BufReader::with_capacity(1 << 20, f))
+        let mut t: Trace = serde_json::from_reader(std::io::BufReader::with_capacity(1 << 20, f))
             .map_err(|e| Error::parse(path, "spillscope trace", e))?;
+        t.upgrade();
         t.check_refs()
             .map_err(|e| Error::parse(path, "spillscope trace", e))?;
         Trace::checked_schema(path, t)
+    }
+
+    /// Brings a trace written by an earlier version to this model: kernel
+    /// traces spelled each op's pipe into its type (`MATMUL@CUBE`); it is
+    /// now the op's `unit`.
+    pub fn upgrade(&mut self) {
+        let spelled = |o: &TraceOp| {
+            o.unit.is_none()
+                && o.op_type
+                    .rsplit_once('@')
+                    .is_some_and(|(t, p)| !t.is_empty() && !p.is_empty())
+        };
+        if self.ops.is_empty() || !self.ops.iter().all(spelled) {
+            return;
+        }
+        for o in &mut self.ops {
+            if let Some((t, p)) = o.op_type.rsplit_once('@') {
+                o.unit = Some(Unit(p.into()));
+                o.op_type = t.to_string();
+            }
+        }
     }
 
     fn checked_schema(path: &Path, t: Trace) -> Result<Trace> {
@@ -268,7 +333,7 @@ impl Trace {
         #[derive(Deserialize)]
         struct Split<'a> {
             schema: String,
-            source: String,
+            source: Source,
             meta: Meta,
             pools: Vec<Pool>,
             #[serde(borrow)]
@@ -301,7 +366,7 @@ impl Trace {
                 .unwrap_or_else(|_| Err("events: parser thread panicked".into()));
             (events, (tensors, ops, counters))
         });
-        let t = Trace {
+        let mut t = Trace {
             schema: s.schema,
             source: s.source,
             meta: s.meta,
@@ -313,6 +378,7 @@ impl Trace {
             summary: s.summary,
         };
         t.check_refs()?;
+        t.upgrade();
         Ok(t)
     }
 

@@ -3,7 +3,7 @@
 //! (unless streamed), evict only resident tensors, reload only evicted ones,
 //! events in time order. Simulator and imported traces get the same checks.
 
-use super::{EventKind, Trace};
+use super::{EventKind, TensorKind, Trace};
 use std::collections::{BTreeMap, HashMap};
 
 /// One broken invariant, with names a person can look up.
@@ -192,7 +192,7 @@ pub fn verify(tr: &Trace, limit: usize) -> VerifyReport {
             .tensors
             .iter()
             .map(|t| {
-                if t.kind == "weight" || t.kind == "input" {
+                if matches!(t.kind, TensorKind::Weight | TensorKind::Input) {
                     State::Dram
                 } else {
                     State::Gone

@@ -503,7 +503,7 @@ impl App {
                         SuggestState::Ready(s) => s
                             .suggestions
                             .get(self.suggest_sel)
-                            .filter(|x| x.kind == "pin")
+                            .filter(|x| x.kind() == crate::analysis::suggest::ChangeKind::Pin)
                             .and_then(|x| x.sim_config.as_ref())
                             .and_then(|c| c.pins.last().cloned()),
                         _ => None,

@@ -79,8 +79,8 @@ pub struct Dataset {
     /// `live_bytes` counter in the trace).
     pub live_is_resident: bool,
     pub capacity: u64,
-    /// One timeline per pipe for kernel traces (ops typed `OP@PIPE`, e.g.
-    /// from `npu import`), where pipes run ops in parallel.
+    /// One timeline per unit (pipe) for kernel traces (e.g. from `npu
+    /// import`), where pipes run ops in parallel.
     pub pipes: Vec<(String, TimelineIndex)>,
     /// What the reader skipped or doubted (malformed stream lines, events
     /// the runtime dropped): shown in the banner so a view built from
@@ -88,14 +88,14 @@ pub struct Dataset {
     pub warnings: Vec<String>,
 }
 
-/// Per-pipe timeline indexes when op types carry a pipe (`MATMUL@CUBE`).
+/// Per-unit timeline indexes when ops carry the unit (pipe) they ran on.
 fn pipe_indexes(tr: &Trace) -> Vec<(String, TimelineIndex)> {
     let mut names: Vec<&str> = Vec::new();
     for o in &tr.ops {
-        match o.op_type.rsplit_once('@') {
-            Some((_, p)) => {
-                if !names.contains(&p) {
-                    names.push(p);
+        match &o.unit {
+            Some(u) => {
+                if !names.contains(&u.as_str()) {
+                    names.push(u.as_str());
                 }
             }
             None => return Vec::new(),
@@ -112,7 +112,7 @@ fn pipe_indexes(tr: &Trace) -> Vec<(String, TimelineIndex)> {
                 ops: tr
                     .ops
                     .iter()
-                    .filter(|o| o.op_type.ends_with(&format!("@{p}")))
+                    .filter(|o| o.unit.as_ref().is_some_and(|u| u.as_str() == p))
                     .cloned()
                     .collect(),
                 events: Vec::new(),

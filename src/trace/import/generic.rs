@@ -7,7 +7,10 @@ use super::chrome::Loose;
 use super::chrome::{num, read_file, ChromeEvent};
 use super::{us_to_ns, ImportOptions};
 use crate::trace::build::TraceBuilder;
-use crate::trace::{Counter, Event, EventKind, Meta, Pool, Summary, Trace, TraceOp, TraceTensor};
+use crate::trace::{
+    Bound, Counter, Event, EventKind, Importer, Instrumented, Meta, Pool, Producer, Source,
+    Summary, TensorKind, Trace, TraceOp, TraceTensor, Unit,
+};
 use crate::{Error, Result};
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -62,8 +65,8 @@ pub fn import(path: &Path, opts: &ImportOptions) -> Result<(Trace, Vec<String>)>
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let mut b = TraceBuilder::new("instrumented", &model, "chrome");
-    b.set_config(serde_json::json!({"importer": "chrome"}));
+    let mut b = TraceBuilder::new(Source::Instrumented, &model, "chrome");
+    b.set_producer(Producer::Instrumented(Instrumented::new(Importer::Chrome)));
     // B/E pairs per thread.
     let mut open: HashMap<(i64, i64), Vec<&ChromeEvent>> = HashMap::new();
     let mut slices: Vec<(f64, f64, &ChromeEvent)> = Vec::new();
@@ -130,7 +133,7 @@ pub fn import(path: &Path, opts: &ImportOptions) -> Result<(Trace, Vec<String>)>
         let tensor: &str = a.tensor.as_deref().unwrap_or(&e.name);
         let bytes = a.bytes.and_then(|l| l.0).unwrap_or(0.0).max(0.0) as u64;
         let pool: &str = a.pool.as_deref().unwrap_or("mem");
-        let id = b.tensor(tensor, bytes, "activation", pool);
+        let id = b.tensor(tensor, bytes, TensorKind::Activation, pool);
         let offset = a.offset.and_then(|l| l.0).map(|v| v as u64);
         b.event(
             us_to_ns(e.ts, t0),
@@ -227,11 +230,12 @@ fn rebuild(path: &Path, meta: &ChromeEvent, events: &[ChromeEvent]) -> Result<Tr
             id: i,
             name,
             bytes: t.get("bytes").and_then(|v| v.as_u64()).unwrap_or(0),
-            kind: t
-                .get("kind")
-                .and_then(|v| v.as_str())
-                .unwrap_or("activation")
-                .into(),
+            kind: match t.get("kind") {
+                Some(k) => {
+                    TensorKind::deserialize(k).map_err(|e| bad(&format!("tensor kind: {e}")))?
+                }
+                None => TensorKind::Activation,
+            },
             pool: t.get("pool").and_then(|v| v.as_str()).unwrap_or("").into(),
             producer: None,
             consumers: Vec::new(),
@@ -267,7 +271,8 @@ fn rebuild(path: &Path, meta: &ChromeEvent, events: &[ChromeEvent]) -> Result<Tr
             outputs: ids(g("outputs")),
             streamed: ids(g("streamed")),
             flops: g("flops").and_then(|v| v.as_f64()),
-            bound: g("bound").and_then(|v| v.as_str()).map(str::to_string),
+            bound: g("bound").and_then(|v| Bound::deserialize(v).ok()),
+            unit: g("unit").and_then(|v| v.as_str()).map(|u| Unit(u.into())),
         });
     }
     for o in &ops {
@@ -361,11 +366,10 @@ fn rebuild(path: &Path, meta: &ChromeEvent, events: &[ChromeEvent]) -> Result<Tr
             .and_then(|v| v.as_str())
             .unwrap_or(crate::trace::SCHEMA)
             .into(),
-        source: a
-            .get("source")
-            .and_then(|v| v.as_str())
-            .unwrap_or("simulator")
-            .into(),
+        source: match a.get("source") {
+            Some(s) => Source::deserialize(s).map_err(|e| bad(&format!("source: {e}")))?,
+            None => Source::Simulator,
+        },
         meta: serde_json::from_value::<Meta>(parse("meta")?).map_err(|e| bad(&e.to_string()))?,
         pools: serde_json::from_value::<Vec<Pool>>(parse("pools")?)
             .map_err(|e| bad(&e.to_string()))?,

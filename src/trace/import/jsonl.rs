@@ -5,7 +5,9 @@
 
 use super::ImportOptions;
 use crate::trace::build::TraceBuilder;
-use crate::trace::{EventKind, Trace, TraceOp};
+use crate::trace::{
+    EventKind, Importer, Instrumented, Producer, Source, TensorKind, Trace, TraceOp,
+};
 use crate::{Error, Result};
 use serde::Deserialize;
 use std::collections::HashMap;
@@ -51,8 +53,8 @@ pub struct JsonlState {
 
 impl JsonlState {
     pub fn new(model: &str) -> JsonlState {
-        let mut b = TraceBuilder::new("instrumented", model, "runtime");
-        b.set_config(serde_json::json!({"importer": "jsonl"}));
+        let mut b = TraceBuilder::new(Source::Instrumented, model, "runtime");
+        b.set_producer(Producer::Instrumented(Instrumented::new(Importer::Jsonl)));
         JsonlState {
             b,
             open: HashMap::new(),
@@ -138,7 +140,7 @@ impl JsonlState {
                 };
                 let bytes = l.bytes.unwrap_or(0);
                 let pool = l.pool.unwrap_or_else(|| "mem".into());
-                let id = self.b.tensor(&name, bytes, "activation", &pool);
+                let id = self.b.tensor(&name, bytes, TensorKind::Activation, &pool);
                 let bytes = if bytes == 0 {
                     self.b.tensors[id].bytes
                 } else {
@@ -185,13 +187,16 @@ impl JsonlState {
                 s.0 = s.0.saturating_sub(t0);
             }
         }
-        tmp.set_config(serde_json::json!({"importer": "jsonl", "t0_ns": t0}));
+        tmp.set_producer(Producer::Instrumented(Instrumented {
+            t0_ns: Some(t0),
+            ..Instrumented::new(Importer::Jsonl)
+        }));
         tmp.finish()
     }
 }
 
 fn clone_builder(b: &TraceBuilder) -> TraceBuilder {
-    let mut c = TraceBuilder::new("instrumented", "", "runtime");
+    let mut c = TraceBuilder::new(Source::Instrumented, "", "runtime");
     c.tensors = b.tensors.clone();
     c.ops = b.ops.clone();
     c.events = b.events.clone();

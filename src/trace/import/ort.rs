@@ -6,7 +6,7 @@ use super::chrome::{num, read_file, ChromeEvent};
 use super::{us_to_ns, ImportOptions};
 use crate::graph::{Graph, Liveness, TensorKind};
 use crate::trace::build::TraceBuilder;
-use crate::trace::{Counter, EventKind, Trace, TraceOp};
+use crate::trace::{Counter, EventKind, Importer, Instrumented, Producer, Source, Trace, TraceOp};
 use crate::{Error, Result};
 use std::path::Path;
 
@@ -74,8 +74,12 @@ pub fn import(path: &Path, opts: &ImportOptions) -> Result<(Trace, Vec<String>)>
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let mut b = TraceBuilder::new("instrumented", &model_name, "onnxruntime");
-    b.set_config(serde_json::json!({"importer": "ort", "run": run_no, "runs": all_runs.len()}));
+    let mut b = TraceBuilder::new(Source::Instrumented, &model_name, "onnxruntime");
+    b.set_producer(Producer::Instrumented(Instrumented {
+        run: Some(run_no),
+        runs: Some(all_runs.len()),
+        ..Instrumented::new(Importer::Ort)
+    }));
     let pool = "cpu";
     let mut in_use = Vec::new();
     let mut peak = Vec::new();
@@ -98,7 +102,7 @@ pub fn import(path: &Path, opts: &ImportOptions) -> Result<(Trace, Vec<String>)>
             Some((g, o)) => {
                 let declare = |b: &mut TraceBuilder, t: usize| {
                     let tt = &g.tensors[t];
-                    b.tensor(&tt.name, tt.bytes, tt.kind.as_str(), pool)
+                    b.tensor(&tt.name, tt.bytes, tt.kind, pool)
                 };
                 let ins: Vec<usize> = o.inputs.iter().map(|&t| declare(&mut b, t)).collect();
                 let outs: Vec<usize> = o.outputs.iter().map(|&t| declare(&mut b, t)).collect();
@@ -111,7 +115,7 @@ pub fn import(path: &Path, opts: &ImportOptions) -> Result<(Trace, Vec<String>)>
                 let bytes = arg_u64(e, "output_size").unwrap_or(0);
                 (
                     Vec::new(),
-                    vec![b.tensor(&format!("{name}:out"), bytes, "activation", pool)],
+                    vec![b.tensor(&format!("{name}:out"), bytes, TensorKind::Activation, pool)],
                 )
             }
         };
@@ -127,6 +131,7 @@ pub fn import(path: &Path, opts: &ImportOptions) -> Result<(Trace, Vec<String>)>
             streamed: Vec::new(),
             flops: None,
             bound: None,
+            unit: None,
         });
         if let Some(gop) = graph.and_then(|g| g.op_by_name(name)) {
             op_of_node[gop.id] = Some(id);
@@ -201,7 +206,7 @@ fn link_lifetimes(
             let (Some(&a), Some(&z)) = (ops.first(), ops.last()) else {
                 continue;
             };
-            let id = b.tensor(&t.name, t.bytes, "weight", "weights");
+            let id = b.tensor(&t.name, t.bytes, TensorKind::Weight, "weights");
             let (ta, tz) = (b.ops[a].start_ns, b.ops[z].end_ns);
             b.event(
                 ta,
@@ -242,7 +247,7 @@ fn link_lifetimes(
         let Some(&z) = users.iter().max_by_key(|&&o| b.ops[o].end_ns) else {
             continue;
         };
-        let id = b.tensor(&t.name, t.bytes, t.kind.as_str(), pool);
+        let id = b.tensor(&t.name, t.bytes, t.kind, pool);
         let ta = if t.producer.is_some() {
             b.ops[a].start_ns
         } else {

@@ -6,7 +6,9 @@
 use super::chrome::{num, read_file};
 use super::{us_to_ns, ImportOptions};
 use crate::trace::build::TraceBuilder;
-use crate::trace::{Counter, EventKind, Trace, TraceOp};
+use crate::trace::{
+    Counter, EventKind, Importer, Instrumented, Producer, Source, TensorKind, Trace, TraceOp,
+};
 use crate::{Error, Result};
 use std::collections::HashMap;
 use std::path::Path;
@@ -35,8 +37,8 @@ pub fn import(path: &Path, opts: &ImportOptions) -> Result<(Trace, Vec<String>)>
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let mut b = TraceBuilder::new("instrumented", &model_name, "pytorch");
-    b.set_config(serde_json::json!({"importer": "torch"}));
+    let mut b = TraceBuilder::new(Source::Instrumented, &model_name, "pytorch");
+    b.set_producer(Producer::Instrumented(Instrumented::new(Importer::Torch)));
     let pool = "cpu";
     let base = mems
         .iter()
@@ -96,7 +98,7 @@ pub fn import(path: &Path, opts: &ImportOptions) -> Result<(Trace, Vec<String>)>
             let n = generation.entry(addr).or_default();
             *n += 1;
             let name = format!("mem@{addr:#x}#{n}");
-            let id = b.tensor(&name, bytes as u64, "activation", pool);
+            let id = b.tensor(&name, bytes as u64, TensorKind::Activation, pool);
             live.insert(addr, (id, bytes as u64));
             b.event(
                 t,

@@ -58,7 +58,7 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
                 Cell::from(h.reloads.to_string()),
                 Cell::from(fmt_ms(h.stall_ns)),
                 Cell::from(format!("{:.1}%", h.latency_share * 100.0)),
-                Cell::from(h.bound.clone()),
+                Cell::from(h.bound.map_or("-", |b| b.as_str())),
             ])
             .style(style)
         })

@@ -83,7 +83,7 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
                 Cell::from((i + 1).to_string()),
                 Cell::from(fmt_ms(x.gain_ns.max(0) as u64)).style(theme.fg(theme.c.compute)),
                 Cell::from(format!("{:.1}", x.gain_pct)),
-                Cell::from(x.kind.clone()),
+                Cell::from(x.kind().as_str()),
                 Cell::from(truncate_right(&x.description, desc_w)),
             ])
             .style(theme.fg(theme.c.text))
@@ -111,7 +111,10 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
             Line::from(x.description.clone()),
             Line::from(vec![
                 Span::styled("how: ", theme.strong(theme.c.muted)),
-                Span::styled(x.config_change.clone(), theme.fg(theme.c.accent)),
+                Span::styled(
+                    crate::report::change::how(&x.change),
+                    theme.fg(theme.c.accent),
+                ),
             ]),
             Line::from(format!(
                 "then: {} ({} -> {}), {} spills, {} traffic, {} stall",

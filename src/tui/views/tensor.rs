@@ -91,7 +91,7 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
     let mut lines = vec![
         Line::from(vec![
             Span::styled("size      ", k),
-            Span::raw(format!("{} ({})", fmt_bytes(t.bytes), t.kind)),
+            Span::raw(format!("{} ({})", fmt_bytes(t.bytes), t.kind.as_str())),
         ]),
         Line::from(vec![Span::styled("lifetime  ", k), Span::raw(life)]),
         Line::from(vec![

@@ -1,0 +1,77 @@
+//! How a suggested change is written for people: the command-line flags,
+//! the schedule-config (SCHED.toml) line, or the hardware line. The
+//! analysis carries the typed [`Change`]; the CLI, the reports and the
+//! explorer render it from here.
+
+use crate::analysis::suggest::Change;
+use crate::units::fmt_bytes;
+
+/// A TOML value written inline (`["a", "b"]`, `"lru"`, `2`).
+fn inline<T: serde::Serialize>(v: T) -> String {
+    toml::Value::try_from(v)
+        .map(|v| v.to_string())
+        .unwrap_or_default()
+}
+
+/// The schedule-config line that makes `c` (`None` for a hardware change).
+pub fn schedule_line(c: &Change) -> Option<String> {
+    Some(match c {
+        Change::Pin { tensor } => format!("pins = {}", inline([tensor])),
+        Change::Capacity { .. } => return None,
+        Change::Policy { policy } => format!("policy = {}", inline(policy)),
+        Change::Prefetch { distance } => format!("prefetch_distance = {distance}"),
+        Change::Weights { mode } => format!("weights = {}", inline(mode)),
+        Change::Fp16 => "dtype = \"fp16\"".into(),
+        Change::Fuse => "fuse = true".into(),
+        Change::Recompute { tensors } => format!("recompute = {}", inline(tensors)),
+        Change::Reorder { order } => format!("order = {}", inline(order)),
+    })
+}
+
+/// The hardware-profile line of a change a schedule config cannot make.
+pub fn hardware_line(c: &Change) -> Option<String> {
+    match c {
+        Change::Capacity { bytes } => Some(format!("memory.capacity = {bytes}")),
+        _ => None,
+    }
+}
+
+/// The command-line flags that make `c`.
+pub fn flags(c: &Change) -> String {
+    match c {
+        Change::Pin { tensor } => format!("--pin {tensor:?}"),
+        Change::Capacity { bytes } => format!("--capacity {bytes}"),
+        Change::Policy { policy } => format!("--policy {policy}"),
+        Change::Prefetch { distance } => format!("--prefetch {distance}"),
+        Change::Weights { mode } => format!("--weights {}", inline(mode).trim_matches('"')),
+        Change::Fp16 => "--dtype fp16".into(),
+        Change::Fuse => "--fuse".into(),
+        Change::Recompute { .. } => "--recompute".into(),
+        Change::Reorder { order } => format!("--order {}", inline(order).trim_matches('"')),
+    }
+}
+
+/// Flags, then the config or hardware line in brackets: how to make the
+/// change, in one line.
+pub fn how(c: &Change) -> String {
+    match (schedule_line(c), hardware_line(c)) {
+        (Some(l), _) => format!("{}   (SCHED.toml: {l})", flags(c)),
+        (None, Some(h)) => format!("{}   (hardware: {h})", flags(c)),
+        (None, None) => flags(c),
+    }
+}
+
+/// A short human label of the change (for narrow tables).
+pub fn label(c: &Change) -> String {
+    match c {
+        Change::Pin { tensor } => format!("pin {tensor}"),
+        Change::Capacity { bytes } => format!("capacity {}", fmt_bytes(*bytes)),
+        Change::Policy { policy } => format!("policy {policy}"),
+        Change::Prefetch { distance } => format!("prefetch {distance}"),
+        Change::Weights { mode } => format!("weights {}", inline(mode).trim_matches('"')),
+        Change::Fp16 => "fp16 activations".into(),
+        Change::Fuse => "fuse".into(),
+        Change::Recompute { tensors } => format!("recompute {} tensors", tensors.len()),
+        Change::Reorder { .. } => "memory-aware order".into(),
+    }
+}

@@ -1,0 +1,209 @@
+//! A trace's `meta`: the model, the policy label, and who produced it with
+//! what. The producer is typed (a simulator run carries its hardware profile
+//! and config, an import its importer, an NPU case the benchmark's
+//! parameters), while the JSON keeps the contract's `hardware` and `config`
+//! objects exactly as earlier versions wrote them.
+
+use crate::cost::HardwareProfile;
+use crate::sim::SimConfig;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+
+/// `meta` of a trace.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(from = "MetaRecord", into = "MetaRecord")]
+pub struct Meta {
+    pub model: String,
+    /// The policy label (`lru`, ...; `runtime`, `onnxruntime`, `npu` for
+    /// traces no spillscope policy made).
+    pub policy: String,
+    pub producer: Producer,
+    pub tool_version: String,
+}
+
+impl Default for Meta {
+    fn default() -> Self {
+        Meta {
+            model: String::new(),
+            policy: String::new(),
+            producer: Producer::Unknown {
+                hardware: Value::Null,
+                config: Value::Null,
+            },
+            tool_version: env!("CARGO_PKG_VERSION").into(),
+        }
+    }
+}
+
+/// Who made a trace, with what.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "producer", rename_all = "kebab-case")]
+pub enum Producer {
+    /// spillscope's simulator: enough to re-simulate the run.
+    Simulator {
+        hardware: Box<HardwareProfile>,
+        config: Box<SimConfig>,
+    },
+    /// A runtime's trace brought in by an importer.
+    Instrumented(Instrumented),
+    /// An NPU kernel DAG and its solution (`npu import`).
+    NpuCase(NpuCaseInfo),
+    /// Anything else (another tool, a hand-written trace): kept as written.
+    Unknown { hardware: Value, config: Value },
+}
+
+impl Producer {
+    /// The hardware and config of a simulator run.
+    pub fn simulation(&self) -> Option<(&HardwareProfile, &SimConfig)> {
+        match self {
+            Producer::Simulator { hardware, config } => Some((hardware, config)),
+            _ => None,
+        }
+    }
+}
+
+/// Which importer read a runtime trace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Importer {
+    Ort,
+    Torch,
+    Chrome,
+    Jsonl,
+}
+
+/// An import's record: the importer and what it chose.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Instrumented {
+    pub importer: Importer,
+    /// ONNX Runtime: the run taken (1-based) and how many the profile held.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runs: Option<usize>,
+    /// JSONL: the stream's timestamp of the trace's time 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub t0_ns: Option<u64>,
+}
+
+impl Instrumented {
+    pub fn new(importer: Importer) -> Instrumented {
+        Instrumented {
+            importer,
+            run: None,
+            runs: None,
+            t0_ns: None,
+        }
+    }
+}
+
+/// The benchmark parameters and figures of an NPU case's trace (time is in
+/// cycles).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NpuCaseInfo {
+    pub time_unit: String,
+    /// Capacity per buffer type (L1, UB, L0A, ...), bytes.
+    pub capacities: BTreeMap<String, u64>,
+    pub total_cycles: u64,
+    pub extra_traffic: u64,
+    pub peak_residency: u64,
+}
+
+/// `meta` as the JSON has it.
+#[derive(Clone, Serialize, Deserialize)]
+struct MetaRecord {
+    model: String,
+    policy: String,
+    #[serde(default)]
+    hardware: Value,
+    #[serde(default)]
+    config: Value,
+    tool_version: String,
+}
+
+/// Tells the producer from the records (the contract keeps them untyped).
+fn producer_of(hardware: Value, config: Value) -> Producer {
+    if hardware.get("kind").and_then(Value::as_str) == Some("npu-kernel") {
+        #[derive(Deserialize)]
+        struct Hw {
+            time_unit: String,
+            capacities: BTreeMap<String, u64>,
+        }
+        #[derive(Deserialize)]
+        struct Figures {
+            total_cycles: u64,
+            extra_traffic: u64,
+            peak_residency: u64,
+        }
+        let hw = Hw::deserialize(&hardware);
+        let fig = Figures::deserialize(&config);
+        if let (Ok(hw), Ok(fig)) = (hw, fig) {
+            return Producer::NpuCase(NpuCaseInfo {
+                time_unit: hw.time_unit,
+                capacities: hw.capacities,
+                total_cycles: fig.total_cycles,
+                extra_traffic: fig.extra_traffic,
+                peak_residency: fig.peak_residency,
+            });
+        }
+    } else if hardware.is_null() && config.get("importer").is_some() {
+        if let Ok(i) = Instrumented::deserialize(&config) {
+            return Producer::Instrumented(i);
+        }
+    } else if hardware.is_object() {
+        let hw = HardwareProfile::deserialize(&hardware);
+        let cfg = SimConfig::deserialize(&config);
+        if let (Ok(hw), Ok(cfg)) = (hw, cfg) {
+            return Producer::Simulator {
+                hardware: Box::new(hw),
+                config: Box::new(cfg),
+            };
+        }
+    }
+    Producer::Unknown { hardware, config }
+}
+
+impl From<MetaRecord> for Meta {
+    fn from(r: MetaRecord) -> Meta {
+        Meta {
+            model: r.model,
+            policy: r.policy,
+            producer: producer_of(r.hardware, r.config),
+            tool_version: r.tool_version,
+        }
+    }
+}
+
+impl From<Meta> for MetaRecord {
+    fn from(m: Meta) -> MetaRecord {
+        let (hardware, config) = match m.producer {
+            Producer::Simulator { hardware, config } => (
+                serde_json::to_value(&*hardware).unwrap_or_default(),
+                serde_json::to_value(&*config).unwrap_or_default(),
+            ),
+            Producer::Instrumented(i) => (Value::Null, serde_json::to_value(i).unwrap_or_default()),
+            Producer::NpuCase(n) => (
+                json!({
+                    "kind": "npu-kernel",
+                    "time_unit": n.time_unit,
+                    "capacities": n.capacities,
+                }),
+                json!({
+                    "total_cycles": n.total_cycles,
+                    "extra_traffic": n.extra_traffic,
+                    "peak_residency": n.peak_residency,
+                }),
+            ),
+            Producer::Unknown { hardware, config } => (hardware, config),
+        };
+        MetaRecord {
+            model: m.model,
+            policy: m.policy,
+            hardware,
+            config,
+            tool_version: m.tool_version,
+        }
+    }
+}
