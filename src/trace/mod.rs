@@ -248,7 +248,7 @@ impl Trace {
     pub fn clone_header(&self) -> Trace {
         Trace {
             schema: self.schema.clone(),
-            source: self.source.clone(),
+            source: self.source,
             meta: self.meta.clone(),
             pools: self.pools.clone(),
             tensors: Vec::new(),
