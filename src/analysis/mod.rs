@@ -2,7 +2,6 @@
 //! Nothing here knows about terminals; the explorer and the headless
 //! reports call the same functions.
 
-pub mod bounds;
 pub mod calibrate;
 pub mod classify;
 pub mod diff;

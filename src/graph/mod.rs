@@ -2,6 +2,7 @@
 //! links, and a petgraph DAG over the ops. Every front end (ONNX, graph JSON,
 //! generated graphs) lowers into this one shape so the simulator sees one IR.
 
+pub mod bounds;
 pub mod builder;
 pub mod flops;
 pub mod gen;

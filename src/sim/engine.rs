@@ -1,18 +1,27 @@
-//! The simulation loop. Per op, in schedule order:
-//! 1. decide which operands stream (the op's working set exceeds what is free
-//!    of pinned tensors): they are read/written in DRAM by tiled streaming;
-//! 2. make every other input resident (reload on demand, or already
-//!    prefetched), evicting by policy with a fragmentation-aware victim choice
-//!    (grow one contiguous hole), writing back only dirty tensors;
-//! 3. allocate outputs; 4. wait for transfers (stall), run for the roofline
-//!    time (overlapping streaming when DMA is async); 5. prefetch inputs of
-//!    the next ops into free space; 6. free tensors whose lifetime ends.
+//! The simulation loop. [`Sim`] holds the state of one run; per op, in
+//! schedule order, [`Sim::step`] runs the phases:
+//! 1. [`Sim::decide_streaming`]: operands that do not fit beside pinned
+//!    tensors are read/written in DRAM by tiled streaming;
+//! 2. [`Sim::make_inputs_resident`]: every other input is made resident
+//!    (already there, prefetched, recomputed, or brought in on demand),
+//!    evicting by policy with a fragmentation-aware victim choice (`room`);
+//! 3. [`Sim::place_outputs`];
+//! 4. [`Sim::execute`]: wait for transfers (stall), run for the roofline
+//!    time, overlapping streaming when DMA is async;
+//! 5. [`Sim::prefetch`] inputs of the next ops into free space;
+//! 6. [`Sim::retire`]: free tensors whose lifetime ends.
+//!
+//! A tensor comes in from DRAM in one place, [`Sim::bring_in`], on demand
+//! or prefetched. [`Sim::finish`] assembles the trace.
+//!
+//! Owns the simulation. May import `graph` (IR, liveness, bounds) and
+//! `cost`; writes `trace` types; never `analysis` or a front end.
 
 use super::config::ActivationDtype;
+use super::room::Room;
 use super::{Allocator, EvictionPolicy, SimConfig, WeightMode};
-use crate::analysis::bounds;
 use crate::cost::bus::Direction;
-use crate::cost::{op_time_ns, BusModel, HardwareProfile};
+use crate::cost::{op_time_ns, BusModel, HardwareProfile, Roofline};
 use crate::graph::{transform, Graph, Liveness, TensorId, TensorKind};
 use crate::trace::{
     Counter, Event, EventKind, Meta, Pool, Producer, Source, Summary, Trace, TraceOp, TraceTensor,
@@ -49,30 +58,145 @@ struct TState {
     loaded_once: bool,
 }
 
-struct Sim<'a> {
-    g: &'a Graph,
-    cfg: &'a SimConfig,
-    alloc: Allocator,
-    bus: BusModel,
-    st: Vec<TState>,
-    pinned: Vec<bool>,
-    modeled: Vec<bool>,
-    events: Vec<Event>,
-    live: Liveness,
-    demand: Vec<u64>,
-    // Running totals.
+/// Why a tensor comes in from DRAM.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum BringIn {
+    /// The op about to run needs it now.
+    OnDemand,
+    /// A later op will; moved early into free space.
+    Prefetch,
+}
+
+/// Running totals of one run.
+#[derive(Debug, Default)]
+struct Totals {
     spill_count: u64,
     spilled_bytes: u64,
     reloaded_bytes: u64,
     weight_bytes: u64,
     streamed_bytes: u64,
     recomputed_bytes: u64,
+    stall_ns: u64,
+    /// Operand bytes touched on chip (SRAM energy).
+    sram_bytes: u64,
+}
+
+/// The state of one simulation run.
+pub(crate) struct Sim<'a> {
+    g: &'a Graph,
+    hw: &'a HardwareProfile,
+    cfg: &'a SimConfig,
+    pub(crate) ideal: bool,
+    pub(crate) alloc: Allocator,
+    bus: BusModel,
+    st: Vec<TState>,
+    pub(crate) pinned: Vec<bool>,
+    /// Operands of the op being placed: never chosen as victims.
+    pub(crate) protected: Vec<bool>,
+    modeled: Vec<bool>,
+    live: Liveness,
+    /// Working demand per step (live bytes plus streamed weights).
+    demand: Vec<u64>,
+    /// Tensors whose lifetime ends after each step.
+    dies_at: Vec<Vec<TensorId>>,
+    prefetch_distance: usize,
+    events: Vec<Event>,
+    ops: Vec<TraceOp>,
+    totals: Totals,
     peak_resident: u64,
     resident_samples: Vec<(u64, f64)>,
+    live_samples: Vec<(u64, f64)>,
+    /// When the next op is dispatched (the previous one ended).
+    now: u64,
 }
 
 impl<'a> Sim<'a> {
-    fn aligned(&self, t: TensorId) -> u64 {
+    /// Phase 0: pins, free points, liveness, demand and death steps; graph
+    /// inputs and weights start in DRAM, inputs are delivered on chip where
+    /// they fit.
+    fn new(g: &'a Graph, hw: &'a HardwareProfile, cfg: &'a SimConfig) -> Result<Sim<'a>> {
+        let (n, nt) = (g.ops.len(), g.tensors.len());
+        let ideal = cfg.policy == EvictionPolicy::Ideal;
+        let capacity = hw.memory.capacity.0;
+        if capacity == 0 {
+            return Err(Error::Hardware("capacity must be greater than zero".into()));
+        }
+        let (pinned, free_at) = named_tensors(g, cfg)?;
+        let live = Liveness::compute_with(g, &free_at);
+        let modeled: Vec<bool> = g
+            .tensors
+            .iter()
+            .map(|t| !(t.kind == TensorKind::Weight && cfg.weights == WeightMode::Ignore))
+            .collect();
+        let demand = demand_per_step(g, &live, cfg.weights);
+        let dies_at = death_steps(g, &live, cfg.weights);
+        let pool_capacity = if ideal { IDEAL_CAPACITY } else { capacity };
+        let prefetch_distance = if hw.dma.async_dma {
+            cfg.prefetch_distance.unwrap_or(hw.dma.prefetch_distance)
+        } else {
+            0
+        };
+        let start = TState {
+            loc: Loc::Absent,
+            offset: 0,
+            dirty: false,
+            last_access: 0,
+            ready_at: 0,
+            loaded_once: false,
+        };
+        let mut sim = Sim {
+            g,
+            hw,
+            cfg,
+            ideal,
+            alloc: Allocator::new(pool_capacity, hw.memory.alignment, hw.memory.allocator),
+            bus: BusModel::new(hw),
+            st: vec![start; nt],
+            pinned,
+            protected: vec![false; nt],
+            modeled,
+            live,
+            demand,
+            dies_at,
+            prefetch_distance,
+            events: Vec::with_capacity(2 * nt),
+            ops: Vec::with_capacity(n),
+            totals: Totals::default(),
+            peak_resident: 0,
+            resident_samples: Vec::new(),
+            live_samples: Vec::with_capacity(n),
+            now: 0,
+        };
+        for t in &g.tensors {
+            if matches!(t.kind, TensorKind::Weight | TensorKind::Input) {
+                sim.st[t.id].loc = Loc::Dram;
+            }
+        }
+        if n > 0 {
+            sim.deliver_inputs();
+        }
+        Ok(sim)
+    }
+
+    /// Graph inputs are delivered on chip before step 0 where they fit.
+    fn deliver_inputs(&mut self) {
+        let g = self.g;
+        for t in g.tensors.iter().filter(|t| t.kind == TensorKind::Input) {
+            let size = self.aligned(t.id);
+            if let Some(off) = self.alloc.alloc(t.id, size) {
+                let s = &mut self.st[t.id];
+                s.loc = Loc::Chip;
+                s.offset = off;
+                s.loaded_once = true;
+                let mut e = self.event(0, EventKind::Alloc, t.id, 0);
+                e.reason = Some("input".into());
+                self.push(e, 0);
+            }
+        }
+        self.note_resident(0);
+    }
+
+    pub(crate) fn aligned(&self, t: TensorId) -> u64 {
         self.alloc.aligned(self.g.tensors[t].bytes)
     }
 
@@ -85,7 +209,8 @@ impl<'a> Sim<'a> {
         }
     }
 
-    fn score(&self, t: TensorId, now: usize) -> f64 {
+    /// The policy's eviction preference for `t` at step `now` (higher first).
+    pub(crate) fn score(&self, t: TensorId, now: usize) -> f64 {
         let s = &self.st[t];
         self.cfg.policy.score(
             self.aligned(t),
@@ -137,15 +262,86 @@ impl<'a> Sim<'a> {
         }
     }
 
+    /// Places `t` on chip at `offset`.
+    fn settle(&mut self, t: TensorId, offset: u64, dirty: bool, ready_at: u64) {
+        let s = &mut self.st[t];
+        s.loc = Loc::Chip;
+        s.offset = offset;
+        s.dirty = dirty;
+        s.ready_at = ready_at;
+    }
+
+    /// Evicts `t` at `now_ns`; returns the end of its write-back, if any.
+    pub(crate) fn evict(&mut self, t: TensorId, now_ns: u64, step: usize, reason: &str) -> u64 {
+        let mut e = self.event(now_ns, EventKind::Evict, t, step);
+        e.reason = Some(reason.into());
+        let mut done = now_ns;
+        if self.st[t].dirty {
+            let bytes = self.g.tensors[t].bytes;
+            let (s, end) = self.bus.issue(now_ns, bytes, Direction::Write);
+            e.dma_start_ns = Some(s);
+            e.dma_end_ns = Some(end);
+            self.totals.spilled_bytes += bytes;
+            done = end;
+        }
+        self.alloc.free(self.st[t].offset);
+        self.st[t].loc = Loc::Dram;
+        self.st[t].dirty = false;
+        self.totals.spill_count += 1;
+        self.push(e, step);
+        done
+    }
+
+    /// Brings `t` in from DRAM to `offset` during step `step`, its read
+    /// issued at `issue_ns`; returns when it lands. A weight's load and a
+    /// graph input's first load are compulsory traffic, anything else coming
+    /// back is a reload.
+    fn bring_in(
+        &mut self,
+        t: TensorId,
+        offset: u64,
+        step: usize,
+        issue_ns: u64,
+        why: BringIn,
+    ) -> u64 {
+        let tensor = &self.g.tensors[t];
+        let bytes = tensor.bytes;
+        let (s, e) = self.bus.issue(issue_ns, bytes, Direction::Read);
+        self.settle(t, offset, false, e);
+        let reload = tensor.kind != TensorKind::Weight
+            && (self.st[t].loaded_once
+                || matches!(tensor.kind, TensorKind::Activation | TensorKind::Output));
+        let kind = if reload {
+            self.totals.reloaded_bytes += bytes;
+            EventKind::Reload
+        } else {
+            self.totals.weight_bytes += bytes;
+            EventKind::Alloc
+        };
+        self.st[t].loaded_once = true;
+        let mut ev = self.event(self.now, kind, t, step);
+        ev.dma_start_ns = Some(s);
+        ev.dma_end_ns = Some(e);
+        ev.reason = Some(
+            match (why, tensor.kind) {
+                (BringIn::Prefetch, _) => "prefetch",
+                (_, TensorKind::Weight) => "weight-load",
+                (_, TensorKind::Input) if !reload => "input-load",
+                _ => "on-demand",
+            }
+            .into(),
+        );
+        self.push(ev, step);
+        let now = self.now;
+        self.note_resident(now);
+        e
+    }
+
     /// Recomputing evicted `t` instead of reloading it: allowed by the config,
     /// the producer's activation inputs all resident, and quicker than the
     /// reload. Returns the cost (ns on the compute unit), the producer's
     /// inputs to keep resident meanwhile, and weight bytes to fetch again.
-    fn recompute_plan(
-        &self,
-        t: TensorId,
-        hw: &HardwareProfile,
-    ) -> Option<(u64, Vec<TensorId>, u64)> {
+    fn recompute_plan(&self, t: TensorId) -> Option<(u64, Vec<TensorId>, u64)> {
         let tensor = &self.g.tensors[t];
         if !matches!(tensor.kind, TensorKind::Activation | TensorKind::Output)
             || !self.cfg.recompute.allows(&tensor.name)
@@ -170,177 +366,587 @@ impl<'a> Sim<'a> {
                 return None;
             }
         }
-        let compute = op_time_ns(hw, p.flops, operand_bytes).time_ns.ceil() as u64;
+        let compute = op_time_ns(self.hw, p.flops, operand_bytes).time_ns.ceil() as u64;
         let cost = compute + self.bus.transfer_ns(weight_load, Direction::Read);
         let reload = self.bus.transfer_ns(tensor.bytes, Direction::Read);
         (cost < reload).then_some((cost.max(1), keep, weight_load))
     }
 
-    /// Evicts `t` at `now_ns`; returns the end of its write-back, if any.
-    fn evict(&mut self, t: TensorId, now_ns: u64, step: usize, reason: &str) -> u64 {
-        let mut e = self.event(now_ns, EventKind::Evict, t, step);
-        e.reason = Some(reason.into());
-        let mut done = now_ns;
-        if self.st[t].dirty {
-            let bytes = self.g.tensors[t].bytes;
-            let (s, end) = self.bus.issue(now_ns, bytes, Direction::Write);
-            e.dma_start_ns = Some(s);
-            e.dma_end_ns = Some(end);
-            self.spilled_bytes += bytes;
-            done = end;
-        }
-        self.alloc.free(self.st[t].offset);
-        self.st[t].loc = Loc::Dram;
-        self.st[t].dirty = false;
-        self.spill_count += 1;
-        self.push(e, step);
-        done
+    /// The op's operands the run models (weights unless ignored).
+    fn operands(&self, i: usize) -> Vec<TensorId> {
+        self.g
+            .operands(i)
+            .into_iter()
+            .filter(|&t| self.modeled[t])
+            .collect()
     }
 
-    /// Finds room for `size` bytes, evicting unprotected tensors by policy and
-    /// growing one contiguous hole. Returns the offset and the latest
-    /// write-back end, or `None` when even evicting everything allowed cannot
-    /// make a hole that large.
-    fn make_room(
-        &mut self,
-        size: u64,
-        protected: &[bool],
-        step: usize,
-        now_ns: u64,
-        for_tensor: TensorId,
-    ) -> Option<(u64, u64, usize)> {
-        if let Some(off) = self.alloc.alloc(for_tensor, size) {
-            return Some((off, now_ns, 0));
+    fn is_input(&self, i: usize, t: TensorId) -> bool {
+        self.g.ops[i].inputs.contains(&t)
+    }
+
+    /// Runs step `i` (op `i` in schedule order).
+    fn step(&mut self, i: usize) {
+        let operands = self.operands(i);
+        for &t in &operands {
+            self.protected[t] = true;
         }
-        if self.cfg.policy == EvictionPolicy::Ideal || size > self.alloc.capacity() {
-            return None;
-        }
-        let fragmentation = self.alloc.free_bytes() >= size;
-        // Segments in address order: holes, evictable blocks, barriers.
-        #[derive(Clone, Copy)]
-        enum Seg {
-            Hole,
-            Block(TensorId),
-            Barrier,
-        }
-        let mut segs: Vec<(u64, u64, Seg)> = Vec::new();
-        {
-            let mut holes = self.alloc.holes().peekable();
-            let mut blocks = self.alloc.blocks().peekable();
-            loop {
-                let take_hole = match (holes.peek(), blocks.peek()) {
-                    (Some(h), Some(b)) => h.0 < b.0,
-                    (Some(_), None) => true,
-                    (None, Some(_)) => false,
-                    (None, None) => break,
-                };
-                if take_hole {
-                    let (o, s) = holes.next().unwrap_or((0, 0));
-                    segs.push((o, s, Seg::Hole));
-                } else {
-                    let (o, b) = blocks
-                        .next()
-                        .unwrap_or((0, crate::sim::allocator::Block { tensor: 0, size: 0 }));
-                    let blocked = protected[b.tensor] || self.pinned[b.tensor];
-                    segs.push((
-                        o,
-                        b.size,
-                        if blocked {
-                            Seg::Barrier
-                        } else {
-                            Seg::Block(b.tensor)
-                        },
-                    ));
+        let mut streamed = self.decide_streaming(i, &operands);
+        let mut ready = self.make_inputs_resident(i, &operands, &mut streamed);
+        self.place_outputs(i, &operands, &mut streamed, &mut ready);
+        let run = self.execute(i, &operands, &streamed, &ready);
+        self.prefetch(i, run.start);
+        self.retire(i, &operands, &streamed, run.end);
+        self.record_op(i, streamed, &run);
+        self.now = run.end;
+    }
+
+    /// Phase 1: does the working set fit beside pinned tensors? If not, the
+    /// largest operands (those not yet resident first) stream from DRAM.
+    fn decide_streaming(&mut self, i: usize, operands: &[TensorId]) -> Vec<TensorId> {
+        let mut streamed: Vec<TensorId> = Vec::new();
+        if !self.ideal {
+            let ws: u64 = operands.iter().map(|&t| self.aligned(t)).sum();
+            let pinned_other: u64 = self
+                .alloc
+                .blocks()
+                .filter(|(_, b)| self.pinned[b.tensor] && !self.protected[b.tensor])
+                .map(|(_, b)| b.size)
+                .sum();
+            let avail = self.alloc.capacity().saturating_sub(pinned_other);
+            if ws > avail {
+                let mut order = operands.to_vec();
+                order.sort_by_key(|&t| {
+                    let resident = self.st[t].loc == Loc::Chip;
+                    (resident, std::cmp::Reverse(self.aligned(t)), t)
+                });
+                let mut rest = ws;
+                for t in order {
+                    if rest <= avail {
+                        break;
+                    }
+                    rest -= self.aligned(t);
+                    streamed.push(t);
                 }
             }
         }
-        // Regions between barriers and their total reclaimable bytes.
-        let mut region = vec![usize::MAX; segs.len()];
-        let mut totals: Vec<u64> = Vec::new();
-        for (i, s) in segs.iter().enumerate() {
-            if matches!(s.2, Seg::Barrier) {
+        let now = self.now;
+        for &t in &streamed {
+            self.protected[t] = false;
+            if self.st[t].loc == Loc::Chip {
+                self.evict(t, now, i, "stream");
+            }
+        }
+        streamed
+    }
+
+    /// Phase 2: every input that is not streamed becomes resident: it is
+    /// there (perhaps still arriving), or is recomputed, or comes in on
+    /// demand; one that finds no room streams instead.
+    fn make_inputs_resident(
+        &mut self,
+        i: usize,
+        operands: &[TensorId],
+        streamed: &mut Vec<TensorId>,
+    ) -> Ready {
+        let mut ready = Ready {
+            wait_until: self.now,
+            fragmentation_evictions: 0,
+            recompute_ns: 0,
+        };
+        for &t in operands {
+            if !self.is_input(i, t) || streamed.contains(&t) {
                 continue;
             }
-            if i == 0 || region[i - 1] == usize::MAX {
-                totals.push(0);
+            let plan = if self.st[t].loc == Loc::Dram {
+                self.recompute_plan(t)
+            } else {
+                None
+            };
+            let placed = match (self.st[t].loc, plan) {
+                (Loc::Chip, _) => {
+                    ready.wait_until = ready.wait_until.max(self.st[t].ready_at);
+                    true
+                }
+                (Loc::Dram, Some(plan)) => self.recompute(i, t, plan, &mut ready),
+                (Loc::Dram | Loc::Absent, _) => {
+                    match self.make_room(self.aligned(t), i, self.now, t) {
+                        Some(room) => {
+                            ready.fragmentation_evictions += room.fragmentation_evictions;
+                            let landed = self.bring_in(
+                                t,
+                                room.offset,
+                                i,
+                                room.writeback_end,
+                                BringIn::OnDemand,
+                            );
+                            ready.wait_until = ready.wait_until.max(landed);
+                            true
+                        }
+                        None => false,
+                    }
+                }
+            };
+            if !placed {
+                self.protected[t] = false;
+                streamed.push(t);
             }
-            let r = totals.len() - 1;
-            region[i] = r;
-            totals[r] += s.1;
+            self.st[t].last_access = i as u64;
         }
-        let mut cands: Vec<(usize, f64, u64)> = segs
+        ready
+    }
+
+    /// Recomputes evicted `t` from its producer's resident inputs (kept
+    /// resident while room is made); false when no room was found.
+    fn recompute(
+        &mut self,
+        i: usize,
+        t: TensorId,
+        (cost, producer_inputs, weight_load): (u64, Vec<TensorId>, u64),
+        ready: &mut Ready,
+    ) -> bool {
+        let newly: Vec<TensorId> = producer_inputs
             .iter()
-            .enumerate()
-            .filter_map(|(i, s)| match s.2 {
-                Seg::Block(t) if totals[region[i]] >= size => Some((i, self.score(t, step), s.1)),
-                _ => None,
+            .copied()
+            .filter(|&x| !self.protected[x])
+            .collect();
+        for &x in &newly {
+            self.protected[x] = true;
+        }
+        let placed = self.make_room(self.aligned(t), i, self.now, t);
+        for &x in &newly {
+            self.protected[x] = false;
+        }
+        let Some(Room {
+            offset,
+            writeback_end,
+            fragmentation_evictions,
+        }) = placed
+        else {
+            return false;
+        };
+        let now = self.now;
+        ready.fragmentation_evictions += fragmentation_evictions;
+        ready.wait_until = ready.wait_until.max(writeback_end);
+        ready.recompute_ns += cost;
+        self.totals.weight_bytes += weight_load;
+        self.totals.recomputed_bytes += self.g.tensors[t].bytes;
+        self.settle(t, offset, false, now);
+        let mut ev = self.event(now, EventKind::Recompute, t, i);
+        ev.reason = Some(match self.g.tensors[t].producer {
+            Some(p) => format!("recompute:{}", self.g.ops[p].name).into(),
+            None => "recompute".into(),
+        });
+        self.push(ev, i);
+        self.note_resident(now);
+        true
+    }
+
+    /// Phase 3: outputs are allocated (dirty: DRAM has no copy); one that
+    /// finds no room streams out instead.
+    fn place_outputs(
+        &mut self,
+        i: usize,
+        operands: &[TensorId],
+        streamed: &mut Vec<TensorId>,
+        ready: &mut Ready,
+    ) {
+        let now = self.now;
+        for &t in operands {
+            if self.is_input(i, t) || streamed.contains(&t) {
+                continue;
+            }
+            match self.make_room(self.aligned(t), i, now, t) {
+                Some(room) => {
+                    ready.fragmentation_evictions += room.fragmentation_evictions;
+                    ready.wait_until = ready.wait_until.max(room.writeback_end);
+                    self.settle(t, room.offset, true, now);
+                    self.st[t].loaded_once = true;
+                    self.st[t].last_access = i as u64;
+                    let e = self.event(now, EventKind::Alloc, t, i);
+                    self.push(e, i);
+                    self.note_resident(now);
+                }
+                None => {
+                    self.protected[t] = false;
+                    streamed.push(t);
+                }
+            }
+        }
+    }
+
+    /// Phase 4: the op's interval. Sync DMA: the op starts once every
+    /// transfer it needs is done, then streams (compute + stream). Async
+    /// DMA: transfers are pipelined with compute tile by tile (double
+    /// buffering), so the op ends at the later of its compute and its last
+    /// transfer. An op's interval starts when it is dispatched (the previous
+    /// op ended) and includes its stall, so op intervals tile the timeline.
+    fn execute(
+        &mut self,
+        i: usize,
+        operands: &[TensorId],
+        streamed: &[TensorId],
+        ready: &Ready,
+    ) -> Run {
+        let (g, hw) = (self.g, self.hw);
+        let op = &g.ops[i];
+        let frag_ns =
+            (ready.fragmentation_evictions as f64 * hw.dma.fragmentation_penalty_ns).round() as u64;
+        let sync_penalty = hw.dma.sync_penalty_ns.round() as u64;
+        let operand_bytes: u64 = operands.iter().map(|&t| g.tensors[t].bytes).sum();
+        let roof = op_time_ns(hw, op.flops, operand_bytes);
+        let measured = self
+            .cfg
+            .measured_ns
+            .as_ref()
+            .and_then(|m| m.get(&op.name).copied());
+        let compute = measured.unwrap_or(roof.time_ns.ceil() as u64).max(1) + ready.recompute_ns;
+        let (rd, wr) = self.count_streamed(i, streamed);
+        let stream_ns = self.bus.stream_ns(rd, wr);
+        let start = self.now;
+        let end = if hw.dma.async_dma {
+            let (_, stream_end) = self.bus.occupy(start, stream_ns);
+            let data_end = ready.wait_until.max(stream_end);
+            let compute_end = start + frag_ns + compute;
+            if data_end > compute_end {
+                data_end + sync_penalty
+            } else {
+                compute_end
+            }
+        } else {
+            let mut data = ready.wait_until;
+            if data > start {
+                data += sync_penalty;
+            }
+            data += frag_ns;
+            let (_, stream_end) = self.bus.occupy(data, stream_ns);
+            stream_end.max(data) + compute
+        };
+        let stall = end - start - compute;
+        self.totals.stall_ns += stall;
+        self.live_samples
+            .push((start, self.live.live_bytes[i] as f64));
+        self.totals.sram_bytes += operand_bytes;
+        Run {
+            start,
+            end,
+            stall,
+            roof,
+        }
+    }
+
+    /// Bytes the op streams in and out, counted in the run's totals.
+    fn count_streamed(&mut self, i: usize, streamed: &[TensorId]) -> (u64, u64) {
+        let (mut rd, mut wr) = (0u64, 0u64);
+        for &t in streamed {
+            let tensor = &self.g.tensors[t];
+            let b = tensor.bytes;
+            if self.is_input(i, t) {
+                rd += b;
+                if tensor.kind == TensorKind::Weight {
+                    self.totals.weight_bytes += b;
+                } else {
+                    self.totals.reloaded_bytes += b;
+                    self.totals.streamed_bytes += b;
+                }
+            } else {
+                wr += b;
+                self.totals.spilled_bytes += b;
+                self.totals.streamed_bytes += b;
+            }
+        }
+        (rd, wr)
+    }
+
+    /// Phase 5: inputs of the next ops that are in DRAM come in early, into
+    /// free space only (a prefetch never evicts), leaving room for those
+    /// ops' outputs.
+    fn prefetch(&mut self, i: usize, start: u64) {
+        let n = self.g.ops.len();
+        for j in (i + 1)..=(i + self.prefetch_distance).min(n.saturating_sub(1)) {
+            let next = &self.g.ops[j];
+            let need_out: u64 = next.outputs.iter().map(|&t| self.aligned(t)).sum();
+            for &t in &next.inputs {
+                if !self.modeled[t] || self.st[t].loc != Loc::Dram {
+                    continue;
+                }
+                let size = self.aligned(t);
+                if self.alloc.free_bytes() < size + need_out || self.alloc.find_fit(size).is_none()
+                {
+                    continue;
+                }
+                let Some(off) = self.alloc.alloc(t, size) else {
+                    continue;
+                };
+                self.bring_in(t, off, i, start, BringIn::Prefetch);
+            }
+        }
+    }
+
+    /// Phase 6: operands stop being protected; streamed outputs live on in
+    /// DRAM; tensors whose lifetime ends (and streamed weights) are freed.
+    fn retire(&mut self, i: usize, operands: &[TensorId], streamed: &[TensorId], end: u64) {
+        let g = self.g;
+        for &t in operands {
+            self.protected[t] = false;
+        }
+        for &t in streamed {
+            if !self.is_input(i, t) {
+                let s = &mut self.st[t];
+                s.loc = Loc::Dram;
+                s.dirty = false;
+                s.loaded_once = true;
+            }
+        }
+        let mut to_free: Vec<TensorId> = self.dies_at[i].clone();
+        if self.cfg.weights == WeightMode::Stream {
+            to_free.extend(
+                g.ops[i]
+                    .inputs
+                    .iter()
+                    .copied()
+                    .filter(|&t| g.tensors[t].kind == TensorKind::Weight),
+            );
+        }
+        to_free.sort_unstable();
+        to_free.dedup();
+        for t in to_free {
+            if self.st[t].loc == Loc::Chip {
+                let e = self.event(end, EventKind::Free, t, i);
+                self.push(e, i);
+                self.alloc.free(self.st[t].offset);
+            }
+            self.st[t].loc = if g.tensors[t].kind == TensorKind::Weight {
+                Loc::Dram
+            } else {
+                Loc::Absent
+            };
+        }
+        self.note_resident(end);
+    }
+
+    fn record_op(&mut self, i: usize, mut streamed: Vec<TensorId>, run: &Run) {
+        let op = &self.g.ops[i];
+        streamed.sort_unstable();
+        self.ops.push(TraceOp {
+            id: i,
+            name: op.name.clone(),
+            op_type: op.op_type.clone(),
+            start_ns: run.start,
+            end_ns: run.end,
+            stall_ns: run.stall,
+            inputs: op.inputs.clone(),
+            outputs: op.outputs.clone(),
+            streamed,
+            flops: Some(op.flops),
+            bound: Some(run.roof.bound),
+            unit: None,
+        });
+    }
+
+    /// Graph outputs leave the chip at the end; events in time order.
+    fn drain(&mut self) {
+        let n = self.g.ops.len();
+        let latency = self.now;
+        let last = n.saturating_sub(1);
+        for t in 0..self.g.tensors.len() {
+            if self.st[t].loc == Loc::Chip {
+                let e = self.event(latency, EventKind::Free, t, last);
+                if n > 0 {
+                    self.push(e, last);
+                }
+                self.alloc.free(self.st[t].offset);
+                self.st[t].loc = Loc::Absent;
+            }
+        }
+        if n > 0 {
+            self.note_resident(latency);
+        }
+        // Usually already in time order; the check costs no scratch buffer,
+        // the stable sort a copy of half the events.
+        if !self.events.is_sorted_by_key(|e| e.t_ns) {
+            self.events.sort_by_key(|e| e.t_ns);
+        }
+    }
+
+    /// The run's summary (the figures every table prints).
+    fn summary(&self) -> Summary {
+        let (g, hw) = (self.g, self.hw);
+        let latency = self.now;
+        let capacity = hw.memory.capacity.0;
+        let t = &self.totals;
+        let lower_bound = if self.ideal {
+            0
+        } else {
+            crate::graph::bounds::lower_bound_traffic(g, capacity)
+        };
+        let traffic = t.spilled_bytes + t.reloaded_bytes;
+        let dram_bytes = traffic + t.weight_bytes;
+        let energy_uj = (dram_bytes as f64 * hw.energy.dram_pj_per_byte
+            + t.sram_bytes as f64 * hw.energy.sram_pj_per_byte)
+            / 1e6;
+        Summary {
+            latency_ns: latency,
+            spill_count: t.spill_count,
+            spilled_bytes: t.spilled_bytes,
+            reloaded_bytes: t.reloaded_bytes,
+            traffic_bytes: traffic,
+            recompute_saved_bytes: t.recomputed_bytes,
+            stall_ns: t.stall_ns,
+            peak_live_bytes: self.live.peak_bytes,
+            peak_resident_bytes: self.peak_resident,
+            lower_bound_traffic_bytes: lower_bound,
+            throughput_fps: if latency > 0 {
+                1e9 / latency as f64
+            } else {
+                0.0
+            },
+            weight_traffic_bytes: t.weight_bytes,
+            streamed_bytes: t.streamed_bytes,
+            energy_uj,
+            capacity_bytes: capacity,
+        }
+    }
+
+    /// The trace of the run: summary, tensors, ops, events and counters.
+    fn finish(mut self) -> Trace {
+        self.drain();
+        let summary = self.summary();
+        let (g, hw, cfg) = (self.g, self.hw, self.cfg);
+        let latency = self.now;
+        let bucket = (latency / 1000).max(1);
+        let occupancy = self.bus.occupancy(latency.max(1), bucket);
+        let pool_capacity = if self.ideal {
+            hw.memory.capacity.0.max(self.alloc.high_water())
+        } else {
+            self.alloc.capacity()
+        };
+        let tensors = g
+            .tensors
+            .iter()
+            .map(|t| TraceTensor {
+                id: t.id,
+                name: t.name.clone(),
+                bytes: t.bytes,
+                kind: t.kind,
+                pool: POOL.to_string(),
+                producer: t.producer,
+                consumers: t.consumers.clone(),
             })
             .collect();
-        cands.sort_by(|a, b| {
-            b.1.partial_cmp(&a.1)
-                .unwrap_or(std::cmp::Ordering::Equal)
-                .then(b.2.cmp(&a.2))
-                .then(a.0.cmp(&b.0))
-        });
-        let &(seed, _, _) = cands.first()?;
-        let r = region[seed];
-        let (mut lo, mut hi) = (seed, seed);
-        let mut bytes = segs[seed].1;
-        let absorb_holes = |lo: &mut usize, hi: &mut usize, bytes: &mut u64| {
-            while *lo > 0 && region[*lo - 1] == r && matches!(segs[*lo - 1].2, Seg::Hole) {
-                *lo -= 1;
-                *bytes += segs[*lo].1;
-            }
-            while *hi + 1 < segs.len()
-                && region[*hi + 1] == r
-                && matches!(segs[*hi + 1].2, Seg::Hole)
-            {
-                *hi += 1;
-                *bytes += segs[*hi].1;
-            }
+        let counter = |name: &str, unit: &str, pool: Option<&str>, samples| Counter {
+            name: name.into(),
+            unit: unit.into(),
+            pool: pool.map(Into::into),
+            samples,
         };
-        absorb_holes(&mut lo, &mut hi, &mut bytes);
-        while bytes < size {
-            let left = (lo > 0 && region[lo - 1] == r).then(|| lo - 1);
-            let right = (hi + 1 < segs.len() && region[hi + 1] == r).then(|| hi + 1);
-            let score_of = |i: usize| match segs[i].2 {
-                Seg::Block(t) => self.score(t, step),
-                _ => f64::INFINITY,
-            };
-            let pick_left = match (left, right) {
-                (Some(l), Some(rr)) => score_of(l) >= score_of(rr),
-                (Some(_), None) => true,
-                (None, Some(_)) => false,
-                (None, None) => break,
-            };
-            if pick_left {
-                lo -= 1;
-                bytes += segs[lo].1;
-            } else {
-                hi += 1;
-                bytes += segs[hi].1;
-            }
-            absorb_holes(&mut lo, &mut hi, &mut bytes);
+        Trace {
+            schema: SCHEMA.to_string(),
+            source: Source::Simulator,
+            meta: Meta {
+                model: g.name.clone(),
+                policy: cfg.policy.as_str().to_string(),
+                producer: Producer::Simulator {
+                    hardware: Box::new(hw.clone()),
+                    config: Box::new(cfg.clone()),
+                },
+                tool_version: env!("CARGO_PKG_VERSION").to_string(),
+            },
+            pools: vec![Pool {
+                name: POOL.to_string(),
+                capacity_bytes: pool_capacity,
+                alignment: hw.memory.alignment,
+            }],
+            tensors,
+            ops: self.ops,
+            events: self.events,
+            counters: vec![
+                counter("bus_occupancy", "fraction", None, occupancy),
+                counter("live_bytes", "bytes", Some(POOL), self.live_samples),
+                counter("resident_bytes", "bytes", Some(POOL), self.resident_samples),
+            ],
+            summary,
         }
-        if bytes < size {
-            return None;
-        }
-        let reason = if fragmentation {
-            "fragmentation"
-        } else {
-            "capacity"
-        };
-        let mut wb_end = now_ns;
-        let mut n_evicted = 0;
-        for s in &segs[lo..=hi] {
-            if let Seg::Block(t) = s.2 {
-                wb_end = wb_end.max(self.evict(t, now_ns, step, reason));
-                n_evicted += 1;
-            }
-        }
-        let off = self.alloc.alloc(for_tensor, size)?;
-        Some((off, wb_end, if fragmentation { n_evicted } else { 0 }))
     }
+}
+
+/// What phases 2 and 3 left the op to wait for.
+struct Ready {
+    wait_until: u64,
+    fragmentation_evictions: usize,
+    recompute_ns: u64,
+}
+
+/// The op's interval.
+struct Run {
+    start: u64,
+    end: u64,
+    stall: u64,
+    roof: Roofline,
+}
+
+/// `(tensor, step)`: the tensor stays live through that step at least.
+type FreePoints = Vec<(TensorId, usize)>;
+
+/// The config's pins (per tensor) and free points, names resolved; an
+/// unknown name is an error naming it.
+fn named_tensors(g: &Graph, cfg: &SimConfig) -> Result<(Vec<bool>, FreePoints)> {
+    let mut pinned = vec![false; g.tensors.len()];
+    for p in &cfg.pins {
+        let t = g
+            .tensor_by_name(p)
+            .ok_or_else(|| Error::Config(format!("pin: no tensor named {p:?} in the graph")))?;
+        pinned[t.id] = true;
+    }
+    let mut free_at = Vec::new();
+    for (name, extra) in &cfg.free_at {
+        let t = g.tensor_by_name(name).ok_or_else(|| {
+            Error::Config(format!("free_at: no tensor named {name:?} in the graph"))
+        })?;
+        free_at.push((t.id, *extra));
+    }
+    Ok((pinned, free_at))
+}
+
+/// Working demand per step: live bytes, plus the weights an op loads when
+/// weights stream.
+fn demand_per_step(g: &Graph, live: &Liveness, weights: WeightMode) -> Vec<u64> {
+    (0..g.ops.len())
+        .map(|i| {
+            let w: u64 = if weights == WeightMode::Stream {
+                g.ops[i]
+                    .inputs
+                    .iter()
+                    .filter(|&&t| g.tensors[t].kind == TensorKind::Weight)
+                    .map(|&t| g.tensors[t].bytes)
+                    .sum()
+            } else {
+                0
+            };
+            live.live_bytes[i] + w
+        })
+        .collect()
+}
+
+/// Which tensors die after each step (from liveness; weights by mode).
+fn death_steps(g: &Graph, live: &Liveness, weights: WeightMode) -> Vec<Vec<TensorId>> {
+    let mut dies_at: Vec<Vec<TensorId>> = vec![Vec::new(); g.ops.len()];
+    for t in &g.tensors {
+        if t.kind == TensorKind::Weight {
+            if weights == WeightMode::Resident {
+                if let Some(&last) = t.consumers.last() {
+                    dies_at[last].push(t.id);
+                }
+            }
+            continue;
+        }
+        if let Some(iv) = live.intervals[t.id] {
+            if t.kind != TensorKind::Output {
+                dies_at[iv.end].push(t.id);
+            }
+        }
+    }
+    dies_at
 }
 
 /// The graph as `cfg` rewrites it before simulating: fusion, then fp16
@@ -367,583 +973,9 @@ pub fn prepare_graph<'g>(g: &'g Graph, cfg: &SimConfig) -> Result<Cow<'g, Graph>
 /// applied first, so the trace shows the graph that ran).
 pub fn simulate(g: &Graph, hw: &HardwareProfile, cfg: &SimConfig) -> Result<Trace> {
     let g = prepare_graph(g, cfg)?;
-    simulate_graph(&g, hw, cfg)
-}
-
-fn simulate_graph(g: &Graph, hw: &HardwareProfile, cfg: &SimConfig) -> Result<Trace> {
-    let n = g.ops.len();
-    let nt = g.tensors.len();
-    let ideal = cfg.policy == EvictionPolicy::Ideal;
-    let capacity = hw.memory.capacity.0;
-    if capacity == 0 {
-        return Err(Error::Hardware("capacity must be greater than zero".into()));
+    let mut sim = Sim::new(&g, hw, cfg)?;
+    for i in 0..g.ops.len() {
+        sim.step(i);
     }
-    let mut pinned = vec![false; nt];
-    for p in &cfg.pins {
-        let t = g
-            .tensor_by_name(p)
-            .ok_or_else(|| Error::Config(format!("pin: no tensor named {p:?} in the graph")))?;
-        pinned[t.id] = true;
-    }
-    let mut free_at = Vec::new();
-    for (name, extra) in &cfg.free_at {
-        let t = g.tensor_by_name(name).ok_or_else(|| {
-            Error::Config(format!("free_at: no tensor named {name:?} in the graph"))
-        })?;
-        free_at.push((t.id, *extra));
-    }
-    let live = Liveness::compute_with(g, &free_at);
-    let modeled: Vec<bool> = g
-        .tensors
-        .iter()
-        .map(|t| !(t.kind == TensorKind::Weight && cfg.weights == WeightMode::Ignore))
-        .collect();
-    let stream_weights = cfg.weights == WeightMode::Stream;
-    let demand: Vec<u64> = (0..n)
-        .map(|i| {
-            let w: u64 = if stream_weights {
-                g.ops[i]
-                    .inputs
-                    .iter()
-                    .filter(|&&t| g.tensors[t].kind == TensorKind::Weight)
-                    .map(|&t| g.tensors[t].bytes)
-                    .sum()
-            } else {
-                0
-            };
-            live.live_bytes[i] + w
-        })
-        .collect();
-    // Which tensors die after each step (from liveness; weights by mode).
-    let mut dies_at: Vec<Vec<TensorId>> = vec![Vec::new(); n];
-    for t in &g.tensors {
-        if t.kind == TensorKind::Weight {
-            if cfg.weights == WeightMode::Resident {
-                if let Some(&last) = t.consumers.last() {
-                    dies_at[last].push(t.id);
-                }
-            }
-            continue;
-        }
-        if let Some(iv) = live.intervals[t.id] {
-            if t.kind != TensorKind::Output {
-                dies_at[iv.end].push(t.id);
-            }
-        }
-    }
-
-    let pool_capacity = if ideal { IDEAL_CAPACITY } else { capacity };
-    let mut sim = Sim {
-        g,
-        cfg,
-        alloc: Allocator::new(pool_capacity, hw.memory.alignment, hw.memory.allocator),
-        bus: BusModel::new(hw),
-        st: vec![
-            TState {
-                loc: Loc::Absent,
-                offset: 0,
-                dirty: false,
-                last_access: 0,
-                ready_at: 0,
-                loaded_once: false,
-            };
-            nt
-        ],
-        pinned,
-        modeled,
-        events: Vec::with_capacity(2 * nt),
-        live,
-        demand,
-        spill_count: 0,
-        spilled_bytes: 0,
-        reloaded_bytes: 0,
-        weight_bytes: 0,
-        streamed_bytes: 0,
-        recomputed_bytes: 0,
-        peak_resident: 0,
-        resident_samples: Vec::new(),
-    };
-    for t in &g.tensors {
-        if matches!(t.kind, TensorKind::Weight | TensorKind::Input) {
-            sim.st[t.id].loc = Loc::Dram;
-        }
-    }
-    // Graph inputs are delivered on chip before step 0 where they fit.
-    if n > 0 {
-        for t in g.tensors.iter().filter(|t| t.kind == TensorKind::Input) {
-            let size = sim.aligned(t.id);
-            if let Some(off) = sim.alloc.alloc(t.id, size) {
-                sim.st[t.id].loc = Loc::Chip;
-                sim.st[t.id].offset = off;
-                sim.st[t.id].loaded_once = true;
-                let mut e = sim.event(0, EventKind::Alloc, t.id, 0);
-                e.reason = Some("input".into());
-                sim.push(e, 0);
-            }
-        }
-        sim.note_resident(0);
-    }
-
-    let prefetch = if hw.dma.async_dma {
-        cfg.prefetch_distance.unwrap_or(hw.dma.prefetch_distance)
-    } else {
-        0
-    };
-    let mut protected = vec![false; nt];
-    let mut trace_ops: Vec<TraceOp> = Vec::with_capacity(n);
-    let mut live_samples: Vec<(u64, f64)> = Vec::with_capacity(n);
-    let mut now: u64 = 0;
-    let mut total_stall: u64 = 0;
-    let mut dram_bytes_total: u64 = 0;
-    let mut sram_bytes_total: u64 = 0;
-
-    #[allow(clippy::needless_range_loop)] // i is the step, used in many places
-    for i in 0..n {
-        let op = &g.ops[i];
-        let operands: Vec<TensorId> = g
-            .operands(i)
-            .into_iter()
-            .filter(|&t| sim.modeled[t])
-            .collect();
-        for &t in &operands {
-            protected[t] = true;
-        }
-        let is_input = |t: TensorId| op.inputs.contains(&t);
-
-        // 1. Streaming decision: does the working set fit beside pinned tensors?
-        let mut streamed: Vec<TensorId> = Vec::new();
-        if !ideal {
-            let ws: u64 = operands.iter().map(|&t| sim.aligned(t)).sum();
-            let pinned_other: u64 = sim
-                .alloc
-                .blocks()
-                .filter(|(_, b)| sim.pinned[b.tensor] && !protected[b.tensor])
-                .map(|(_, b)| b.size)
-                .sum();
-            let avail = sim.alloc.capacity().saturating_sub(pinned_other);
-            if ws > avail {
-                let mut order = operands.clone();
-                order.sort_by_key(|&t| {
-                    let resident = sim.st[t].loc == Loc::Chip;
-                    (resident, std::cmp::Reverse(sim.aligned(t)), t)
-                });
-                let mut rest = ws;
-                for t in order {
-                    if rest <= avail {
-                        break;
-                    }
-                    rest -= sim.aligned(t);
-                    streamed.push(t);
-                }
-            }
-        }
-        for &t in &streamed {
-            protected[t] = false;
-            if sim.st[t].loc == Loc::Chip {
-                sim.evict(t, now, i, "stream");
-            }
-        }
-
-        // 2. Inputs resident.
-        let mut wait_until = now;
-        let mut frag_evictions = 0usize;
-        let mut recompute_ns = 0u64;
-        for &t in &operands {
-            if !is_input(t) || streamed.contains(&t) {
-                continue;
-            }
-            let plan = if sim.st[t].loc == Loc::Dram {
-                sim.recompute_plan(t, hw)
-            } else {
-                None
-            };
-            match (sim.st[t].loc, plan) {
-                (Loc::Chip, _) => {
-                    wait_until = wait_until.max(sim.st[t].ready_at);
-                }
-                (Loc::Dram, Some((cost, producer_inputs, weight_load))) => {
-                    // The producer's inputs must survive making room.
-                    let newly: Vec<TensorId> = producer_inputs
-                        .iter()
-                        .copied()
-                        .filter(|&x| !protected[x])
-                        .collect();
-                    for &x in &newly {
-                        protected[x] = true;
-                    }
-                    let size = sim.aligned(t);
-                    let placed = sim.make_room(size, &protected, i, now, t);
-                    for &x in &newly {
-                        protected[x] = false;
-                    }
-                    match placed {
-                        Some((off, wb_end, frag)) => {
-                            frag_evictions += frag;
-                            wait_until = wait_until.max(wb_end);
-                            recompute_ns += cost;
-                            sim.weight_bytes += weight_load;
-                            sim.recomputed_bytes += g.tensors[t].bytes;
-                            sim.st[t].loc = Loc::Chip;
-                            sim.st[t].offset = off;
-                            sim.st[t].dirty = false;
-                            sim.st[t].ready_at = now;
-                            let mut ev = sim.event(now, EventKind::Recompute, t, i);
-                            ev.reason = Some(match g.tensors[t].producer {
-                                Some(p) => format!("recompute:{}", g.ops[p].name).into(),
-                                None => "recompute".into(),
-                            });
-                            sim.push(ev, i);
-                            sim.note_resident(now);
-                        }
-                        None => {
-                            protected[t] = false;
-                            streamed.push(t);
-                        }
-                    }
-                }
-                (Loc::Dram | Loc::Absent, _) => {
-                    let size = sim.aligned(t);
-                    match sim.make_room(size, &protected, i, now, t) {
-                        Some((off, wb_end, frag)) => {
-                            frag_evictions += frag;
-                            let bytes = g.tensors[t].bytes;
-                            let (s, e) = sim.bus.issue(wb_end, bytes, Direction::Read);
-                            sim.st[t].loc = Loc::Chip;
-                            sim.st[t].offset = off;
-                            sim.st[t].dirty = false;
-                            sim.st[t].ready_at = e;
-                            let kind = if sim.st[t].loaded_once
-                                && g.tensors[t].kind != TensorKind::Weight
-                                || g.tensors[t].kind == TensorKind::Activation
-                                || g.tensors[t].kind == TensorKind::Output
-                            {
-                                sim.reloaded_bytes += bytes;
-                                EventKind::Reload
-                            } else {
-                                sim.weight_bytes += bytes;
-                                EventKind::Alloc
-                            };
-                            sim.st[t].loaded_once = true;
-                            let mut ev = sim.event(now, kind, t, i);
-                            ev.dma_start_ns = Some(s);
-                            ev.dma_end_ns = Some(e);
-                            ev.reason = Some(
-                                match g.tensors[t].kind {
-                                    TensorKind::Weight => "weight-load",
-                                    TensorKind::Input if kind == EventKind::Alloc => "input-load",
-                                    _ => "on-demand",
-                                }
-                                .into(),
-                            );
-                            sim.push(ev, i);
-                            sim.note_resident(now);
-                            wait_until = wait_until.max(e);
-                        }
-                        None => {
-                            protected[t] = false;
-                            streamed.push(t);
-                        }
-                    }
-                }
-            }
-            sim.st[t].last_access = i as u64;
-        }
-        // 3. Outputs.
-        for &t in &operands {
-            if is_input(t) || streamed.contains(&t) {
-                continue;
-            }
-            let size = sim.aligned(t);
-            match sim.make_room(size, &protected, i, now, t) {
-                Some((off, wb_end, frag)) => {
-                    frag_evictions += frag;
-                    wait_until = wait_until.max(wb_end);
-                    sim.st[t].loc = Loc::Chip;
-                    sim.st[t].offset = off;
-                    sim.st[t].dirty = true;
-                    sim.st[t].ready_at = now;
-                    sim.st[t].loaded_once = true;
-                    sim.st[t].last_access = i as u64;
-                    let e = sim.event(now, EventKind::Alloc, t, i);
-                    sim.push(e, i);
-                    sim.note_resident(now);
-                }
-                None => {
-                    protected[t] = false;
-                    streamed.push(t);
-                }
-            }
-        }
-
-        // 4. Run. Sync DMA: the op starts once every transfer it needs is
-        // done, then streams (compute + stream). Async DMA: transfers are
-        // pipelined with compute tile by tile (double buffering), so the op
-        // ends at the later of its compute and its last transfer.
-        let frag_ns = (frag_evictions as f64 * hw.dma.fragmentation_penalty_ns).round() as u64;
-        let sync_penalty = hw.dma.sync_penalty_ns.round() as u64;
-        let operand_bytes: u64 = operands.iter().map(|&t| g.tensors[t].bytes).sum();
-        let roof = op_time_ns(hw, op.flops, operand_bytes);
-        let measured = cfg
-            .measured_ns
-            .as_ref()
-            .and_then(|m| m.get(&op.name).copied());
-        let compute = measured.unwrap_or(roof.time_ns.ceil() as u64).max(1) + recompute_ns;
-        let (mut rd, mut wr) = (0u64, 0u64);
-        for &t in &streamed {
-            let b = g.tensors[t].bytes;
-            if is_input(t) {
-                rd += b;
-                if g.tensors[t].kind == TensorKind::Weight {
-                    sim.weight_bytes += b;
-                } else {
-                    sim.reloaded_bytes += b;
-                    sim.streamed_bytes += b;
-                }
-            } else {
-                wr += b;
-                sim.spilled_bytes += b;
-                sim.streamed_bytes += b;
-            }
-        }
-        let stream_ns = sim.bus.stream_ns(rd, wr);
-        // An op's interval starts when it is dispatched (the previous op
-        // ended) and includes its stall, so op intervals tile the timeline.
-        let start = now;
-        let end = if hw.dma.async_dma {
-            let (_, stream_end) = sim.bus.occupy(start, stream_ns);
-            let data_end = wait_until.max(stream_end);
-            let compute_end = start + frag_ns + compute;
-            if data_end > compute_end {
-                data_end + sync_penalty
-            } else {
-                compute_end
-            }
-        } else {
-            let mut ready = wait_until;
-            if ready > now {
-                ready += sync_penalty;
-            }
-            ready += frag_ns;
-            let (_, stream_end) = sim.bus.occupy(ready, stream_ns);
-            stream_end.max(ready) + compute
-        };
-        let stall = end - start - compute;
-        total_stall += stall;
-        live_samples.push((start, sim.live.live_bytes[i] as f64));
-        sram_bytes_total += operand_bytes;
-
-        // 5. Prefetch inputs of the next ops into free space.
-        if prefetch > 0 {
-            for j in (i + 1)..=(i + prefetch).min(n.saturating_sub(1)) {
-                let need_out: u64 = g.ops[j].outputs.iter().map(|&t| sim.aligned(t)).sum();
-                for &t in &g.ops[j].inputs {
-                    if !sim.modeled[t] || sim.st[t].loc == Loc::Chip || sim.st[t].loc == Loc::Absent
-                    {
-                        continue;
-                    }
-                    let size = sim.aligned(t);
-                    if sim.alloc.free_bytes() < size + need_out
-                        || sim.alloc.find_fit(size).is_none()
-                    {
-                        continue;
-                    }
-                    let Some(off) = sim.alloc.alloc(t, size) else {
-                        continue;
-                    };
-                    let bytes = g.tensors[t].bytes;
-                    let (s, e) = sim.bus.issue(start, bytes, Direction::Read);
-                    sim.st[t].loc = Loc::Chip;
-                    sim.st[t].offset = off;
-                    sim.st[t].dirty = false;
-                    sim.st[t].ready_at = e;
-                    let kind = if g.tensors[t].kind == TensorKind::Weight || !sim.st[t].loaded_once
-                    {
-                        sim.weight_bytes += bytes;
-                        EventKind::Alloc
-                    } else {
-                        sim.reloaded_bytes += bytes;
-                        EventKind::Reload
-                    };
-                    sim.st[t].loaded_once = true;
-                    let mut ev = sim.event(start, kind, t, i);
-                    ev.dma_start_ns = Some(s);
-                    ev.dma_end_ns = Some(e);
-                    ev.reason = Some("prefetch".into());
-                    sim.push(ev, i);
-                    sim.note_resident(start);
-                }
-            }
-        }
-
-        // 6. Frees at the end of the op.
-        for &t in &operands {
-            protected[t] = false;
-        }
-        for &t in &streamed {
-            if !is_input(t) {
-                // Written to DRAM by streaming: lives on there.
-                sim.st[t].loc = Loc::Dram;
-                sim.st[t].dirty = false;
-                sim.st[t].loaded_once = true;
-            }
-        }
-        let mut to_free: Vec<TensorId> = dies_at[i].clone();
-        if stream_weights {
-            to_free.extend(
-                op.inputs
-                    .iter()
-                    .copied()
-                    .filter(|&t| g.tensors[t].kind == TensorKind::Weight),
-            );
-        }
-        to_free.sort_unstable();
-        to_free.dedup();
-        for t in to_free {
-            if sim.st[t].loc == Loc::Chip {
-                let e = sim.event(end, EventKind::Free, t, i);
-                sim.push(e, i);
-                sim.alloc.free(sim.st[t].offset);
-            }
-            sim.st[t].loc = if g.tensors[t].kind == TensorKind::Weight {
-                Loc::Dram
-            } else {
-                Loc::Absent
-            };
-        }
-        sim.note_resident(end);
-        trace_ops.push(TraceOp {
-            id: i,
-            name: op.name.clone(),
-            op_type: op.op_type.clone(),
-            start_ns: start,
-            end_ns: end,
-            stall_ns: stall,
-            inputs: op.inputs.clone(),
-            outputs: op.outputs.clone(),
-            streamed: {
-                let mut s = streamed.clone();
-                s.sort_unstable();
-                s
-            },
-            flops: Some(op.flops),
-            bound: Some(roof.bound),
-            unit: None,
-        });
-        now = end;
-    }
-    let latency = now;
-    // Graph outputs leave the chip at the end.
-    let last = n.saturating_sub(1);
-    for t in 0..nt {
-        if sim.st[t].loc == Loc::Chip {
-            let e = sim.event(latency, EventKind::Free, t, last);
-            if n > 0 {
-                sim.push(e, last);
-            }
-            sim.alloc.free(sim.st[t].offset);
-            sim.st[t].loc = Loc::Absent;
-        }
-    }
-    if n > 0 {
-        sim.note_resident(latency);
-    }
-    // Usually already in time order; the check costs no scratch buffer,
-    // the stable sort a copy of half the events.
-    if !sim.events.is_sorted_by_key(|e| e.t_ns) {
-        sim.events.sort_by_key(|e| e.t_ns);
-    }
-
-    let lower_bound = if ideal {
-        0
-    } else {
-        bounds::lower_bound_traffic(g, capacity)
-    };
-    let traffic = sim.spilled_bytes + sim.reloaded_bytes;
-    dram_bytes_total += traffic + sim.weight_bytes;
-    let energy_uj = (dram_bytes_total as f64 * hw.energy.dram_pj_per_byte
-        + sram_bytes_total as f64 * hw.energy.sram_pj_per_byte)
-        / 1e6;
-    let bucket = (latency / 1000).max(1);
-    let occupancy = sim.bus.occupancy(latency.max(1), bucket);
-    let pool_capacity_reported = if ideal {
-        capacity.max(sim.alloc.high_water())
-    } else {
-        sim.alloc.capacity()
-    };
-    let summary = Summary {
-        latency_ns: latency,
-        spill_count: sim.spill_count,
-        spilled_bytes: sim.spilled_bytes,
-        reloaded_bytes: sim.reloaded_bytes,
-        traffic_bytes: traffic,
-        recompute_saved_bytes: sim.recomputed_bytes,
-        stall_ns: total_stall,
-        peak_live_bytes: sim.live.peak_bytes,
-        peak_resident_bytes: sim.peak_resident,
-        lower_bound_traffic_bytes: lower_bound,
-        throughput_fps: if latency > 0 {
-            1e9 / latency as f64
-        } else {
-            0.0
-        },
-        weight_traffic_bytes: sim.weight_bytes,
-        streamed_bytes: sim.streamed_bytes,
-        energy_uj,
-        capacity_bytes: capacity,
-    };
-    let tensors = g
-        .tensors
-        .iter()
-        .map(|t| TraceTensor {
-            id: t.id,
-            name: t.name.clone(),
-            bytes: t.bytes,
-            kind: t.kind,
-            pool: POOL.to_string(),
-            producer: t.producer,
-            consumers: t.consumers.clone(),
-        })
-        .collect();
-    Ok(Trace {
-        schema: SCHEMA.to_string(),
-        source: Source::Simulator,
-        meta: Meta {
-            model: g.name.clone(),
-            policy: cfg.policy.as_str().to_string(),
-            producer: Producer::Simulator {
-                hardware: Box::new(hw.clone()),
-                config: Box::new(cfg.clone()),
-            },
-            tool_version: env!("CARGO_PKG_VERSION").to_string(),
-        },
-        pools: vec![Pool {
-            name: POOL.to_string(),
-            capacity_bytes: pool_capacity_reported,
-            alignment: hw.memory.alignment,
-        }],
-        tensors,
-        ops: trace_ops,
-        events: sim.events,
-        counters: vec![
-            Counter {
-                name: "bus_occupancy".into(),
-                unit: "fraction".into(),
-                pool: None,
-                samples: occupancy,
-            },
-            Counter {
-                name: "live_bytes".into(),
-                unit: "bytes".into(),
-                pool: Some(POOL.into()),
-                samples: live_samples,
-            },
-            Counter {
-                name: "resident_bytes".into(),
-                unit: "bytes".into(),
-                pool: Some(POOL.into()),
-                samples: sim.resident_samples,
-            },
-        ],
-        summary,
-    })
+    Ok(sim.finish())
 }

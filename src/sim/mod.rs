@@ -6,6 +6,7 @@ pub mod allocator;
 pub mod config;
 pub mod engine;
 pub mod policy;
+mod room;
 
 pub use allocator::Allocator;
 pub use config::{ActivationDtype, RecomputeSpec, ScheduleFile, SimConfig, WeightMode};

@@ -14,7 +14,7 @@
 //! The bound reported is the larger of the two. Raw (unaligned) sizes are
 //! used, which only lowers it, so it stays valid under any alignment.
 
-use crate::graph::{Graph, Liveness, TensorKind};
+use super::{Graph, Liveness, TensorKind};
 
 /// Per-op activation working set in bytes (distinct inputs and outputs).
 pub fn working_sets(g: &Graph) -> Vec<u64> {
