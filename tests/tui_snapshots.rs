@@ -32,7 +32,7 @@ fn single() -> App {
         "encdec-1mib.lru.json",
         trace("encdec-1mib.lru.json"),
     )]);
-    a.tensor = a.tensor_list().first().copied();
+    a.tensors.tensor = a.tensor_list().first().copied();
     // The suggestions the background worker would post.
     let t = a.data[0].trace.clone();
     let (g, hw, cfg) = spillscope::analysis::suggest::inputs_of_trace(&t).unwrap();
@@ -150,8 +150,8 @@ fn never_panics_when_resized_down_to_20x5() {
 fn long_lists_scroll_to_keep_the_selection_visible() {
     let mut a = pair();
     a.view = View::Hotspots;
-    a.hot_sel = a.hot_order.len() - 1;
-    let last = a.primary().unwrap().trace.ops[a.hot_order[a.hot_sel]]
+    a.hot.sel = a.hot.order.len() - 1;
+    let last = a.primary().unwrap().trace.ops[a.hot.order[a.hot.sel]]
         .name
         .clone();
     let s = render(&a, 120, 24);
@@ -168,8 +168,8 @@ fn long_lists_scroll_to_keep_the_selection_visible() {
         "selected last row {last:?} not on screen:\n{s}"
     );
     a.view = View::Compare;
-    a.compare_sel = a.diff.as_ref().unwrap().ops.len() - 1;
-    let name = a.diff.as_ref().unwrap().ops[a.compare_sel].name.clone();
+    a.compare.sel = a.diff.as_ref().unwrap().ops.len() - 1;
+    let name = a.diff.as_ref().unwrap().ops[a.compare.sel].name.clone();
     let s = render(&a, 120, 40);
     let tail: String = name
         .chars()

@@ -89,21 +89,21 @@ fn hotspot_sorting_and_enter_jumps_to_the_op() {
     let mut a = app();
     chars(&mut a, "3");
     let d = a.primary().unwrap();
-    let first = &d.hotspots[a.hot_order[0]];
+    let first = &d.hotspots[a.hot.order[0]];
     assert!(d
         .hotspots
         .iter()
         .all(|h| h.spilled_bytes <= first.spilled_bytes));
     chars(&mut a, "s");
-    assert_eq!(a.hot_key.label(), "reloads");
+    assert_eq!(a.hot.key.label(), "reloads");
     chars(&mut a, "i");
     let d = a.primary().unwrap();
-    let rel: Vec<u64> = a.hot_order.iter().map(|&o| d.hotspots[o].reloads).collect();
+    let rel: Vec<u64> = a.hot.order.iter().map(|&o| d.hotspots[o].reloads).collect();
     assert!(rel.windows(2).all(|w| w[0] <= w[1]), "ascending after i");
     key(&mut a, KeyCode::Down);
     key(&mut a, KeyCode::Down);
-    assert_eq!(a.hot_sel, 2);
-    let target = a.hot_order[2];
+    assert_eq!(a.hot.sel, 2);
+    let target = a.hot.order[2];
     key(&mut a, KeyCode::Enter);
     assert_eq!(a.view, View::Timeline);
     assert_eq!(a.focus_op, Some(target));
@@ -130,7 +130,7 @@ fn search_selects_and_jumps_to_a_tensor() {
     key(&mut a, KeyCode::Enter);
     assert!(a.search.is_none());
     assert_eq!(a.view, View::Tensor);
-    let t = a.tensor.unwrap();
+    let t = a.tensors.tensor.unwrap();
     assert_eq!(a.primary().unwrap().trace.tensors[t].name, "dec3.attn.norm");
     // Esc cancels; keys typed in search do not trigger actions.
     chars(&mut a, "/q");
@@ -253,12 +253,12 @@ fn tensor_list_navigation_follows_round_trips() {
     chars(&mut a, "4");
     let list = a.tensor_list();
     assert!(list.len() >= 2);
-    assert_eq!(a.tensor, Some(list[0]));
+    assert_eq!(a.tensors.tensor, Some(list[0]));
     key(&mut a, KeyCode::Down);
-    assert_eq!(a.tensor, Some(list[1]));
+    assert_eq!(a.tensors.tensor, Some(list[1]));
     key(&mut a, KeyCode::Up);
     key(&mut a, KeyCode::Up);
-    assert_eq!(a.tensor, Some(list[0]));
+    assert_eq!(a.tensors.tensor, Some(list[0]));
 }
 
 #[test]
@@ -272,7 +272,7 @@ fn a_quick_open_shows_the_overview_then_the_analyses_arrive() {
         "classification is ready at once"
     );
     let mut a = App::new(vec![quick]);
-    assert!(a.hot_order.is_empty());
+    assert!(a.hot.order.is_empty());
     // A stale completion (for other data) is ignored.
     let other = Dataset::complete("x", Arc::new(trace("encdec-1mib.ideal.json")));
     update(
@@ -292,8 +292,8 @@ fn a_quick_open_shows_the_overview_then_the_analyses_arrive() {
     );
     let d = a.primary().unwrap();
     assert!(d.complete && !d.trips.is_empty());
-    assert_eq!(a.hot_order.len(), d.trace.ops.len());
-    assert!(a.tensor.is_some());
+    assert_eq!(a.hot.order.len(), d.trace.ops.len());
+    assert!(a.tensors.tensor.is_some());
 }
 
 /// The Suggestions view: results for a stale trace are ignored, a new primary
@@ -322,7 +322,7 @@ fn suggestions_arrive_for_the_current_trace_only_and_pin_opens_the_tensor() {
     let tr = Arc::new(simulate(&g, &hw, &cfg).unwrap());
     let s = suggest(&g, &hw, &cfg).unwrap();
     let mut a = App::new(vec![Dataset::complete("long", tr.clone())]);
-    assert_eq!(a.suggestions, SuggestState::Pending);
+    assert_eq!(a.suggest.state, SuggestState::Pending);
     // A result for some other trace is dropped.
     let other = Arc::new(trace("encdec-1mib.lru.json"));
     update(
@@ -332,7 +332,7 @@ fn suggestions_arrive_for_the_current_trace_only_and_pin_opens_the_tensor() {
             result: Ok(Box::new(s.clone())),
         },
     );
-    assert_eq!(a.suggestions, SuggestState::Pending);
+    assert_eq!(a.suggest.state, SuggestState::Pending);
     update(
         &mut a,
         Msg::Suggested {
@@ -340,7 +340,7 @@ fn suggestions_arrive_for_the_current_trace_only_and_pin_opens_the_tensor() {
             result: Ok(Box::new(s.clone())),
         },
     );
-    assert!(matches!(a.suggestions, SuggestState::Ready(_)));
+    assert!(matches!(a.suggest.state, SuggestState::Ready(_)));
     key(&mut a, KeyCode::Char('7'));
     assert_eq!(a.view, View::Suggest);
     let pin = s
@@ -351,10 +351,10 @@ fn suggestions_arrive_for_the_current_trace_only_and_pin_opens_the_tensor() {
     for _ in 0..pin {
         key(&mut a, KeyCode::Down);
     }
-    assert_eq!(a.suggest_sel, pin);
+    assert_eq!(a.suggest.sel, pin);
     key(&mut a, KeyCode::Enter);
     assert_eq!(a.view, View::Tensor);
-    let t = a.tensor.unwrap();
+    let t = a.tensors.tensor.unwrap();
     assert_eq!(a.data[0].trace.tensors[t].name, "enc5.ffn.norm");
     // A newly loaded primary trace resets the view to pending.
     update(
@@ -364,7 +364,7 @@ fn suggestions_arrive_for_the_current_trace_only_and_pin_opens_the_tensor() {
             data: Box::new(Dataset::build("again", trace("encdec-1mib.lru.json"))),
         },
     );
-    assert_eq!(a.suggestions, SuggestState::Pending);
+    assert_eq!(a.suggest.state, SuggestState::Pending);
     // An error is shown as such.
     let cur = a.data[0].trace.clone();
     update(
@@ -374,5 +374,8 @@ fn suggestions_arrive_for_the_current_trace_only_and_pin_opens_the_tensor() {
             result: Err("no graph".into()),
         },
     );
-    assert_eq!(a.suggestions, SuggestState::Unavailable("no graph".into()));
+    assert_eq!(
+        a.suggest.state,
+        SuggestState::Unavailable("no graph".into())
+    );
 }

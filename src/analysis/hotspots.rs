@@ -25,8 +25,9 @@ pub struct Hotspot {
 }
 
 /// Which column the hotspot table is sorted by.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
 pub enum HotspotKey {
+    #[default]
     Spilled,
     Reloads,
     Stall,

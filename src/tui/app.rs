@@ -4,8 +4,11 @@
 
 use super::data::{compare, Dataset};
 use super::keys::{action_for, Action, Scope};
+pub use super::views::compare::CompareView;
+pub use super::views::hotspots::HotspotsView;
+pub use super::views::suggest::{SuggestState, SuggestView};
+pub use super::views::tensor::TensorView;
 use crate::analysis::diff::TraceDiff;
-use crate::analysis::hotspots::{order_hotspots, HotspotKey};
 use crate::analysis::suggest::Suggestions;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use fuzzy_matcher::skim::SkimMatcherV2;
@@ -113,14 +116,6 @@ pub enum Msg {
     Terminate,
 }
 
-/// Where the Suggestions view stands.
-#[derive(Debug, Clone, PartialEq)]
-pub enum SuggestState {
-    Pending,
-    Ready(Box<Suggestions>),
-    Unavailable(String),
-}
-
 /// Work for the runtime to do.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Effect {
@@ -137,18 +132,11 @@ pub struct App {
     pub window: (u64, u64),
     pub cursor: u64,
     pub focus_op: Option<usize>,
-    pub hot_key: HotspotKey,
-    pub hot_ascending: bool,
-    /// Hotspot rows in display order (indices into `data[0].hotspots`).
-    pub hot_order: Vec<usize>,
-    pub hot_sel: usize,
-    /// Tensor view: the selected tensor and the list position.
-    pub tensor: Option<usize>,
-    pub tensor_sel: usize,
-    pub compare_sel: usize,
-    /// Suggestions for the primary trace: computed off the UI thread.
-    pub suggestions: SuggestState,
-    pub suggest_sel: usize,
+    /// Each list view's own state.
+    pub hot: HotspotsView,
+    pub tensors: TensorView,
+    pub compare: CompareView,
+    pub suggest: SuggestView,
     pub search: Option<Search>,
     pub help: bool,
     pub paused: bool,
@@ -179,15 +167,10 @@ impl App {
             window: (0, 1),
             cursor: 0,
             focus_op: None,
-            hot_key: HotspotKey::Spilled,
-            hot_ascending: false,
-            hot_order: Vec::new(),
-            hot_sel: 0,
-            tensor: None,
-            tensor_sel: 0,
-            compare_sel: 0,
-            suggestions: SuggestState::Pending,
-            suggest_sel: 0,
+            hot: HotspotsView::default(),
+            tensors: TensorView::default(),
+            compare: CompareView::default(),
+            suggest: SuggestView::default(),
             search: None,
             help: false,
             paused: false,
@@ -232,7 +215,7 @@ impl App {
                 .map(|old| !Arc::ptr_eq(&old.trace, &d.trace))
                 .unwrap_or(true);
         if new_primary {
-            self.suggestions = SuggestState::Pending;
+            self.suggest.state = SuggestState::Pending;
         }
         if slot < self.data.len() {
             self.data[slot] = d;
@@ -249,29 +232,25 @@ impl App {
         if self.window.1 > end || self.window.0 >= end {
             self.window = (0, end);
         }
-        if self.tensor.is_none() {
-            self.tensor = self
+        if self.tensors.tensor.is_none() {
+            self.tensors.tensor = self
                 .primary()
                 .and_then(|d| d.trips.first().map(|t| t.tensor));
         }
-        if let Some(t) = self.tensor {
+        if let Some(t) = self.tensors.tensor {
             if self
                 .primary()
                 .map(|d| t >= d.trace.tensors.len())
                 .unwrap_or(true)
             {
-                self.tensor = None;
+                self.tensors.tensor = None;
             }
         }
     }
 
     fn resort_hotspots(&mut self) {
         let Some(d) = self.data.first() else { return };
-        self.hot_order = order_hotspots(&d.hotspots, self.hot_key, self.hot_ascending)
-            .into_iter()
-            .map(|i| d.hotspots[i].op)
-            .collect();
-        self.hot_sel = self.hot_sel.min(self.hot_order.len().saturating_sub(1));
+        self.hot.resort(&d.hotspots);
     }
 
     /// Tensors listed in the Tensor view: those with round trips, busiest first.
@@ -367,22 +346,19 @@ impl App {
 
     /// Shows tensor `t` in the Tensor view.
     pub fn goto_tensor(&mut self, t: usize) {
-        self.tensor = Some(t);
+        self.tensors.tensor = Some(t);
         if let Some(pos) = self.tensor_list().iter().position(|&x| x == t) {
-            self.tensor_sel = pos;
+            self.tensors.sel = pos;
         }
         self.view = View::Tensor;
     }
 
     fn list_len(&self) -> usize {
         match self.view {
-            View::Hotspots => self.hot_order.len(),
+            View::Hotspots => self.hot.order.len(),
             View::Tensor => self.tensor_list().len(),
             View::Compare => self.diff.as_ref().map(|d| d.ops.len()).unwrap_or(0),
-            View::Suggest => match &self.suggestions {
-                SuggestState::Ready(s) => s.suggestions.len(),
-                _ => 0,
-            },
+            View::Suggest => self.suggest.len(),
             _ => 0,
         }
     }
@@ -393,15 +369,15 @@ impl App {
             return;
         }
         let sel = match self.view {
-            View::Hotspots => &mut self.hot_sel,
-            View::Tensor => &mut self.tensor_sel,
-            View::Compare => &mut self.compare_sel,
-            View::Suggest => &mut self.suggest_sel,
+            View::Hotspots => &mut self.hot.sel,
+            View::Tensor => &mut self.tensors.sel,
+            View::Compare => &mut self.compare.sel,
+            View::Suggest => &mut self.suggest.sel,
             _ => return,
         };
         *sel = (*sel as i64 + delta).clamp(0, len as i64 - 1) as usize;
         if self.view == View::Tensor {
-            self.tensor = self.tensor_list().get(self.tensor_sel).copied();
+            self.tensors.tensor = self.tensor_list().get(self.tensors.sel).copied();
         }
     }
 
@@ -493,19 +469,16 @@ impl App {
             Action::PageDown => self.move_sel(self.height.max(10) as i64 - 6),
             Action::Select => match self.view {
                 View::Hotspots => {
-                    if let Some(&o) = self.hot_order.get(self.hot_sel) {
+                    if let Some(o) = self.hot.selected_op() {
                         self.goto_op(o);
                     }
                 }
                 View::Suggest => {
                     // A pin suggestion opens its tensor.
-                    let pinned = match &self.suggestions {
-                        SuggestState::Ready(s) => s
-                            .suggestions
-                            .get(self.suggest_sel)
-                            .filter(|x| x.kind() == crate::analysis::suggest::ChangeKind::Pin)
-                            .and_then(|x| x.sim_config.as_ref())
-                            .and_then(|c| c.pins.last().cloned()),
+                    let pinned = match self.suggest.selected().map(|x| &x.change) {
+                        Some(crate::analysis::suggest::Change::Pin { tensor }) => {
+                            Some(tensor.clone())
+                        }
                         _ => None,
                     };
                     if let Some(t) = pinned.and_then(|n| {
@@ -519,7 +492,7 @@ impl App {
                     let name = self
                         .diff
                         .as_ref()
-                        .and_then(|d| d.ops.get(self.compare_sel))
+                        .and_then(|d| d.ops.get(self.compare.sel))
                         .map(|o| o.name.clone());
                     if let Some(o) = name.and_then(|n| {
                         self.primary()
@@ -531,11 +504,11 @@ impl App {
                 _ => {}
             },
             Action::SortCycle => {
-                self.hot_key = self.hot_key.next();
+                self.hot.key = self.hot.key.next();
                 self.resort_hotspots();
             }
             Action::SortInvert => {
-                self.hot_ascending = !self.hot_ascending;
+                self.hot.ascending = !self.hot.ascending;
                 self.resort_hotspots();
             }
             Action::Search => {
@@ -653,11 +626,11 @@ pub fn update(app: &mut App, msg: Msg) -> Option<Effect> {
                 .map(|d| Arc::ptr_eq(&d.trace, &trace))
                 .unwrap_or(false)
             {
-                app.suggestions = match result {
+                app.suggest.state = match result {
                     Ok(s) => SuggestState::Ready(s),
                     Err(e) => SuggestState::Unavailable(e),
                 };
-                app.suggest_sel = app.suggest_sel.min(app.list_len().saturating_sub(1));
+                app.suggest.sel = app.suggest.sel.min(app.list_len().saturating_sub(1));
             }
             None
         }

@@ -28,6 +28,12 @@ fn signed_bytes(b: i64) -> String {
     )
 }
 
+/// The Compare view's own state: the selected op row.
+#[derive(Debug, Clone, Default)]
+pub struct CompareView {
+    pub sel: usize,
+}
+
 pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
     if app.data.len() < 2 {
         let msg = vec![
@@ -176,7 +182,7 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
         .saturating_sub(9 * 4 + 11 + 8)
         .max(10);
     let visible = table.height.saturating_sub(3) as usize;
-    let offset = scroll_offset(app.compare_sel, diff.ops.len(), visible);
+    let offset = scroll_offset(app.compare.sel, diff.ops.len(), visible);
     let rows: Vec<Row> = diff
         .ops
         .iter()
@@ -224,6 +230,6 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
         .header(header)
         .block(block(title, theme, g))
         .row_highlight_style(theme.selected());
-    let mut st = TableState::default().with_selected(Some(app.compare_sel - offset));
+    let mut st = TableState::default().with_selected(Some(app.compare.sel - offset));
     f.render_stateful_widget(t, table, &mut st);
 }

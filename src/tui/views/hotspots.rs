@@ -1,6 +1,6 @@
 //! Hotspots: per-operator ranking, sortable by column.
 
-use crate::analysis::hotspots::HotspotKey;
+use crate::analysis::hotspots::{order_hotspots, Hotspot, HotspotKey};
 use crate::tui::app::App;
 use crate::tui::glyphs::Glyphs;
 use crate::tui::theme::Theme;
@@ -11,11 +11,38 @@ use ratatui::style::Modifier;
 use ratatui::widgets::{Cell, Row, Table, TableState};
 use ratatui::Frame;
 
+/// The Hotspots view's own state: sort column and direction, the rows in
+/// display order (indices into the primary dataset's hotspots) and the
+/// selected row.
+#[derive(Debug, Clone, Default)]
+pub struct HotspotsView {
+    pub key: HotspotKey,
+    pub ascending: bool,
+    pub order: Vec<usize>,
+    pub sel: usize,
+}
+
+impl HotspotsView {
+    /// Re-sorts for `hs`, keeping the selection in range.
+    pub fn resort(&mut self, hs: &[Hotspot]) {
+        self.order = order_hotspots(hs, self.key, self.ascending)
+            .into_iter()
+            .map(|i| hs[i].op)
+            .collect();
+        self.sel = self.sel.min(self.order.len().saturating_sub(1));
+    }
+
+    /// The op of the selected row.
+    pub fn selected_op(&self) -> Option<usize> {
+        self.order.get(self.sel).copied()
+    }
+}
+
 pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
     let Some(d) = app.primary() else { return };
-    let arrow = if app.hot_ascending { "^" } else { "v" };
+    let arrow = if app.hot.ascending { "^" } else { "v" };
     let head = |k: HotspotKey, text: &str| {
-        if k == app.hot_key {
+        if k == app.hot.key {
             Cell::from(format!("{text}{arrow}")).style(
                 theme
                     .strong(theme.c.accent)
@@ -37,9 +64,10 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
     let fixed = 9 + 10 + 7 + 9 + 6 + 7 + 6;
     let name_w = (area.width as usize).saturating_sub(fixed + 2).max(8);
     let visible = area.height.saturating_sub(3) as usize;
-    let offset = scroll_offset(app.hot_sel, app.hot_order.len(), visible);
+    let offset = scroll_offset(app.hot.sel, app.hot.order.len(), visible);
     let rows: Vec<Row> = app
-        .hot_order
+        .hot
+        .order
         .iter()
         .skip(offset)
         .take(visible)
@@ -74,14 +102,14 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
     ];
     let title = format!(
         " Hotspots: {} ops, sorted by {} ",
-        app.hot_order.len(),
-        app.hot_key.label()
+        app.hot.order.len(),
+        app.hot.key.label()
     );
     let table = Table::new(rows, widths)
         .header(header)
         .block(block(title, theme, g))
         .row_highlight_style(theme.selected())
         .column_spacing(1);
-    let mut state = TableState::default().with_selected(Some(app.hot_sel - offset));
+    let mut state = TableState::default().with_selected(Some(app.hot.sel - offset));
     f.render_stateful_widget(table, area, &mut state);
 }

@@ -49,7 +49,7 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
         theme.c.bus,
     ];
     let style_of = |tensor: usize| {
-        if app.tensor == Some(tensor) {
+        if app.tensors.tensor == Some(tensor) {
             theme
                 .strong(theme.c.highlight)
                 .add_modifier(Modifier::REVERSED)

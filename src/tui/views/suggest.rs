@@ -1,7 +1,8 @@
 //! Suggestions: re-simulated counterfactuals for the primary trace, sorted
 //! by milliseconds saved; the selected one shows how to realise it.
 
-use crate::tui::app::{App, SuggestState};
+use crate::analysis::suggest::Suggestions;
+use crate::tui::app::App;
 use crate::tui::glyphs::Glyphs;
 use crate::tui::theme::Theme;
 use crate::tui::ui::{block, scroll_offset};
@@ -21,8 +22,55 @@ fn truncate_right(s: &str, w: usize) -> String {
     t
 }
 
+/// Where the suggestions for the primary trace stand (computed off the UI
+/// thread).
+#[derive(Debug, Clone, PartialEq)]
+pub enum SuggestState {
+    Pending,
+    Ready(Box<Suggestions>),
+    Unavailable(String),
+}
+
+/// The Suggest view's own state: the suggestions and the selected row.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SuggestView {
+    pub state: SuggestState,
+    pub sel: usize,
+}
+
+impl Default for SuggestView {
+    fn default() -> Self {
+        SuggestView {
+            state: SuggestState::Pending,
+            sel: 0,
+        }
+    }
+}
+
+impl SuggestView {
+    /// Rows in the list.
+    pub fn len(&self) -> usize {
+        match &self.state {
+            SuggestState::Ready(s) => s.suggestions.len(),
+            _ => 0,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The selected suggestion, when ready.
+    pub fn selected(&self) -> Option<&crate::analysis::suggest::Suggestion> {
+        match &self.state {
+            SuggestState::Ready(s) => s.suggestions.get(self.sel),
+            _ => None,
+        }
+    }
+}
+
 pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
-    let s = match &app.suggestions {
+    let s = match &app.suggest.state {
         SuggestState::Pending => {
             f.render_widget(
                 Paragraph::new("re-simulating suggestions...")
@@ -68,7 +116,7 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
             .map(|h| Cell::from(h).style(theme.strong(theme.c.muted))),
     );
     let visible = list.height.saturating_sub(3) as usize;
-    let offset = scroll_offset(app.suggest_sel, s.suggestions.len(), visible);
+    let offset = scroll_offset(app.suggest.sel, s.suggestions.len(), visible);
     let desc_w = (list.width as usize)
         .saturating_sub(3 + 10 + 6 + 10 + 6)
         .max(10);
@@ -103,9 +151,9 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
     .block(block(title, theme, g))
     .row_highlight_style(theme.selected())
     .column_spacing(1);
-    let mut state = TableState::default().with_selected(Some(app.suggest_sel - offset));
+    let mut state = TableState::default().with_selected(Some(app.suggest.sel - offset));
     f.render_stateful_widget(table, list, &mut state);
-    if let Some(x) = s.suggestions.get(app.suggest_sel) {
+    if let Some(x) = s.suggestions.get(app.suggest.sel) {
         let r = &x.run;
         let lines = vec![
             Line::from(x.description.clone()),

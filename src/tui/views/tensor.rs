@@ -12,6 +12,13 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{List, ListItem, ListState, Paragraph};
 use ratatui::Frame;
 
+/// The Tensor view's own state: the tensor shown and its row in the list.
+#[derive(Debug, Clone, Default)]
+pub struct TensorView {
+    pub tensor: Option<usize>,
+    pub sel: usize,
+}
+
 pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
     let Some(d) = app.primary() else { return };
     let list_w = (area.width / 3).clamp(20, 40);
@@ -20,6 +27,7 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
     // The list of tensors that moved.
     let inner_w = list_w.saturating_sub(2) as usize;
     let sel = app
+        .tensors
         .tensor
         .and_then(|t| d.trips.iter().position(|x| x.tensor == t));
     let visible = left.height.saturating_sub(2) as usize;
@@ -58,7 +66,7 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
     let mut st = ListState::default().with_selected(sel.map(|s| s - offset));
     f.render_stateful_widget(list, left, &mut st);
 
-    let Some(tid) = app.tensor else {
+    let Some(tid) = app.tensors.tensor else {
         f.render_widget(
             Paragraph::new("no tensor moved in this run; / searches all tensors")
                 .block(block(" tensor ", theme, g)),
