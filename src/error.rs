@@ -1,5 +1,7 @@
 //! Typed errors of the library. Each says which file, node or tensor is at
 //! fault so the binary can print one clear line.
+//!
+//! A foundation: imports only `units`.
 
 use std::path::PathBuf;
 

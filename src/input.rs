@@ -3,6 +3,8 @@
 //! `SPILLSCOPE_MAX_INPUT_BYTES` (bytes; default 4 GiB); exceeding it is one
 //! clear error naming the file, its size and how to raise the cap. It also
 //! holds the one classifier that tells what a file is ([`detect`]).
+//!
+//! A foundation: imports only `error`.
 
 use crate::{Error, Result};
 use std::path::Path;

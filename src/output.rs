@@ -1,6 +1,8 @@
 //! Writing output files: atomically (a temporary file beside the target,
 //! then a rename), never over an existing file unless asked. Every command
 //! and library writer goes through here.
+//!
+//! A foundation: imports only `error`.
 
 use crate::{Error, Result};
 use std::path::Path;

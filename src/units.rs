@@ -1,6 +1,8 @@
 //! Human-friendly quantities: sizes (`32MiB`, `16MB`, `4096`), bandwidths
 //! (`60GB/s`) and durations. Users type these on command lines and in TOML
 //! profiles, so both accept the same spellings and errors quote the input.
+//!
+//! A foundation: imports nothing of the crate.
 
 use serde::{Deserialize, Deserializer};
 use std::fmt;

@@ -1,6 +1,11 @@
-//! Analyses over graphs and traces: bounds, hotspots, classification.
-//! Nothing here knows about terminals; the explorer and the headless
-//! reports call the same functions.
+//! Analyses over graphs and traces: hotspots, classification, round trips,
+//! residency, diff, calibration, what-if sweeps, suggestions, the exact
+//! optimum and the report's data. Nothing here knows about terminals; the
+//! explorer and the headless reports call the same functions.
+//!
+//! Owns: every figure derived from a trace (or from re-simulating a graph).
+//! May import `graph`, `cost`, `sim` (to re-simulate) and `trace`; never
+//! `report`, `run` or a front end.
 
 pub mod calibrate;
 pub mod classify;

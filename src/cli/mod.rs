@@ -1,5 +1,9 @@
 //! Command-line front end. Each subcommand is a thin shell over library calls;
 //! the binary prints one clear line on error and exits non-zero.
+//!
+//! Owns: flags (clap) and their translation into a [`crate::run::RunSpec`],
+//! text output, progress bars. May import anything in the library and
+//! `tui`; behind the `cli` feature (which needs `tui`).
 
 pub mod args;
 pub mod gen_cmd;

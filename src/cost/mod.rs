@@ -1,5 +1,8 @@
 //! Turning bytes and FLOPs into time and energy. Every number comes from a
 //! [`HardwareProfile`]; the formulas are documented in `docs/cost-model.md`.
+//!
+//! Owns: hardware profiles and presets, the roofline, the DRAM bus model.
+//! May import only `units` and `error`.
 
 pub mod bus;
 pub mod hardware;

@@ -1,6 +1,11 @@
 //! The graph IR: ops in a schedule order, tensors with byte sizes and def-use
 //! links, and a petgraph DAG over the ops. Every front end (ONNX, graph JSON,
 //! generated graphs) lowers into this one shape so the simulator sees one IR.
+//!
+//! Owns: the IR, the front ends that build it, liveness, FLOP estimates,
+//! graph rewrites (fusion, fp16, order) and the per-op lower bound on spill
+//! traffic. May import only the foundations (`units`, `input`, `error`);
+//! everything else in the pipeline imports it.
 
 pub mod bounds;
 pub mod builder;

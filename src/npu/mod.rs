@@ -2,6 +2,10 @@
 //! (MTE1/2/3, FIXP, CUBE, VECTOR), in the format of the public 2025 NPU
 //! intra-core scheduling benchmark: schedule for low peak residency,
 //! allocate addresses with SPILL, time the pipes, check any solution.
+//!
+//! Owns: the kernel IR, scheduler, allocator, checker, timing and search of
+//! the benchmark, and its conversion to a trace. May import `trace`,
+//! `input` and `output`; only the front ends import it.
 
 pub mod alloc;
 pub mod check;

@@ -1,6 +1,10 @@
 //! Renderings of [`crate::analysis::report::Report`] for people who will
 //! not open a terminal UI: markdown (paste into a ticket), JSON (tools), and
-//! one self-contained HTML file with inline SVG charts.
+//! one self-contained HTML file with inline SVG charts; and how a suggested
+//! change is written for people (`change`: flags, config line).
+//!
+//! Owns: renderings to text. May import `analysis`, `trace` and `units`;
+//! the front ends import it.
 
 pub mod change;
 pub mod html;

@@ -1,18 +1,18 @@
-//! The simulation loop. [`Sim`] holds the state of one run; per op, in
-//! schedule order, [`Sim::step`] runs the phases:
-//! 1. [`Sim::decide_streaming`]: operands that do not fit beside pinned
+//! The simulation loop. `Sim` holds the state of one run; per op, in
+//! schedule order, `Sim::step` runs the phases:
+//! 1. `Sim::decide_streaming`: operands that do not fit beside pinned
 //!    tensors are read/written in DRAM by tiled streaming;
-//! 2. [`Sim::make_inputs_resident`]: every other input is made resident
+//! 2. `Sim::make_inputs_resident`: every other input is made resident
 //!    (already there, prefetched, recomputed, or brought in on demand),
 //!    evicting by policy with a fragmentation-aware victim choice (`room`);
-//! 3. [`Sim::place_outputs`];
-//! 4. [`Sim::execute`]: wait for transfers (stall), run for the roofline
+//! 3. `Sim::place_outputs`;
+//! 4. `Sim::execute`: wait for transfers (stall), run for the roofline
 //!    time, overlapping streaming when DMA is async;
-//! 5. [`Sim::prefetch`] inputs of the next ops into free space;
-//! 6. [`Sim::retire`]: free tensors whose lifetime ends.
+//! 5. `Sim::prefetch` inputs of the next ops into free space;
+//! 6. `Sim::retire`: free tensors whose lifetime ends.
 //!
-//! A tensor comes in from DRAM in one place, [`Sim::bring_in`], on demand
-//! or prefetched. [`Sim::finish`] assembles the trace.
+//! A tensor comes in from DRAM in one place, `Sim::bring_in`, on demand
+//! or prefetched. `Sim::finish` assembles the trace.
 //!
 //! Owns the simulation. May import `graph` (IR, liveness, bounds) and
 //! `cost`; writes `trace` types; never `analysis` or a front end.

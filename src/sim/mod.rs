@@ -1,6 +1,12 @@
 //! Replays a schedule against a model of on-chip memory: allocation,
 //! eviction by policy, reloads (on demand or prefetched), tiled streaming of
-//! ops that cannot fit, all timed by the cost model. Output is a [`Trace`].
+//! ops that cannot fit, all timed by the cost model. Output is a [`Trace`](crate::trace::Trace).
+//!
+//! Owns: the engine (one method per phase), the allocator, the victim
+//! search, policies, and the scheduling config types ([`SimConfig`],
+//! [`ScheduleFile`], [`EvictionPolicy`]). May import `graph`, `cost` and the
+//! `trace` types it writes. `sim::config` and `sim::policy` are plain data
+//! that import nothing above `graph`, so the trace model may record them.
 
 pub mod allocator;
 pub mod config;

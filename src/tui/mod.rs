@@ -3,6 +3,9 @@
 //! on one channel; loading and re-simulation run off the UI thread (only the
 //! newest queued re-run is kept); the screen is redrawn only when something
 //! changed. The terminal is restored on every exit path, panics included.
+//!
+//! Owns: the explorer's state, views, keys, themes and loop. May import
+//! anything in the library (never `cli`); behind the `tui` feature.
 
 pub mod app;
 pub mod data;

@@ -1,6 +1,9 @@
 //! Importing real runtime traces into the one data model: ONNX Runtime
 //! profiles, PyTorch profiler traces, generic Chrome traces (including
 //! spillscope's own export) and the spillscope JSONL event stream.
+//!
+//! Owns: the importers. May import `graph` (to link ops to a model's
+//! tensors) and the trace model.
 
 pub mod chrome;
 pub mod generic;
