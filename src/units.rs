@@ -165,6 +165,87 @@ pub fn fmt_bytes(bytes: u64) -> String {
     }
 }
 
+/// A size as a flag or config value that reads back exactly: `16MiB`,
+/// `640KiB`, or plain bytes when no binary unit divides it.
+pub fn fmt_size_exact(bytes: u64) -> String {
+    for (unit, div) in [("GiB", 1u64 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)] {
+        if bytes >= div && bytes.is_multiple_of(div) {
+            return format!("{}{unit}", bytes / div);
+        }
+    }
+    bytes.to_string()
+}
+
+/// A signed byte difference with binary units: `+1.5 MiB`, `-70.4 MiB`, `0 B`.
+pub fn fmt_bytes_delta(delta: i64) -> String {
+    let sign = match delta.signum() {
+        1 => "+",
+        -1 => "-",
+        _ => "",
+    };
+    format!("{sign}{}", fmt_bytes(delta.unsigned_abs()))
+}
+
+/// A signed time difference in milliseconds: `+6.778 ms`, `-0.120 ms`.
+pub fn fmt_ms_delta(delta: i64) -> String {
+    let sign = if delta < 0 { "-" } else { "+" };
+    format!("{sign}{}", fmt_ms(delta.unsigned_abs()))
+}
+
+/// The plural of a noun as these texts use them (`reload` -> `reloads`,
+/// `pass` -> `passes`, `entry` -> `entries`, `time` -> `times`).
+pub fn plural(noun: &str) -> String {
+    if let Some(stem) = noun.strip_suffix('y') {
+        if !stem.ends_with(['a', 'e', 'i', 'o', 'u']) {
+            return format!("{stem}ies");
+        }
+    }
+    if noun.ends_with(['s', 'x', 'z']) || noun.ends_with("ch") || noun.ends_with("sh") {
+        return format!("{noun}es");
+    }
+    format!("{noun}s")
+}
+
+/// `n` and the noun, singular for one: `1 reload`, `2 reloads`, `0 round trips`.
+pub fn count(n: impl Into<u64>, noun: &str) -> String {
+    let n = n.into();
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {}", plural(noun))
+    }
+}
+
+/// The indefinite article for `word`: `an` before a vowel sound (`an
+/// instrumented trace`, `an LRU run`), else `a`.
+pub fn article(word: &str) -> &'static str {
+    let w = word.trim_start();
+    let first = w.chars().next().map(|c| c.to_ascii_lowercase());
+    let acronym = w.chars().take(3).all(|c| c.is_ascii_uppercase()) && w.len() >= 2;
+    match first {
+        Some('a' | 'e' | 'i' | 'o') => "an",
+        Some('u') if !w.to_ascii_lowercase().starts_with("us") => "an",
+        // Letters read as a vowel sound in acronyms: an LRU, an ONNX, an HTML.
+        Some('f' | 'h' | 'l' | 'm' | 'n' | 'r' | 's' | 'x') if acronym => "an",
+        _ => "a",
+    }
+}
+
+/// `a`/`an` and the word.
+pub fn with_article(word: &str) -> String {
+    format!("{} {word}", article(word))
+}
+
+/// A summary field's value for people: a count for `*_count` fields,
+/// bytes with units otherwise.
+pub fn fmt_bytes_or_count(field: &str, v: u64) -> String {
+    if field.ends_with("_count") {
+        v.to_string()
+    } else {
+        fmt_bytes(v)
+    }
+}
+
 /// Formats nanoseconds as milliseconds with three decimals (`21.800 ms`).
 pub fn fmt_ms(ns: u64) -> String {
     format!("{:.3} ms", ns as f64 / 1e6)
@@ -264,6 +345,33 @@ impl fmt::Display for Size {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn plurals_and_articles() {
+        assert_eq!(count(1u64, "reload"), "1 reload");
+        assert_eq!(count(2u64, "reload"), "2 reloads");
+        assert_eq!(count(0u64, "round trip"), "0 round trips");
+        assert_eq!(count(3u64, "time"), "3 times");
+        assert_eq!(plural("entry"), "entries");
+        assert_eq!(plural("pass"), "passes");
+        assert_eq!(plural("day"), "days");
+        assert_eq!(with_article("instrumented trace"), "an instrumented trace");
+        assert_eq!(with_article("simulator trace"), "a simulator trace");
+        assert_eq!(with_article("LRU run"), "an LRU run");
+        assert_eq!(with_article("ONNX model"), "an ONNX model");
+        assert_eq!(with_article("useful run"), "a useful run");
+    }
+
+    #[test]
+    fn exact_sizes_and_deltas() {
+        assert_eq!(fmt_size_exact(17 << 20), "17MiB");
+        assert_eq!(fmt_size_exact(640 << 10), "640KiB");
+        assert_eq!(fmt_size_exact(1000), "1000");
+        assert_eq!(parse_size(&fmt_size_exact(17825792)).unwrap(), 17825792);
+        assert_eq!(fmt_bytes_delta(-73859072), "-70.4 MiB");
+        assert_eq!(fmt_bytes_delta(0), "0 B");
+        assert_eq!(fmt_ms_delta(6_778_000), "+6.778 ms");
+    }
 
     #[test]
     fn sizes() {

@@ -364,14 +364,30 @@ fn perfetto_export_round_trips_with_nothing_lost() {
             }
         }
         assert!(outs.values().all(|&n| n == 1), "{name}");
+        let out_events = tr
+            .events
+            .iter()
+            .filter(|e| matches!(e.kind, EventKind::Evict | EventKind::StreamOut))
+            .count();
         assert_eq!(
-            outs.len() as u64,
-            tr.summary.spill_count,
-            "{name}: one flow per eviction"
+            outs.len(),
+            out_events,
+            "{name}: one flow per round trip (each eviction or stream out)"
         );
-        assert!(evs.iter().any(|e| e["ph"] == "M"
-            && e["name"] == "thread_name"
-            && e["args"]["name"] == "DMA write (evict)"));
+        for part in [
+            "evicted out",
+            "reloaded",
+            "streamed in",
+            "streamed out",
+            "weights",
+        ] {
+            assert!(
+                evs.iter().any(|e| e["ph"] == "M"
+                    && e["name"] == "thread_name"
+                    && e["args"]["name"] == format!("DMA {part}")),
+                "{name}: track {part}"
+            );
+        }
         assert!(evs.iter().any(|e| e["ph"] == "C"));
         let p = dir.path().join(format!("{name}.chrome.json"));
         std::fs::write(&p, v.to_string()).unwrap();

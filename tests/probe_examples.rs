@@ -251,9 +251,10 @@ fn the_explorer_follows_a_probe_stream_live() {
         let _ = runtime.wait();
         return;
     };
+    // The Overview's "evicted out  1.5 MiB (12 evictions)".
     let evictions = |s: &str| -> Option<u64> {
-        let line = s.lines().find(|l| l.contains("spills"))?;
-        let after = line.split("spills").nth(1)?;
+        let line = s.lines().find(|l| l.contains("evicted out"))?;
+        let after = line.split('(').nth(1)?;
         after.split_whitespace().next()?.parse().ok()
     };
     let first = t

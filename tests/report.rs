@@ -40,7 +40,7 @@ fn report_of_a_model_has_every_section_and_names_the_oscillating_tensor() {
     for h in [
         "# spillscope report: long_source_encdec_6x6",
         "## Summary",
-        "## Hotspots (by spilled bytes)",
+        "## Hotspots (by spill traffic)",
         "## Spill classification",
         "## Oscillating tensors",
         "## Worst round trips (by stall)",

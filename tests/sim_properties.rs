@@ -90,42 +90,16 @@ fn arb_graph_upto(unit_sizes: bool, max_ops: usize) -> impl Strategy<Value = Gra
 fn check_trace(tr: &Trace, cap: u64, policy: EvictionPolicy) -> Result<(), TestCaseError> {
     let rep = verify(tr, 5);
     prop_assert!(rep.ok(), "{policy} at {cap}: {:?}", rep.violations);
-    // Bytes add up: summary totals equal what the events and streams say.
-    let evict_written: u64 = tr
-        .events
-        .iter()
-        .filter(|e| e.kind == EventKind::Evict && e.dma_start_ns.is_some())
-        .map(|e| e.bytes)
-        .sum();
-    let reloaded: u64 = tr
-        .events
-        .iter()
-        .filter(|e| e.kind == EventKind::Reload)
-        .map(|e| e.bytes)
-        .sum();
-    let mut streamed_out = 0;
-    let mut streamed_in = 0;
-    for op in &tr.ops {
-        for &t in &op.streamed {
-            if op.outputs.contains(&t) {
-                streamed_out += tr.tensors[t].bytes;
-            } else if tr.tensors[t].kind != spillscope::graph::TensorKind::Weight {
-                streamed_in += tr.tensors[t].bytes;
-            }
-        }
-    }
-    prop_assert_eq!(tr.summary.spilled_bytes, evict_written + streamed_out);
-    prop_assert_eq!(tr.summary.reloaded_bytes, reloaded + streamed_in);
+    // The ledger adds up: an independent replay of the events alone gives
+    // every ledger field of the summary.
+    let fields = common::replay::replay(tr)
+        .map_err(|e| TestCaseError::fail(format!("{policy} at {cap}: {e}")))?;
     prop_assert_eq!(
-        tr.summary.traffic_bytes,
-        tr.summary.spilled_bytes + tr.summary.reloaded_bytes
-    );
-    prop_assert_eq!(
-        tr.summary.spill_count,
-        tr.events
-            .iter()
-            .filter(|e| e.kind == EventKind::Evict)
-            .count() as u64
+        fields,
+        common::replay::summary_fields(tr),
+        "{} at {}",
+        policy,
+        cap
     );
     // Every placement is eventually released: allocs+reloads == frees+evicts.
     let placed = tr
@@ -143,16 +117,9 @@ fn check_trace(tr: &Trace, cap: u64, policy: EvictionPolicy) -> Result<(), TestC
     let mut out = vec![0i64; tr.tensors.len()];
     for e in &tr.events {
         match e.kind {
-            EventKind::Evict => out[e.tensor] += 1,
+            EventKind::Evict | EventKind::StreamOut => out[e.tensor] += 1,
             EventKind::Reload => out[e.tensor] -= 1,
             _ => {}
-        }
-    }
-    for op in &tr.ops {
-        for &t in &op.streamed {
-            if op.outputs.contains(&t) {
-                out[t] += 1;
-            }
         }
     }
     prop_assert!(out.iter().all(|&x| x >= 0));

@@ -40,7 +40,7 @@ fn search_a_tensor_tab_and_quit() {
         .expect("query typed");
     t.send(&["Enter"]);
     let s = t
-        .wait_for(Duration::from_secs(2), |s| s.contains("round trip(s)"))
+        .wait_for(Duration::from_secs(2), |s| s.contains("round trip"))
         .expect("tensor view");
     assert!(
         s.contains("dec2.attn.norm") && s.contains("steps 85..89"),

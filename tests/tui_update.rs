@@ -93,12 +93,19 @@ fn hotspot_sorting_and_enter_jumps_to_the_op() {
     assert!(d
         .hotspots
         .iter()
-        .all(|h| h.spilled_bytes <= first.spilled_bytes));
+        .all(|h| h.traffic_bytes <= first.traffic_bytes));
     chars(&mut a, "s");
-    assert_eq!(a.hot.key.label(), "reloads");
+    assert_eq!(a.hot.key.label(), "evicted");
+    chars(&mut a, "s");
+    assert_eq!(a.hot.key.label(), "reloaded");
     chars(&mut a, "i");
     let d = a.primary().unwrap();
-    let rel: Vec<u64> = a.hot.order.iter().map(|&o| d.hotspots[o].reloads).collect();
+    let rel: Vec<u64> = a
+        .hot
+        .order
+        .iter()
+        .map(|&o| d.hotspots[o].reloaded_bytes)
+        .collect();
     assert!(rel.windows(2).all(|w| w[0] <= w[1]), "ascending after i");
     key(&mut a, KeyCode::Down);
     key(&mut a, KeyCode::Down);

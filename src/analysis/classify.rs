@@ -1,7 +1,10 @@
 //! Capacity vs lifetime (scheduling) spills. A spill is a *capacity* spill
 //! when the live bytes at that step exceed the pool; otherwise it would have
-//! fit and is a *lifetime* spill (fragmentation, late free, order).
+//! fit and is a *lifetime* spill (fragmentation, late free, order). The
+//! split covers exactly the ledger's evicted-out part: its counts and
+//! bytes (write-backs) add up to `spill_count` and `spilled_bytes`.
 
+use crate::trace::ledger::{Ledger, Part};
 use crate::trace::{EventKind, TensorKind, Trace};
 use crate::units::fmt_bytes;
 use serde::Serialize;
@@ -18,6 +21,8 @@ pub enum SpillClass {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ClassifiedSpill {
     pub event: usize,
+    /// What it wrote back (its part of `spilled_bytes`).
+    pub written_bytes: u64,
     pub tensor: usize,
     pub op: Option<usize>,
     pub class: SpillClass,
@@ -27,7 +32,8 @@ pub struct ClassifiedSpill {
     pub cause: String,
 }
 
-/// Totals of the split.
+/// Totals of the split: counts add up to `spill_count`, bytes (written
+/// back) to `spilled_bytes`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Classification {
     pub spills: Vec<ClassifiedSpill>,
@@ -70,6 +76,7 @@ impl<'a> Residency<'a> {
                     }
                 }
             }
+            EventKind::StreamIn | EventKind::StreamOut => {}
         }
     }
 
@@ -144,17 +151,17 @@ fn lifetime_cause(tr: &Trace, res: &Residency, i: usize, cap: u64) -> Option<Str
 
 /// The split with the recorded reasons only (fast: what the explorer's
 /// first frame needs).
-pub fn classify(tr: &Trace) -> Classification {
-    classify_impl(tr, false)
+pub fn classify(tr: &Trace, ledger: &Ledger) -> Classification {
+    classify_impl(tr, ledger, false)
 }
 
 /// The split with each lifetime spill's cause named (the hole that was too
 /// small, or a tensor freed late), from a replay of the events.
-pub fn classify_with_causes(tr: &Trace) -> Classification {
-    classify_impl(tr, true)
+pub fn classify_with_causes(tr: &Trace, ledger: &Ledger) -> Classification {
+    classify_impl(tr, ledger, true)
 }
 
-fn classify_impl(tr: &Trace, causes: bool) -> Classification {
+fn classify_impl(tr: &Trace, ledger: &Ledger, causes: bool) -> Classification {
     let mut out = Classification::default();
     let mut res = Residency {
         pools: HashMap::new(),
@@ -162,9 +169,10 @@ fn classify_impl(tr: &Trace, causes: bool) -> Classification {
     };
     let mut replayed = 0usize;
     for (i, e) in tr.events.iter().enumerate() {
-        if e.kind != EventKind::Evict {
+        if ledger.part(i) != Some(Part::EvictedOut) {
             continue;
         }
+        let written = Ledger::bytes(e);
         let cap = tr
             .pools
             .iter()
@@ -190,15 +198,16 @@ fn classify_impl(tr: &Trace, causes: bool) -> Classification {
         match class {
             SpillClass::Capacity => {
                 out.capacity_count += 1;
-                out.capacity_bytes += e.bytes;
+                out.capacity_bytes += written;
             }
             SpillClass::Lifetime => {
                 out.lifetime_count += 1;
-                out.lifetime_bytes += e.bytes;
+                out.lifetime_bytes += written;
             }
         }
         out.spills.push(ClassifiedSpill {
             event: i,
+            written_bytes: written,
             tensor: e.tensor,
             op: e.op,
             class,

@@ -3,6 +3,7 @@
 
 use super::hotspots::hotspots;
 use super::roundtrips::round_trips;
+use crate::trace::ledger::Ledger;
 use crate::trace::Trace;
 use serde::Serialize;
 use std::collections::HashMap;
@@ -10,8 +11,9 @@ use std::collections::HashMap;
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct OpDelta {
     pub name: String,
-    pub a_spilled: u64,
-    pub b_spilled: u64,
+    /// The op's spill traffic (its four ledger parts) in A and B.
+    pub a_traffic_bytes: u64,
+    pub b_traffic_bytes: u64,
     pub a_stall_ns: u64,
     pub b_stall_ns: u64,
     pub a_duration_ns: u64,
@@ -21,7 +23,7 @@ pub struct OpDelta {
 impl OpDelta {
     /// Size of the change, for sorting: bytes plus stall in ns.
     pub fn magnitude(&self) -> u64 {
-        self.a_spilled.abs_diff(self.b_spilled)
+        self.a_traffic_bytes.abs_diff(self.b_traffic_bytes)
             + self.a_stall_ns.abs_diff(self.b_stall_ns)
             + self.a_duration_ns.abs_diff(self.b_duration_ns)
     }
@@ -47,9 +49,15 @@ pub struct TraceDiff {
     pub traffic_delta_bytes: i64,
 }
 
+/// The differences of `a` and `b`.
 pub fn diff(a: &Trace, b: &Trace) -> TraceDiff {
-    let ha = hotspots(a);
-    let hb = hotspots(b);
+    diff_with(a, &Ledger::of(a), b, &Ledger::of(b))
+}
+
+/// [`diff`] with the ledgers already computed.
+pub fn diff_with(a: &Trace, la: &Ledger, b: &Trace, lb: &Ledger) -> TraceDiff {
+    let ha = hotspots(a, la);
+    let hb = hotspots(b, lb);
     let ib: HashMap<&str, usize> = hb
         .iter()
         .enumerate()
@@ -68,8 +76,8 @@ pub fn diff(a: &Trace, b: &Trace) -> TraceDiff {
                 let g = &hb[j];
                 ops.push(OpDelta {
                     name: h.name.clone(),
-                    a_spilled: h.spilled_bytes + h.reloaded_bytes,
-                    b_spilled: g.spilled_bytes + g.reloaded_bytes,
+                    a_traffic_bytes: h.traffic_bytes,
+                    b_traffic_bytes: g.traffic_bytes,
                     a_stall_ns: h.stall_ns,
                     b_stall_ns: g.stall_ns,
                     a_duration_ns: h.duration_ns,
@@ -85,8 +93,8 @@ pub fn diff(a: &Trace, b: &Trace) -> TraceDiff {
         .map(|h| h.name.clone())
         .collect();
     ops.sort_by(|x, y| y.magnitude().cmp(&x.magnitude()).then(x.name.cmp(&y.name)));
-    let ra = round_trips(a);
-    let rb = round_trips(b);
+    let ra = round_trips(a, la);
+    let rb = round_trips(b, lb);
     let mut tm: HashMap<String, TensorDelta> = HashMap::new();
     for t in &ra {
         tm.entry(t.name.clone()).or_insert_with(|| TensorDelta {
@@ -134,7 +142,8 @@ pub fn diff(a: &Trace, b: &Trace) -> TraceDiff {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Agreement {
     /// Matched events x 2 / (events in A + events in B), in percent, for
-    /// spill events (evict/reload) and for alloc/free events.
+    /// spill events (evict, reload, stream in and out) and for alloc/free
+    /// events.
     pub spill_pct: f64,
     pub alloc_pct: f64,
     pub spill_matched: usize,
@@ -153,7 +162,10 @@ pub fn agreement(a: &Trace, b: &Trace, keep_unmatched: usize) -> Agreement {
     let keys = |t: &Trace, spill: bool| -> HashMap<Key, usize> {
         let mut m: HashMap<Key, usize> = HashMap::new();
         for e in &t.events {
-            let is_spill = matches!(e.kind, EventKind::Evict | EventKind::Reload);
+            let is_spill = matches!(
+                e.kind,
+                EventKind::Evict | EventKind::Reload | EventKind::StreamIn | EventKind::StreamOut
+            );
             let is_alloc = matches!(e.kind, EventKind::Alloc | EventKind::Free);
             if (spill && !is_spill) || (!spill && !is_alloc) {
                 continue;

@@ -1,19 +1,28 @@
-//! Per-operator (and per op type) ranking of where spill costs land.
+//! Per-operator (and per op type) ranking of where spill costs land, from
+//! the ledger: each op's evictions (write-backs), reloads, streamed bytes
+//! and stall, beside its share of the run.
 
-use crate::trace::{Bound, EventKind, TensorKind, Trace};
+use crate::trace::ledger::{Ledger, Part};
+use crate::trace::{Bound, Trace};
 use serde::Serialize;
 
-/// One op's share of the spill cost.
+/// One op's share of the spill cost (its parts of the ledger).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Hotspot {
     pub op: usize,
     pub name: String,
     pub op_type: String,
-    /// Bytes written to DRAM while it ran (evictions it caused + streamed outputs).
-    pub spilled_bytes: u64,
-    /// Reloads it needed (reload events + streamed activation inputs).
+    /// Evictions it caused, and what they wrote back.
+    pub evictions: u64,
+    pub evicted_bytes: u64,
+    /// Reloads it needed, and their bytes.
     pub reloads: u64,
     pub reloaded_bytes: u64,
+    /// Bytes it streamed in (from a spilled copy) and out.
+    pub streamed_in_bytes: u64,
+    pub streamed_out_bytes: u64,
+    /// The sum of its four spill parts.
+    pub traffic_bytes: u64,
     pub stall_ns: u64,
     pub duration_ns: u64,
     /// Op duration / end-to-end latency.
@@ -27,9 +36,15 @@ pub struct Hotspot {
 /// Which column the hotspot table is sorted by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
 pub enum HotspotKey {
+    /// All four spill parts.
     #[default]
-    Spilled,
-    Reloads,
+    Traffic,
+    /// Write-backs of the evictions it caused.
+    Evicted,
+    /// Reloaded bytes.
+    Reloaded,
+    /// Streamed in + out.
+    Streamed,
     Stall,
     Share,
     OpType,
@@ -37,9 +52,11 @@ pub enum HotspotKey {
 }
 
 impl HotspotKey {
-    pub const ALL: [HotspotKey; 6] = [
-        HotspotKey::Spilled,
-        HotspotKey::Reloads,
+    pub const ALL: [HotspotKey; 8] = [
+        HotspotKey::Traffic,
+        HotspotKey::Evicted,
+        HotspotKey::Reloaded,
+        HotspotKey::Streamed,
         HotspotKey::Stall,
         HotspotKey::Share,
         HotspotKey::OpType,
@@ -47,8 +64,10 @@ impl HotspotKey {
     ];
     pub fn label(self) -> &'static str {
         match self {
-            HotspotKey::Spilled => "spilled",
-            HotspotKey::Reloads => "reloads",
+            HotspotKey::Traffic => "traffic",
+            HotspotKey::Evicted => "evicted",
+            HotspotKey::Reloaded => "reloaded",
+            HotspotKey::Streamed => "streamed",
             HotspotKey::Stall => "stall",
             HotspotKey::Share => "share",
             HotspotKey::OpType => "type",
@@ -62,12 +81,13 @@ impl HotspotKey {
 }
 
 /// Hotspots of every op, in op order.
-pub fn hotspots(tr: &Trace) -> Vec<Hotspot> {
+pub fn hotspots(tr: &Trace, ledger: &Ledger) -> Vec<Hotspot> {
     let latency = tr.summary.latency_ns.max(1) as f64;
-    let mut hs: Vec<Hotspot> = tr
-        .ops
+    let per_op = ledger.per_op(tr);
+    tr.ops
         .iter()
-        .map(|o| {
+        .zip(per_op)
+        .map(|(o, p)| {
             let operand_bytes: u64 = o
                 .inputs
                 .iter()
@@ -75,13 +95,17 @@ pub fn hotspots(tr: &Trace) -> Vec<Hotspot> {
                 .filter_map(|&t| tr.tensors.get(t))
                 .map(|t| t.bytes)
                 .sum();
-            let mut h = Hotspot {
+            Hotspot {
                 op: o.id,
                 name: o.name.clone(),
                 op_type: o.op_type.clone(),
-                spilled_bytes: 0,
-                reloads: 0,
-                reloaded_bytes: 0,
+                evictions: p.get(Part::EvictedOut).count,
+                evicted_bytes: p.get(Part::EvictedOut).bytes,
+                reloads: p.get(Part::Reloaded).count,
+                reloaded_bytes: p.get(Part::Reloaded).bytes,
+                streamed_in_bytes: p.get(Part::StreamedIn).bytes,
+                streamed_out_bytes: p.get(Part::StreamedOut).bytes,
+                traffic_bytes: p.traffic_bytes(),
                 stall_ns: o.stall_ns,
                 duration_ns: o.end_ns.saturating_sub(o.start_ns),
                 latency_share: o.end_ns.saturating_sub(o.start_ns) as f64 / latency,
@@ -90,35 +114,9 @@ pub fn hotspots(tr: &Trace) -> Vec<Hotspot> {
                     .flops
                     .filter(|_| operand_bytes > 0)
                     .map(|f| f / operand_bytes as f64),
-            };
-            for &t in &o.streamed {
-                let Some(tt) = tr.tensors.get(t) else {
-                    continue;
-                };
-                if o.outputs.contains(&t) {
-                    h.spilled_bytes += tt.bytes;
-                } else if tt.kind != TensorKind::Weight {
-                    h.reloads += 1;
-                    h.reloaded_bytes += tt.bytes;
-                }
             }
-            h
         })
-        .collect();
-    for e in &tr.events {
-        let Some(h) = e.op.and_then(|o| hs.get_mut(o)) else {
-            continue;
-        };
-        match e.kind {
-            EventKind::Evict if e.dma_start_ns.is_some() => h.spilled_bytes += e.bytes,
-            EventKind::Reload => {
-                h.reloads += 1;
-                h.reloaded_bytes += e.bytes;
-            }
-            _ => {}
-        }
-    }
-    hs
+        .collect()
 }
 
 /// Sorts hotspots by `key`, largest first unless `ascending`.
@@ -136,8 +134,11 @@ pub fn order_hotspots(hs: &[Hotspot], key: HotspotKey, ascending: bool) -> Vec<u
 fn compare(a: &Hotspot, b: &Hotspot, key: HotspotKey, ascending: bool) -> std::cmp::Ordering {
     {
         let o = match key {
-            HotspotKey::Spilled => a.spilled_bytes.cmp(&b.spilled_bytes),
-            HotspotKey::Reloads => a.reloads.cmp(&b.reloads),
+            HotspotKey::Traffic => a.traffic_bytes.cmp(&b.traffic_bytes),
+            HotspotKey::Evicted => a.evicted_bytes.cmp(&b.evicted_bytes),
+            HotspotKey::Reloaded => a.reloaded_bytes.cmp(&b.reloaded_bytes),
+            HotspotKey::Streamed => (a.streamed_in_bytes + a.streamed_out_bytes)
+                .cmp(&(b.streamed_in_bytes + b.streamed_out_bytes)),
             HotspotKey::Stall => a.stall_ns.cmp(&b.stall_ns),
             HotspotKey::Share => a
                 .latency_share
@@ -151,13 +152,15 @@ fn compare(a: &Hotspot, b: &Hotspot, key: HotspotKey, ascending: bool) -> std::c
     }
 }
 
-/// Totals per op type, sorted by spilled + reloaded bytes.
+/// Totals per op type, sorted by spill traffic.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TypeHotspot {
     pub op_type: String,
     pub ops: usize,
-    pub spilled_bytes: u64,
+    pub evicted_bytes: u64,
     pub reloaded_bytes: u64,
+    pub streamed_bytes: u64,
+    pub traffic_bytes: u64,
     pub stall_ns: u64,
     pub latency_share: f64,
 }
@@ -168,21 +171,25 @@ pub fn by_op_type(hs: &[Hotspot]) -> Vec<TypeHotspot> {
         let e = m.entry(h.op_type.as_str()).or_insert_with(|| TypeHotspot {
             op_type: h.op_type.clone(),
             ops: 0,
-            spilled_bytes: 0,
+            evicted_bytes: 0,
             reloaded_bytes: 0,
+            streamed_bytes: 0,
+            traffic_bytes: 0,
             stall_ns: 0,
             latency_share: 0.0,
         });
         e.ops += 1;
-        e.spilled_bytes += h.spilled_bytes;
+        e.evicted_bytes += h.evicted_bytes;
         e.reloaded_bytes += h.reloaded_bytes;
+        e.streamed_bytes += h.streamed_in_bytes + h.streamed_out_bytes;
+        e.traffic_bytes += h.traffic_bytes;
         e.stall_ns += h.stall_ns;
         e.latency_share += h.latency_share;
     }
     let mut v: Vec<TypeHotspot> = m.into_values().collect();
     v.sort_by(|a, b| {
-        (b.spilled_bytes + b.reloaded_bytes)
-            .cmp(&(a.spilled_bytes + a.reloaded_bytes))
+        b.traffic_bytes
+            .cmp(&a.traffic_bytes)
             .then(b.stall_ns.cmp(&a.stall_ns))
     });
     v

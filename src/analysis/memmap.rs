@@ -50,6 +50,7 @@ pub fn placements(tr: &Trace) -> Vec<Placement> {
                     out.push(p);
                 }
             }
+            EventKind::StreamIn | EventKind::StreamOut => {}
         }
     }
     out.extend(open.into_values());

@@ -2,21 +2,24 @@
 //! program (good_lp with the pure-Rust microlp solver), for graphs small
 //! enough to solve in seconds. Users see how far each policy is from optimal.
 //!
-//! The model is the simulator's accounting with fragmentation, alignment
-//! and weights relaxed away, so its optimum is a valid lower bound on every
-//! policy's `traffic_bytes` (a property test checks this):
-//! * `r[t,s]` = tensor `t` is on chip while op `s` runs (for `s` in its
+//! The model is the ledger's accounting (docs/trace-format.md) with
+//! fragmentation, alignment, weights and graph inputs relaxed away (a graph
+//! input can always be read where it is used, a compulsory load, and then
+//! takes no room), so its optimum is a valid lower bound on every policy's
+//! `traffic_bytes` (a property test checks this):
+//! * `r[t,s]` = activation `t` is on chip while op `s` runs (for `s` in its
 //!   live interval); at every step, resident bytes <= capacity;
 //! * an operand not resident at its use is streamed: its bytes are read
-//!   (inputs) or written (an output streamed out);
+//!   (streamed in) or written (streamed out);
 //! * becoming resident again after a step off chip is a reload (its bytes);
-//!   graph inputs load for free (they start in DRAM, as in the simulator);
-//! * an activation read back or streamed out was written once (`w[t]`).
+//! * an activation read back or streamed out was written once (`w[t]`:
+//!   an eviction's write-back or its stream out).
 //!
 //! Steps where nothing competes (live bytes <= capacity) are folded away;
 //! tensors whose whole lifetime is free of pressure drop out entirely.
 
 use crate::graph::{Graph, Liveness, TensorKind};
+use crate::trace::BoundMethod;
 use good_lp::{
     constraint, default_solver, variable, Expression, ProblemVariables, ResolutionError, Solution,
     SolutionStatus, SolverModel, Variable, WithInitialSolution, WithTimeLimit,
@@ -61,6 +64,33 @@ pub struct Optimum {
 impl Optimum {
     pub fn traffic(&self) -> Option<u64> {
         self.exact_bytes
+    }
+
+    /// The tighter of `bound` (found by `method`) and what this program
+    /// found: a proven minimum (`ilp`) wins ties, as it says more.
+    pub fn tightest(&self, bound: u64, method: BoundMethod) -> (u64, BoundMethod) {
+        let mut best = (bound, method);
+        if let Some(lp) = self.lp_bound_bytes {
+            if lp > best.0 {
+                best = (lp, BoundMethod::Lp);
+            }
+        }
+        if let Some(e) = self.exact_bytes {
+            if e >= best.0 {
+                best = (e, BoundMethod::Ilp);
+            }
+        }
+        best
+    }
+
+    /// Raises a run's summary bound to this one where tighter.
+    pub fn tighten(&self, s: &mut crate::trace::Summary) {
+        if s.lower_bound_method == BoundMethod::None {
+            return;
+        }
+        let (b, m) = self.tightest(s.lower_bound_traffic_bytes, s.lower_bound_method);
+        s.lower_bound_traffic_bytes = b;
+        s.lower_bound_method = m;
     }
     fn unavailable(note: String) -> Optimum {
         Optimum {
@@ -109,7 +139,9 @@ fn build(
     // A feasible start: everything streamed (r = 0, l = 0, w = 1).
     let mut start: Vec<(Variable, f64)> = Vec::new();
     for t in &g.tensors {
-        if t.kind == TensorKind::Weight || t.bytes == 0 {
+        // Weights are not spill, and a graph input can always be read from
+        // DRAM where it is used (a compulsory load): neither is modelled.
+        if matches!(t.kind, TensorKind::Weight | TensorKind::Input) || t.bytes == 0 {
             continue;
         }
         let Some(iv) = live.intervals[t.id] else {
@@ -119,7 +151,6 @@ fn build(
             continue;
         }
         let bytes = t.bytes as f64 * SCALE;
-        let is_input = t.kind == TensorKind::Input;
         let is_use = |s: usize| t.consumers.binary_search(&s).is_ok();
         // Key steps: production, uses, pressured steps.
         let keys: Vec<usize> = (iv.start..=iv.end)
@@ -130,7 +161,7 @@ fn build(
             return None;
         }
         let r: Vec<Variable> = keys.iter().map(|_| new_var(&mut vars)).collect();
-        let w = (!is_input).then(|| new_var(&mut vars));
+        let w = Some(new_var(&mut vars));
         start.extend(r.iter().map(|&v| (v, 0.0)));
         if let Some(w) = w {
             start.push((w, 1.0));
@@ -150,7 +181,7 @@ fn build(
                     constraints.push(constraint!(w + r[j] >= 1));
                 }
             }
-            if j > 0 && !is_input {
+            if j > 0 {
                 let l = new_var(&mut vars);
                 start.push((l, 0.0));
                 objective += bytes * l;
@@ -188,7 +219,17 @@ pub fn optimal_traffic(g: &Graph, capacity: u64, limits: OptimumLimits) -> Optim
         ));
     }
     let live = Liveness::compute(g);
-    let pressure: Vec<bool> = live.live_bytes.iter().map(|&b| b > capacity).collect();
+    // Graph inputs are not modelled (read where used), so only the other
+    // live bytes compete for the capacity.
+    let mut competing = live.live_bytes.clone();
+    for t in g.tensors.iter().filter(|t| t.kind == TensorKind::Input) {
+        if let Some(iv) = live.intervals[t.id] {
+            for b in &mut competing[iv.start..=iv.end] {
+                *b = b.saturating_sub(t.bytes);
+            }
+        }
+    }
+    let pressure: Vec<bool> = competing.iter().map(|&b| b > capacity).collect();
     if !pressure.iter().any(|&p| p) {
         return Optimum {
             exact_bytes: Some(0),

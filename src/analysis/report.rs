@@ -6,12 +6,13 @@
 use super::classify::classify_with_causes;
 use super::hotspots::{by_op_type, hotspots, order_hotspots, Hotspot, HotspotKey, TypeHotspot};
 use super::optimum::{optimal_traffic, Optimum, OptimumLimits};
-use super::roundtrips::{round_trips, TensorTrips};
+use super::roundtrips::{round_trips, Back, Out, TensorTrips};
 use super::runs::RunRow;
 use super::suggest::{inputs_of_trace, suggest, Suggestions};
-use super::whatif::{grid, knees, run as sweep, Knee};
+use super::whatif::{grid, knees, run as sweep, search_knees, Knee};
 use crate::analysis::residency::first_pool_resident_by_step;
 use crate::sim::prepare_graph;
+use crate::trace::ledger::Ledger;
 use crate::trace::Trace;
 use serde::Serialize;
 
@@ -39,17 +40,23 @@ pub struct CauseRow {
     pub example: String,
 }
 
-/// One evict→reload trip, with names resolved for reading.
+/// One round trip (out by an eviction or stream out, back by a reload or
+/// stream in), with names resolved for reading.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TripRow {
     pub tensor: String,
     pub bytes: u64,
-    pub evicted_at_ns: u64,
-    pub evicted_by: String,
-    pub reloaded_at_ns: Option<u64>,
-    pub reloaded_for: String,
+    pub out: Out,
+    pub out_at_ns: u64,
+    /// The op during which it went out.
+    pub out_during: String,
+    /// How it came back; `None`: it never did.
+    pub back: Option<Back>,
+    pub back_at_ns: Option<u64>,
+    /// The op it came back for (`-` when it never did).
+    pub back_for: String,
     pub ops_skipped: usize,
-    /// Stall of the op that waited for the reload.
+    /// Stall of the op that waited for it to come back.
     pub stall_ns: u64,
 }
 
@@ -140,15 +147,16 @@ fn series_of(tr: &Trace) -> Series {
 /// Builds the report. `resimulate` allows the sections that re-run the
 /// simulator (suggestions, what-if curve, exact optimum) for simulator traces.
 pub fn build(tr: &Trace, resimulate: bool) -> Report {
-    let hs = hotspots(tr);
-    let order = order_hotspots(&hs, HotspotKey::Spilled, false);
+    let ledger = Ledger::of(tr);
+    let hs = hotspots(tr, &ledger);
+    let order = order_hotspots(&hs, HotspotKey::Traffic, false);
     let top: Vec<Hotspot> = order
         .iter()
         .take(TOP)
         .map(|&i| hs[i].clone())
-        .filter(|h| h.spilled_bytes + h.reloaded_bytes + h.stall_ns > 0)
+        .filter(|h| h.traffic_bytes + h.stall_ns > 0)
         .collect();
-    let c = classify_with_causes(tr);
+    let c = classify_with_causes(tr, &ledger);
     let mut causes: Vec<CauseRow> = Vec::new();
     for s in c
         .spills
@@ -167,7 +175,7 @@ pub fn build(tr: &Trace, resimulate: bool) -> Report {
     }
     causes.sort_by_key(|c| std::cmp::Reverse(c.count));
     causes.truncate(TOP);
-    let trips = round_trips(tr);
+    let trips = round_trips(tr, &ledger);
     let op_name = |o: Option<usize>| {
         o.and_then(|i| tr.ops.get(i))
             .map(|x| x.name.clone())
@@ -179,13 +187,15 @@ pub fn build(tr: &Trace, resimulate: bool) -> Report {
             t.trips.iter().map(|r| TripRow {
                 tensor: t.name.clone(),
                 bytes: r.bytes,
-                evicted_at_ns: r.evict_t_ns,
-                evicted_by: op_name(r.evict_op),
-                reloaded_at_ns: r.reload_t_ns,
-                reloaded_for: op_name(r.reload_op),
+                out: r.out,
+                out_at_ns: r.out_t_ns,
+                out_during: op_name(r.out_op),
+                back: r.back,
+                back_at_ns: r.back_t_ns,
+                back_for: op_name(r.back_op),
                 ops_skipped: r.ops_skipped,
                 stall_ns: r
-                    .reload_op
+                    .back_op
                     .and_then(|o| tr.ops.get(o))
                     .map(|o| o.stall_ns)
                     .unwrap_or(0),
@@ -196,7 +206,7 @@ pub fn build(tr: &Trace, resimulate: bool) -> Report {
         b.stall_ns
             .cmp(&a.stall_ns)
             .then(b.bytes.cmp(&a.bytes))
-            .then(a.evicted_at_ns.cmp(&b.evicted_at_ns))
+            .then(a.out_at_ns.cmp(&b.out_at_ns))
     });
     worst.truncate(TOP);
     let mut notes = Vec::new();
@@ -214,10 +224,12 @@ pub fn build(tr: &Trace, resimulate: bool) -> Report {
                 let lo = (cap / 4).max(1);
                 let step = ((top - lo) / 23).max(1);
                 let caps: Vec<u64> = (0..24).map(|i| lo + i * step).collect();
-                match sweep(&g, &hw, &cfg, &grid(&caps, &[None], &[cfg.policy]), &|| {}) {
-                    Ok(rows) => {
+                let rows = sweep(&g, &hw, &cfg, &grid(&caps, &[None], &[cfg.policy]), &|| {});
+                let searched = search_knees(&g, &hw, &cfg, &[cfg.policy]);
+                match rows.and_then(|r| searched.map(|s| (r, s))) {
+                    Ok((rows, searched)) => {
                         whatif = Some(WhatifCurve {
-                            knees: knees(&rows),
+                            knees: knees(&rows, &searched),
                             rows,
                         })
                     }
@@ -247,11 +259,15 @@ pub fn build(tr: &Trace, resimulate: bool) -> Report {
             )),
         }
     }
+    let mut summary = RunRow::from_trace(tr);
+    if let Some(o) = &optimum {
+        summary.tighten_bound(o);
+    }
     Report {
         model: tr.meta.model.clone(),
         source: tr.source,
         policy: tr.meta.policy.clone(),
-        summary: RunRow::from_trace(tr),
+        summary,
         op_count: tr.ops.len(),
         tensor_count: tr.tensors.len(),
         event_count: tr.events.len(),

@@ -3,7 +3,7 @@
 //! one (a runtime's JSONL stream, a profiler import) has only its events, and
 //! without this its overview chart would be blank.
 
-use crate::trace::{EventKind, Trace};
+use crate::trace::Trace;
 
 /// Most bytes resident in `pool` at any moment of each op's span
 /// `[start_ns, end_ns]` (indexed by op id), counting what was already there
@@ -17,9 +17,12 @@ pub fn resident_by_step(trace: &Trace, pool: &str) -> Vec<u64> {
         .filter(|e| e.pool.as_str() == pool)
         .map(|e| {
             let b = e.bytes as i128;
-            let delta = match e.kind {
-                EventKind::Alloc | EventKind::Reload | EventKind::Recompute => b,
-                EventKind::Free | EventKind::Evict => -b,
+            let delta = if e.kind.places() {
+                b
+            } else if e.kind.removes() {
+                -b
+            } else {
+                0
             };
             (e.t_ns, delta)
         })

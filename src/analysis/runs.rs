@@ -2,12 +2,12 @@
 //! a text table, markdown and JSON, from one function each so the CLI, the
 //! explorer and reports print the same numbers.
 
-use crate::trace::Trace;
+use crate::trace::{BoundMethod, Trace};
 use crate::units::{fmt_bytes, fmt_ms};
 use serde::{Deserialize, Serialize};
 
-/// One row of `runs` in `sim --format json`. The first twelve fields are the
-/// contract; the rest are extensions.
+/// One row of `runs` in `sim --format json`. The contract's fields come
+/// first (docs/trace-format.md); the rest are extensions.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunRow {
     pub policy: String,
@@ -16,16 +16,23 @@ pub struct RunRow {
     pub spill_count: u64,
     pub spilled_bytes: u64,
     pub reloaded_bytes: u64,
+    #[serde(default)]
+    pub streamed_in_bytes: u64,
+    #[serde(default)]
+    pub streamed_out_bytes: u64,
     pub traffic_bytes: u64,
     pub stall_ns: u64,
     pub peak_live_bytes: u64,
     pub peak_resident_bytes: u64,
     pub lower_bound_traffic_bytes: u64,
+    #[serde(default)]
+    pub lower_bound_method: BoundMethod,
     pub throughput_fps: f64,
     /// Extension: traffic above the lower bound, bytes.
     pub gap_to_bound_bytes: u64,
     pub weight_traffic_bytes: u64,
-    pub streamed_bytes: u64,
+    #[serde(default)]
+    pub input_load_bytes: u64,
     pub energy_uj: f64,
     pub read_bandwidth: f64,
     pub write_bandwidth: f64,
@@ -48,16 +55,49 @@ pub struct RunRow {
 pub struct RunsReport {
     pub model: String,
     pub runs: Vec<RunRow>,
-    /// Extension: the exact minimum traffic (ILP) at this capacity, for
-    /// graphs small enough to solve.
+    /// Extension: the exact program at this capacity (its proven minimum or
+    /// LP bound), for graphs small enough to solve; the runs' lower bounds
+    /// already include it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub optimum: Option<crate::analysis::optimum::Optimum>,
 }
 
-/// One line that puts the exact optimum beside the policies.
+/// The label of a run's bound: `minimum traffic (ILP)` when proven, else
+/// `lower bound (METHOD)`.
+pub fn bound_label(r: &RunRow) -> String {
+    match r.lower_bound_method {
+        BoundMethod::Ilp => "minimum traffic (ILP)".into(),
+        BoundMethod::None => "lower bound".into(),
+        m => format!("lower bound ({})", m.as_str()),
+    }
+}
+
+/// The bound with the run's excess over it: `27.6 MiB (run +42.8 MiB, +155 %)`.
+pub fn bound_text(r: &RunRow) -> String {
+    if r.lower_bound_method == BoundMethod::None {
+        return "not computed".into();
+    }
+    let gap = r.gap_to_bound_bytes;
+    let pct = if r.lower_bound_traffic_bytes > 0 {
+        format!(
+            ", +{:.0} %",
+            gap as f64 * 100.0 / r.lower_bound_traffic_bytes as f64
+        )
+    } else {
+        String::new()
+    };
+    format!(
+        "{} (run +{}{pct})",
+        fmt_bytes(r.lower_bound_traffic_bytes),
+        fmt_bytes(gap)
+    )
+}
+
+/// One line under a table of runs: what the exact program found. The
+/// runs' bound column already shows it; this says how sure it is.
 pub fn optimum_line(rep: &RunsReport) -> Option<String> {
     let o = rep.optimum.as_ref()?;
-    let worst_gap = |best: u64| -> String {
+    let excess = |best: u64| -> String {
         rep.runs
             .iter()
             .filter(|r| r.policy != "ideal")
@@ -72,22 +112,20 @@ pub fn optimum_line(rep: &RunsReport) -> Option<String> {
             .join(", ")
     };
     Some(match (o.exact_bytes, o.lp_bound_bytes) {
-        (Some(e), lp) => format!(
-            "exact minimum traffic (ILP, fragmentation and weights relaxed): {}{} in {} ms; above it: {}",
-            fmt_bytes(e),
-            lp.map(|b| format!(" (LP bound {})", fmt_bytes(b)))
-                .unwrap_or_default(),
+        (Some(e), _) => format!(
+            "minimum traffic at this capacity (ILP, proven in {} ms; fragmentation and weights relaxed): {}; each policy's excess: {}",
             o.solve_ms,
-            worst_gap(e)
+            fmt_bytes(e),
+            excess(e)
         ),
         (None, Some(b)) => format!(
-            "LP lower bound on traffic: {} ({}); above it: {}",
+            "lower bound from the LP relaxation: {} ({}); each policy above it: {}",
             fmt_bytes(b),
             o.note.clone().unwrap_or_default(),
-            worst_gap(b)
+            excess(b)
         ),
         (None, None) => format!(
-            "exact minimum traffic: not computed ({})",
+            "exact program: not solved ({})",
             o.note.clone().unwrap_or_default()
         ),
     })
@@ -105,15 +143,18 @@ impl RunRow {
             spill_count: s.spill_count,
             spilled_bytes: s.spilled_bytes,
             reloaded_bytes: s.reloaded_bytes,
+            streamed_in_bytes: s.streamed_in_bytes,
+            streamed_out_bytes: s.streamed_out_bytes,
             traffic_bytes: s.traffic_bytes,
             stall_ns: s.stall_ns,
             peak_live_bytes: s.peak_live_bytes,
             peak_resident_bytes: s.peak_resident_bytes,
             lower_bound_traffic_bytes: s.lower_bound_traffic_bytes,
+            lower_bound_method: s.lower_bound_method,
             throughput_fps: s.throughput_fps,
             gap_to_bound_bytes: s.traffic_bytes.saturating_sub(s.lower_bound_traffic_bytes),
             weight_traffic_bytes: s.weight_traffic_bytes,
-            streamed_bytes: s.streamed_bytes,
+            input_load_bytes: s.input_load_bytes,
             energy_uj: s.energy_uj,
             read_bandwidth: hw.map(|h| h.dram.read_bandwidth.0).unwrap_or(0.0),
             write_bandwidth: hw.map(|h| h.dram.write_bandwidth.0).unwrap_or(0.0),
@@ -124,43 +165,71 @@ impl RunRow {
             recompute_saved_bytes: s.recompute_saved_bytes,
         }
     }
+
+    /// Raises the run's bound to what the exact program found, if tighter
+    /// (a proven minimum says so in the method).
+    pub fn tighten_bound(&mut self, o: &crate::analysis::optimum::Optimum) {
+        if self.policy == "ideal" {
+            return;
+        }
+        let (bound, method) = o.tightest(self.lower_bound_traffic_bytes, self.lower_bound_method);
+        self.lower_bound_traffic_bytes = bound;
+        self.lower_bound_method = method;
+        self.gap_to_bound_bytes = self.traffic_bytes.saturating_sub(bound);
+    }
 }
 
-const HEADERS: [&str; 10] = [
+/// What the columns of a table of runs lead with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lead {
+    /// `sim`: one row per policy.
+    Policy,
+    /// `whatif`: capacity first, then policy.
+    Capacity,
+}
+
+const HEADERS: [&str; 13] = [
     "policy",
+    "capacity",
     "latency",
-    "spills",
-    "spilled",
+    "evictions",
+    "evicted out",
     "reloaded",
+    "streamed",
+    "traffic",
     "stall",
     "fps",
-    "peak live / cap",
-    "lower bound",
+    "peak live",
+    "bound",
     "gap",
 ];
 
-fn cells(r: &RunRow) -> [String; 10] {
-    let ratio = if r.capacity_bytes > 0 {
-        format!(
-            "{} / {} ({:.0}%)",
-            fmt_bytes(r.peak_live_bytes),
-            fmt_bytes(r.capacity_bytes),
-            r.peak_live_bytes as f64 * 100.0 / r.capacity_bytes as f64
-        )
-    } else {
-        fmt_bytes(r.peak_live_bytes)
-    };
+fn cells(r: &RunRow) -> [String; 13] {
     [
         r.policy.clone(),
+        fmt_bytes(r.capacity_bytes),
         fmt_ms(r.latency_ns),
         r.spill_count.to_string(),
         fmt_bytes(r.spilled_bytes),
         fmt_bytes(r.reloaded_bytes),
+        fmt_bytes(r.streamed_in_bytes + r.streamed_out_bytes),
+        fmt_bytes(r.traffic_bytes),
         fmt_ms(r.stall_ns),
         format!("{:.1}", r.throughput_fps),
-        ratio,
-        fmt_bytes(r.lower_bound_traffic_bytes),
-        if r.policy == "ideal" {
+        if r.capacity_bytes > 0 {
+            format!(
+                "{} ({:.0}%)",
+                fmt_bytes(r.peak_live_bytes),
+                r.peak_live_bytes as f64 * 100.0 / r.capacity_bytes as f64
+            )
+        } else {
+            fmt_bytes(r.peak_live_bytes)
+        },
+        match r.lower_bound_method {
+            BoundMethod::None => "-".into(),
+            m => format!("{} {}", fmt_bytes(r.lower_bound_traffic_bytes), m.as_str()),
+        },
+        if r.lower_bound_method == BoundMethod::None {
             "-".into()
         } else {
             fmt_bytes(r.gap_to_bound_bytes)
@@ -168,10 +237,35 @@ fn cells(r: &RunRow) -> [String; 10] {
     ]
 }
 
+/// Column order for a lead: capacity first for sweeps.
+fn order(lead: Lead) -> Vec<usize> {
+    match lead {
+        Lead::Policy => (0..HEADERS.len()).collect(),
+        Lead::Capacity => std::iter::once(1)
+            .chain(std::iter::once(0))
+            .chain(2..HEADERS.len())
+            .collect(),
+    }
+}
+
 /// A plain aligned table for terminals and logs.
 pub fn render_table(rep: &RunsReport) -> String {
-    let rows: Vec<[String; 10]> = rep.runs.iter().map(cells).collect();
-    let mut width = HEADERS.map(|h| h.chars().count());
+    render_table_led(rep, Lead::Policy)
+}
+
+/// [`render_table`] with the given leading column.
+pub fn render_table_led(rep: &RunsReport, lead: Lead) -> String {
+    let cols = order(lead);
+    let rows: Vec<Vec<String>> = rep
+        .runs
+        .iter()
+        .map(|r| {
+            let c = cells(r);
+            cols.iter().map(|&i| c[i].clone()).collect()
+        })
+        .collect();
+    let heads: Vec<String> = cols.iter().map(|&i| HEADERS[i].to_string()).collect();
+    let mut width: Vec<usize> = heads.iter().map(|h| h.chars().count()).collect();
     for r in &rows {
         for (i, c) in r.iter().enumerate() {
             width[i] = width[i].max(c.chars().count());
@@ -191,7 +285,7 @@ pub fn render_table(rep: &RunsReport) -> String {
             .collect::<Vec<_>>()
             .join("  ")
     };
-    out += &line(&HEADERS.map(String::from));
+    out += &line(&heads);
     out.push('\n');
     out += &width
         .iter()
@@ -203,12 +297,16 @@ pub fn render_table(rep: &RunsReport) -> String {
         out += &line(r);
         out.push('\n');
     }
+    out += LEGEND;
     if let Some(l) = optimum_line(rep) {
         out += &l;
         out.push('\n');
     }
     out
 }
+
+/// What the columns mean, under every table of runs.
+const LEGEND: &str = "traffic = evicted out (write-backs of evictions) + reloaded + streamed (in and out); bound: the tightest lower bound on traffic computed (per-op, lp, or ilp: a proven minimum)\n";
 
 /// A GitHub-flavoured markdown table.
 pub fn render_markdown(rep: &RunsReport) -> String {
@@ -224,6 +322,7 @@ pub fn render_markdown(rep: &RunsReport) -> String {
     for r in &rep.runs {
         out += &format!("| {} |\n", cells(r).join(" | "));
     }
+    out += &format!("\n{LEGEND}");
     if let Some(l) = optimum_line(rep) {
         out += &format!("\n{l}\n");
     }

@@ -3,11 +3,11 @@
 //! saves, each with the typed change that realises it (front ends render it
 //! as flags, a schedule-config line or a description).
 
-use super::roundtrips::round_trips;
+use super::roundtrips::{round_trips, Out};
 use super::runs::RunRow;
-use super::whatif::{grid, run as sweep};
+use super::whatif::zero_traffic_capacity;
 use crate::cost::HardwareProfile;
-use crate::graph::{transform, Graph, TensorKind};
+use crate::graph::{transform, Graph};
 use crate::sim::{
     prepare_graph, simulate, ActivationDtype, EvictionPolicy, RecomputeSpec, SimConfig, WeightMode,
 };
@@ -168,16 +168,25 @@ pub struct Suggestions {
 
 pub use crate::graph::transform::to_fp16;
 
-/// Re-simulates candidate changes of `cfg` on `hw` and returns the ones that help.
+/// Gains at or below this are not listed: 0.1 % of the baseline latency,
+/// and at least a microsecond (the cost model's own rounding is far below;
+/// a change worth making saves more).
+pub fn noise_floor_ns(latency_ns: u64) -> u64 {
+    (latency_ns / 1000).max(1000)
+}
+
+/// Re-simulates candidate changes of `cfg` on `hw` and returns the ones
+/// that save more than [`noise_floor_ns`].
 pub fn suggest(g: &Graph, hw: &HardwareProfile, cfg: &SimConfig) -> Result<Suggestions> {
     let base_tr = simulate(g, hw, cfg)?;
     let baseline = RunRow::from_trace(&base_tr);
     let base_lat = baseline.latency_ns as i64;
     let mut out: Vec<Suggestion> = Vec::new();
+    let floor = noise_floor_ns(baseline.latency_ns) as i64;
     let mut consider =
         |change: Change, description: String, run: RunRow, sim_config: Option<SimConfig>| {
             let gain = base_lat - run.latency_ns as i64;
-            if gain > 0 {
+            if gain > floor {
                 out.push(Suggestion {
                     change,
                     description,
@@ -188,8 +197,20 @@ pub fn suggest(g: &Graph, hw: &HardwareProfile, cfg: &SimConfig) -> Result<Sugge
                 });
             }
         };
-    // Pin the tensors that move the most (oscillating ones first).
-    let trips = round_trips(&base_tr);
+    // Pin the evicted tensors that move the most, oscillating ones first
+    // (a tensor that only streams did not fit beside its op's operands:
+    // pinning cannot keep it).
+    let ledger = crate::trace::ledger::Ledger::of(&base_tr);
+    let mut trips: Vec<_> = round_trips(&base_tr, &ledger)
+        .into_iter()
+        .filter(|t| t.trips.iter().any(|r| r.out == Out::Evicted))
+        .collect();
+    trips.sort_by(|a, b| {
+        b.oscillating
+            .cmp(&a.oscillating)
+            .then(b.bytes_moved.cmp(&a.bytes_moved))
+            .then(a.tensor.cmp(&b.tensor))
+    });
     for t in trips.iter().take(5) {
         if cfg.pins.contains(&t.name) {
             continue;
@@ -207,46 +228,31 @@ pub fn suggest(g: &Graph, hw: &HardwareProfile, cfg: &SimConfig) -> Result<Sugge
                 tensor: t.name.clone(),
             },
             format!(
-                "pin {} ({}, {what} {} times, {} moved)",
+                "pin {} ({}, {what} out {}, {} of spill traffic)",
                 t.name,
                 fmt_bytes(t.bytes),
-                t.trips.len(),
+                crate::units::count(t.trips.len() as u64, "time"),
                 fmt_bytes(t.bytes_moved)
             ),
             r,
             Some(c),
         );
     }
-    // The smallest capacity that removes spill traffic (within the sweep).
+    // The smallest capacity that removes spill traffic: the same search
+    // `whatif` prints as its knee.
     if baseline.traffic_bytes > 0 {
-        let cap = hw.memory.capacity.0;
-        let top = (baseline.peak_live_bytes.max(cap) * 2).max(cap + 1);
-        let step = (cap / 8).max(1 << 20);
-        let caps: Vec<u64> = (1..)
-            .map(|i| cap + i * step)
-            .take_while(|&c| c <= top)
-            .collect();
-        let rows = sweep(g, hw, cfg, &grid(&caps, &[None], &[cfg.policy]), &|| {})?;
-        if let Some(r) = rows
-            .iter()
-            .find(|r| r.traffic_bytes == 0)
-            .or_else(|| rows.iter().min_by_key(|r| r.latency_ns))
-        {
+        if let Some(z) = zero_traffic_capacity(g, hw, cfg)? {
             consider(
                 Change::Capacity {
-                    bytes: r.capacity_bytes,
+                    bytes: z.capacity_bytes,
                 },
                 format!(
-                    "on-chip capacity {} (from {}){}",
-                    fmt_bytes(r.capacity_bytes),
-                    fmt_bytes(cap),
-                    if r.traffic_bytes == 0 {
-                        ": the smallest tried with no spill traffic"
-                    } else {
-                        ""
-                    }
+                    "on-chip capacity {} (from {}): the smallest with no spill traffic (1 % less moves {})",
+                    fmt_bytes(z.capacity_bytes),
+                    fmt_bytes(hw.memory.capacity.0),
+                    fmt_bytes(z.below_traffic_bytes)
                 ),
-                r.clone(),
+                z.run.clone(),
                 None,
             );
         }
@@ -422,7 +428,6 @@ pub fn suggest(g: &Graph, hw: &HardwareProfile, cfg: &SimConfig) -> Result<Sugge
 /// Rebuilds what a simulator trace was made from (graph, hardware, config),
 /// so `suggest TRACE` can re-simulate without the model file.
 pub fn inputs_of_trace(tr: &crate::trace::Trace) -> Result<(Graph, HardwareProfile, SimConfig)> {
-    use crate::graph::{GraphBuilder, OpSpec, TensorSpec};
     use crate::trace::{Producer, Source};
     use crate::Error;
     let (hw, cfg) = match &tr.meta.producer {
@@ -445,39 +450,6 @@ pub fn inputs_of_trace(tr: &crate::trace::Trace) -> Result<(Graph, HardwareProfi
             ))
         }
     };
-    let mut b = GraphBuilder::new(tr.meta.model.clone());
-    for t in &tr.tensors {
-        let kind = match t.kind {
-            TensorKind::Input => Some(TensorKind::Input),
-            TensorKind::Weight => Some(TensorKind::Weight),
-            _ => None,
-        };
-        b.tensor(TensorSpec {
-            name: t.name.clone(),
-            bytes: t.bytes,
-            kind,
-            shape: None,
-            dtype: None,
-        });
-        if t.kind == TensorKind::Output {
-            b.output(t.name.clone());
-        }
-    }
-    let name = |i: &usize| {
-        tr.tensors
-            .get(*i)
-            .map(|t| t.name.clone())
-            .unwrap_or_default()
-    };
-    for o in &tr.ops {
-        b.op(OpSpec {
-            name: o.name.clone(),
-            op_type: o.op_type.clone(),
-            inputs: o.inputs.iter().map(name).collect(),
-            outputs: o.outputs.iter().map(name).collect(),
-            flops: o.flops,
-        });
-    }
     // The rebuilt graph already has the trace's rewrites applied.
-    Ok((b.build()?, hw, cfg.without_graph_transforms()))
+    Ok((tr.graph()?, hw, cfg.without_graph_transforms()))
 }

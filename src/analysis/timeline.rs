@@ -1,19 +1,80 @@
 //! A pre-aggregated, multi-resolution index of a trace's timeline, so a
 //! frame at any zoom costs O(columns), never a walk over every event: a
 //! pyramid of time buckets (each level halves the resolution) for wide views
-//! and binary search over the sorted intervals for deep zoom.
+//! and binary search over the sorted intervals for deep zoom. DMA time is
+//! split into lanes by ledger part: evictions' write-backs, reloads,
+//! streaming, and loads (weights and graph inputs, not spill).
 
-use crate::trace::{EventKind, Trace};
+use crate::trace::ledger::{Ledger, Part};
+use crate::trace::Trace;
+
+/// A DMA lane of the timeline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Lane {
+    /// Write-backs of evicted tensors.
+    Evict,
+    Reload,
+    /// Operands streamed in or out by their op.
+    Stream,
+    /// Weight loads and graph inputs' compulsory loads (not spill).
+    Weights,
+}
+
+impl Lane {
+    pub const ALL: [Lane; 4] = [Lane::Evict, Lane::Reload, Lane::Stream, Lane::Weights];
+
+    /// The lane a ledger part's transfers go to.
+    pub fn of(part: Part) -> Lane {
+        match part {
+            Part::EvictedOut => Lane::Evict,
+            Part::Reloaded => Lane::Reload,
+            Part::StreamedIn | Part::StreamedOut => Lane::Stream,
+            Part::Weights | Part::InputLoads => Lane::Weights,
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Lane::Evict => "evict",
+            Lane::Reload => "reload",
+            Lane::Stream => "stream",
+            Lane::Weights => "weights",
+        }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// A spill event marker: which kind of spill event happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mark {
+    Evict,
+    Reload,
+    Stream,
+}
+
+impl Mark {
+    fn of(part: Part) -> Option<Mark> {
+        match part {
+            Part::EvictedOut => Some(Mark::Evict),
+            Part::Reloaded => Some(Mark::Reload),
+            Part::StreamedIn | Part::StreamedOut => Some(Mark::Stream),
+            _ => None,
+        }
+    }
+}
 
 /// Activity inside one time bucket.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Bucket {
     pub compute_ns: u64,
     pub stall_ns: u64,
-    pub read_ns: u64,
-    pub write_ns: u64,
-    pub evicts: u32,
-    pub reloads: u32,
+    /// Busy time per DMA lane.
+    pub dma_ns: [u64; 4],
+    /// Spill events: evictions, reloads, stream events.
+    pub marks: [u32; 3],
     /// The op busiest in this bucket, and for how long.
     pub top_op: u32,
     pub top_op_ns: u64,
@@ -23,10 +84,12 @@ impl Bucket {
     fn merge(&mut self, o: &Bucket) {
         self.compute_ns += o.compute_ns;
         self.stall_ns += o.stall_ns;
-        self.read_ns += o.read_ns;
-        self.write_ns += o.write_ns;
-        self.evicts += o.evicts;
-        self.reloads += o.reloads;
+        for (a, b) in self.dma_ns.iter_mut().zip(o.dma_ns) {
+            *a += b;
+        }
+        for (a, b) in self.marks.iter_mut().zip(o.marks) {
+            *a += b;
+        }
         if o.top_op_ns > self.top_op_ns {
             self.top_op = o.top_op;
             self.top_op_ns = o.top_op_ns;
@@ -39,11 +102,18 @@ impl Bucket {
 pub struct Column {
     pub compute: f64,
     pub stall: f64,
-    pub read: f64,
-    pub write: f64,
+    /// Busy fraction per DMA lane ([`Lane`] order).
+    pub dma: [f64; 4],
     pub evicts: u32,
     pub reloads: u32,
+    pub streams: u32,
     pub op: Option<usize>,
+}
+
+impl Column {
+    pub fn lane(&self, l: Lane) -> f64 {
+        self.dma[l.index()]
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -53,7 +123,7 @@ struct Span {
     /// op index for op spans; event index for DMA spans.
     id: usize,
     stall: u64,
-    write: bool,
+    lane: Lane,
 }
 
 /// The index. Built once per trace (O(n + buckets)); queried per frame.
@@ -66,10 +136,11 @@ pub struct TimelineIndex {
     ops_max_len: u64,
     dma: Vec<Span>,
     dma_max_len: u64,
-    /// (time, event index) of every evict and reload, sorted.
+    /// (time, event index) of every spill event (the ledger's spill
+    /// parts: evictions, reloads, stream events), sorted.
     spills: Vec<(u64, usize)>,
-    /// Point events (evict/reload issue times) for deep zoom counts.
-    points: Vec<(u64, bool)>,
+    /// Spill event times and kinds, for deep zoom counts.
+    points: Vec<(u64, Mark)>,
 }
 
 fn add_span(b: &mut [Bucket], base: u64, s: u64, e: u64, f: impl Fn(&mut Bucket, u64)) {
@@ -88,7 +159,7 @@ fn add_span(b: &mut [Bucket], base: u64, s: u64, e: u64, f: impl Fn(&mut Bucket,
 }
 
 impl TimelineIndex {
-    pub fn build(tr: &Trace) -> TimelineIndex {
+    pub fn build(tr: &Trace, ledger: &Ledger) -> TimelineIndex {
         let mut end_ns = tr.summary.latency_ns;
         for o in &tr.ops {
             end_ns = end_ns.max(o.end_ns);
@@ -110,7 +181,7 @@ impl TimelineIndex {
                 end: o.end_ns.max(o.start_ns),
                 id: i,
                 stall: o.stall_ns,
-                write: false,
+                lane: Lane::Evict,
             })
             .collect();
         ops.sort_by_key(|s| (s.start, s.id));
@@ -136,17 +207,16 @@ impl TimelineIndex {
         let mut spills = Vec::new();
         let mut points = Vec::new();
         for (i, e) in tr.events.iter().enumerate() {
-            let write = e.kind == EventKind::Evict;
-            if matches!(e.kind, EventKind::Evict | EventKind::Reload) {
+            let Some(part) = ledger.part(i) else {
+                continue;
+            };
+            if let Some(m) = Mark::of(part) {
                 spills.push((e.t_ns, i));
-                points.push((e.t_ns, write));
+                points.push((e.t_ns, m));
                 let b = ((e.t_ns / base_ns) as usize).min(n_base - 1);
-                if write {
-                    base[b].evicts += 1;
-                } else {
-                    base[b].reloads += 1;
-                }
+                base[b].marks[m as usize] += 1;
             }
+            let lane = Lane::of(part);
             if let (Some(s), Some(en)) = (e.dma_start_ns, e.dma_end_ns) {
                 if en > s {
                     dma.push(Span {
@@ -154,31 +224,33 @@ impl TimelineIndex {
                         end: en,
                         id: i,
                         stall: 0,
-                        write,
+                        lane,
                     });
                     add_span(&mut base, base_ns, s, en, |b, ov| {
-                        if write {
-                            b.write_ns += ov
-                        } else {
-                            b.read_ns += ov
-                        }
+                        b.dma_ns[lane.index()] += ov
                     });
                 }
             }
         }
-        // Streamed operands keep the bus busy during their op.
-        for (i, o) in tr.ops.iter().enumerate() {
-            if o.streamed.is_empty() {
-                continue;
+        // Streams derived from ops' `streamed` lists (traces from before
+        // stream events) keep the bus busy during their op.
+        for d in &ledger.derived_streams {
+            let Some(o) = tr.ops.get(d.op) else { continue };
+            if o.end_ns > o.start_ns {
+                dma.push(Span {
+                    start: o.start_ns,
+                    end: o.end_ns,
+                    id: usize::MAX,
+                    stall: 0,
+                    lane: Lane::Stream,
+                });
+                add_span(&mut base, base_ns, o.start_ns, o.end_ns, |b, ov| {
+                    b.dma_ns[Lane::Stream.index()] += ov
+                });
             }
-            let write = o.streamed.iter().any(|t| o.outputs.contains(t));
-            dma.push(Span {
-                start: o.start_ns,
-                end: o.end_ns,
-                id: i,
-                stall: 0,
-                write,
-            });
+            let b = ((o.start_ns / base_ns) as usize).min(n_base - 1);
+            base[b].marks[Mark::Stream as usize] += 1;
+            points.push((o.start_ns, Mark::Stream));
         }
         dma.sort_by_key(|s| (s.start, s.id));
         spills.sort_unstable();
@@ -275,10 +347,12 @@ impl TimelineIndex {
                 let span = (count[c] as f64 * bw as f64).max(1.0);
                 col.compute = (a.compute_ns as f64 / span).min(1.0);
                 col.stall = (a.stall_ns as f64 / span).min(1.0);
-                col.read = (a.read_ns as f64 / span).min(1.0);
-                col.write = (a.write_ns as f64 / span).min(1.0);
-                col.evicts = a.evicts;
-                col.reloads = a.reloads;
+                for (d, ns) in col.dma.iter_mut().zip(a.dma_ns) {
+                    *d = (ns as f64 / span).min(1.0);
+                }
+                col.evicts = a.marks[Mark::Evict as usize];
+                col.reloads = a.marks[Mark::Reload as usize];
+                col.streams = a.marks[Mark::Stream as usize];
                 col.op = (a.top_op_ns > 0).then_some(a.top_op as usize);
             }
             return cols;
@@ -319,11 +393,7 @@ impl TimelineIndex {
             }
         });
         visit(&self.dma, self.dma_max_len, &mut |s, c, ov| {
-            if s.write {
-                cols[c].write += ov / dt;
-            } else {
-                cols[c].read += ov / dt;
-            }
+            cols[c].dma[s.lane.index()] += ov / dt;
         });
         let from = self.points.partition_point(|p| p.0 < t0);
         for p in &self.points[from..] {
@@ -331,22 +401,23 @@ impl TimelineIndex {
                 break;
             }
             let c = col_of(p.0);
-            if p.1 {
-                cols[c].evicts += 1;
-            } else {
-                cols[c].reloads += 1;
+            match p.1 {
+                Mark::Evict => cols[c].evicts += 1,
+                Mark::Reload => cols[c].reloads += 1,
+                Mark::Stream => cols[c].streams += 1,
             }
         }
         for c in &mut cols {
             c.compute = c.compute.min(1.0);
             c.stall = c.stall.min(1.0);
-            c.read = c.read.min(1.0);
-            c.write = c.write.min(1.0);
+            for d in &mut c.dma {
+                *d = d.min(1.0);
+            }
         }
         cols
     }
 
-    /// The first evict/reload strictly after `t`: (time, event index).
+    /// The first spill event strictly after `t`: (time, event index).
     pub fn next_spill(&self, t: u64) -> Option<(u64, usize)> {
         let i = self.spills.partition_point(|s| s.0 <= t);
         self.spills.get(i).copied()
@@ -360,7 +431,7 @@ impl TimelineIndex {
         &self.spills[from..to]
     }
 
-    /// The last evict/reload strictly before `t`.
+    /// The last spill event strictly before `t`.
     pub fn prev_spill(&self, t: u64) -> Option<(u64, usize)> {
         let i = self.spills.partition_point(|s| s.0 < t);
         i.checked_sub(1).and_then(|i| self.spills.get(i)).copied()

@@ -1,12 +1,14 @@
 //! What-if sweeps: the same graph re-simulated over a grid of capacities,
 //! bandwidths and policies, in parallel, with the knee of the capacity curve
-//! called out ("at 48 MiB spills drop to 0; beyond it no gain").
+//! called out ("at 48 MiB spills drop to 0; beyond it no gain"). The knee is
+//! one search on the real simulator ([`zero_traffic_capacity`]), the same
+//! one the capacity suggestion makes, so both print the same number.
 
 use super::runs::RunRow;
 use crate::cost::HardwareProfile;
 use crate::graph::Graph;
 use crate::sim::{simulate, EvictionPolicy, SimConfig};
-use crate::units::{fmt_bytes, parse_bandwidth, parse_size};
+use crate::units::{fmt_bytes, fmt_ms, parse_bandwidth, parse_size};
 use crate::{Error, Result};
 use rayon::prelude::*;
 use serde::Serialize;
@@ -110,23 +112,164 @@ pub fn run(
         .collect()
 }
 
+/// How close the knee search gets: the capacity it reports has no spill
+/// traffic and this fraction less has some.
+pub const KNEE_TOLERANCE: f64 = 0.01;
+
+/// The smallest capacity with no spill traffic, found by searching the
+/// real simulator.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ZeroTraffic {
+    /// Has no spill traffic.
+    pub capacity_bytes: u64,
+    /// [`KNEE_TOLERANCE`] less, which has some.
+    pub below_bytes: u64,
+    /// The traffic just below.
+    pub below_traffic_bytes: u64,
+    /// The run at the capacity.
+    pub run: RunRow,
+    /// Simulations the search took.
+    pub simulations: usize,
+}
+
+/// The smallest capacity at which `cfg` on `hw` moves no spill traffic, to
+/// within [`KNEE_TOLERANCE`]: found by bisection where the curve allows (it
+/// is checked that the capacity [`KNEE_TOLERANCE`] below still spills, and
+/// the search goes on below where fragmentation makes the curve bend back).
+/// Deterministic: the same graph, hardware and config give the same answer
+/// wherever it is asked (`whatif`, `suggest`). `None` for the ideal policy
+/// or when even 256x the peak does not remove the traffic.
+pub fn zero_traffic_capacity(
+    g: &Graph,
+    hw: &HardwareProfile,
+    cfg: &SimConfig,
+) -> Result<Option<ZeroTraffic>> {
+    if cfg.policy == EvictionPolicy::Ideal {
+        return Ok(None);
+    }
+    let mut sims = 0usize;
+    let mut run_at = |c: u64| -> Result<RunRow> {
+        sims += 1;
+        Ok(RunRow::from_trace(&simulate(
+            g,
+            &hw.clone().with_capacity(c.max(1))?,
+            cfg,
+        )?))
+    };
+    // An upper end with no traffic: from the peak, doubling.
+    let peak = crate::sim::prepare_graph(g, cfg)
+        .map(|p| crate::graph::Liveness::compute(&p).peak_bytes)?;
+    let mut hi = peak.max(1);
+    let mut hi_run = run_at(hi)?;
+    let mut doublings = 0;
+    while hi_run.traffic_bytes > 0 {
+        if doublings == 8 {
+            return Ok(None);
+        }
+        hi = hi.saturating_mul(2);
+        hi_run = run_at(hi)?;
+        doublings += 1;
+    }
+    // A lower end with traffic: halving.
+    let mut lo = hi / 2;
+    loop {
+        if lo == 0 {
+            let below = run_at(1)?;
+            if below.traffic_bytes == 0 {
+                return Ok(Some(ZeroTraffic {
+                    capacity_bytes: 1,
+                    below_bytes: 0,
+                    below_traffic_bytes: 0,
+                    run: below,
+                    simulations: sims,
+                }));
+            }
+            lo = 1;
+            break;
+        }
+        let r = run_at(lo)?;
+        if r.traffic_bytes > 0 {
+            break;
+        }
+        hi = lo;
+        hi_run = r;
+        lo /= 2;
+    }
+    // Bisection: traffic at `lo`, none at `hi`; done when 1 % below `hi`
+    // still has traffic.
+    let mut guard = 0;
+    loop {
+        let below = ((hi as f64) * (1.0 - KNEE_TOLERANCE)).floor() as u64;
+        if below <= lo || hi - lo <= 1 {
+            let b = run_at(below.max(1))?;
+            if b.traffic_bytes > 0 || guard >= 64 {
+                return Ok(Some(ZeroTraffic {
+                    capacity_bytes: hi,
+                    below_bytes: below,
+                    below_traffic_bytes: b.traffic_bytes,
+                    run: hi_run,
+                    simulations: sims,
+                }));
+            }
+            // The curve bends back (fragmentation): go on below.
+            hi = below.max(1);
+            hi_run = b;
+            lo = lo.min(hi / 2);
+        } else {
+            let mid = lo + (hi - lo) / 2;
+            let r = run_at(mid)?;
+            if r.traffic_bytes == 0 {
+                hi = mid;
+                hi_run = r;
+            } else {
+                lo = mid;
+            }
+        }
+        guard += 1;
+    }
+}
+
 /// The knee of one capacity curve (rows of one policy and bandwidth, in
-/// capacity order).
+/// capacity order), with the searched zero-traffic capacity.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Knee {
     pub policy: String,
     pub bandwidth: f64,
-    /// Smallest capacity with no spill traffic at all, if any.
+    /// Smallest capacity with no spill traffic at all (searched on the
+    /// simulator to within 1 %), if any.
     pub zero_spill_capacity: Option<u64>,
-    /// Smallest capacity within 1 % of the best latency of the curve.
+    /// Smallest capacity of the grid within 1 % of the curve's best latency.
     pub knee_capacity: u64,
     pub knee_latency_ns: u64,
     pub text: String,
 }
 
-pub fn knees(rows: &[RunRow]) -> Vec<Knee> {
+/// The zero-traffic search for each non-ideal policy of `policies` (in
+/// parallel), for [`knees`].
+pub fn search_knees(
+    g: &Graph,
+    hw: &HardwareProfile,
+    base: &SimConfig,
+    policies: &[EvictionPolicy],
+) -> Result<Vec<(EvictionPolicy, Option<ZeroTraffic>)>> {
+    policies
+        .par_iter()
+        .filter(|&&p| p != EvictionPolicy::Ideal)
+        .map(|&p| {
+            let cfg = SimConfig {
+                policy: p,
+                ..base.clone()
+            };
+            zero_traffic_capacity(g, hw, &cfg).map(|z| (p, z))
+        })
+        .collect()
+}
+
+/// The knee of each curve of `rows` (ideal has none: it never spills), with
+/// the searched zero-traffic capacity of its policy from `searched`.
+pub fn knees(rows: &[RunRow], searched: &[(EvictionPolicy, Option<ZeroTraffic>)]) -> Vec<Knee> {
     let mut keys: Vec<(String, u64)> = Vec::new();
-    for r in rows {
+    for r in rows.iter().filter(|r| r.policy != "ideal") {
         let k = (r.policy.clone(), r.read_bandwidth.to_bits());
         if !keys.contains(&k) {
             keys.push(k);
@@ -134,21 +277,40 @@ pub fn knees(rows: &[RunRow]) -> Vec<Knee> {
     }
     keys.into_iter()
         .filter_map(|(policy, bw)| {
-            let mut curve: Vec<&RunRow> = rows.iter().filter(|r| r.policy == policy && r.read_bandwidth.to_bits() == bw).collect();
+            let mut curve: Vec<&RunRow> = rows
+                .iter()
+                .filter(|r| r.policy == policy && r.read_bandwidth.to_bits() == bw)
+                .collect();
             curve.sort_by_key(|r| r.capacity_bytes);
             let best = curve.iter().map(|r| r.latency_ns).min()?;
-            let knee = curve.iter().find(|r| r.latency_ns as f64 <= best as f64 * 1.01)?;
-            let zero = curve.iter().find(|r| r.traffic_bytes == 0).map(|r| r.capacity_bytes);
+            let knee = curve
+                .iter()
+                .find(|r| r.latency_ns as f64 <= best as f64 * 1.01)?;
+            let zero = searched
+                .iter()
+                .find(|(p, _)| p.as_str() == policy)
+                .and_then(|(_, z)| z.as_ref());
+            let near = format!(
+                "within 1 % of the best latency tried ({}) from {}",
+                fmt_ms(best),
+                fmt_bytes(knee.capacity_bytes)
+            );
             let text = match zero {
                 Some(z) => format!(
-                    "{policy}: at {} spills drop to 0; beyond it no gain ({:.3} ms){}",
-                    fmt_bytes(z),
-                    best as f64 / 1e6,
-                    if knee.capacity_bytes < z { format!("; within 1 % of that from {}", fmt_bytes(knee.capacity_bytes)) } else { String::new() }
+                    "{policy}: spill traffic drops to 0 at {} (1 % less still moves {}); {near}",
+                    fmt_bytes(z.capacity_bytes),
+                    fmt_bytes(z.below_traffic_bytes)
                 ),
-                None => format!("{policy}: spills at every capacity tried; within 1 % of the best latency ({:.3} ms) from {}", best as f64 / 1e6, fmt_bytes(knee.capacity_bytes)),
+                None => format!("{policy}: spill traffic at every capacity up to 256x the peak; {near}"),
             };
-            Some(Knee { policy, bandwidth: f64::from_bits(bw), zero_spill_capacity: zero, knee_capacity: knee.capacity_bytes, knee_latency_ns: knee.latency_ns, text })
+            Some(Knee {
+                policy,
+                bandwidth: f64::from_bits(bw),
+                zero_spill_capacity: zero.map(|z| z.capacity_bytes),
+                knee_capacity: knee.capacity_bytes,
+                knee_latency_ns: knee.latency_ns,
+                text,
+            })
         })
         .collect()
 }

@@ -84,15 +84,10 @@ pub fn run(a: &SimArgs) -> Result<String> {
         }
     }
     let notes = resolve_notes(&r, g.ops.len());
-    let traces: Vec<Trace> = policies
+    let mut traces: Vec<Trace> = policies
         .iter()
         .map(|&p| simulate(&g, &r.hardware, &r.config_for(p)))
         .collect::<Result<_>>()?;
-    if let Some(out) = &a.output {
-        for (tr, &p) in traces.iter().zip(&policies) {
-            write_atomic(&output_path_for(out, p, several), &tr.to_json(), a.force)?;
-        }
-    }
     // The exact optimum at this capacity, for graphs small enough: of the
     // same (rewritten) graph the runs simulated.
     let optimum = if a.ilp_time > 0.0 && policies.iter().any(|&p| p != EvictionPolicy::Ideal) {
@@ -111,6 +106,17 @@ pub fn run(a: &SimArgs) -> Result<String> {
     } else {
         None
     };
+    // One bound per run, everywhere: the tightest found, in the traces too.
+    if let Some(o) = &optimum {
+        for tr in &mut traces {
+            o.tighten(&mut tr.summary);
+        }
+    }
+    if let Some(out) = &a.output {
+        for (tr, &p) in traces.iter().zip(&policies) {
+            write_atomic(&output_path_for(out, p, several), &tr.to_json(), a.force)?;
+        }
+    }
     let rep = RunsReport {
         model: g.name.clone(),
         runs: traces.iter().map(RunRow::from_trace).collect(),

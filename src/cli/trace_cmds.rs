@@ -83,9 +83,9 @@ pub fn run_diff(a: &DiffArgs) -> Result<String> {
         ag.spill_pct, ag.spill_matched, ag.spill_a, ag.spill_b, ag.alloc_pct, ag.alloc_matched, ag.alloc_a, ag.alloc_b
     );
     s += &format!(
-        "latency B-A: {:+.3} ms, traffic B-A: {:+} bytes\n\n",
-        d.latency_delta_ns as f64 / 1e6,
-        d.traffic_delta_bytes
+        "latency B-A: {}, spill traffic B-A: {}\n\n",
+        crate::units::fmt_ms_delta(d.latency_delta_ns),
+        crate::units::fmt_bytes_delta(d.traffic_delta_bytes)
     );
     s += &format!(
         "{:<48} {:>12} {:>12} {:>12} {:>12}\n",
@@ -97,8 +97,8 @@ pub fn run_diff(a: &DiffArgs) -> Result<String> {
             crate::tui::ui::truncate_left(&o.name, 48),
             fmt_ms(o.a_duration_ns),
             fmt_ms(o.b_duration_ns),
-            fmt_bytes(o.a_spilled),
-            fmt_bytes(o.b_spilled)
+            fmt_bytes(o.a_traffic_bytes),
+            fmt_bytes(o.b_traffic_bytes)
         );
     }
     let moved: Vec<_> = d

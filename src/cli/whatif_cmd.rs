@@ -1,31 +1,36 @@
 //! `spillscope whatif`: a parallel sweep with a progress bar on a terminal.
 
 use super::args::{SweepFormat, WhatifArgs};
-use crate::analysis::runs::{render_table, RunRow, RunsReport};
-use crate::analysis::whatif::{grid, knees, parse_bandwidth_range, parse_size_range, run};
+use crate::analysis::runs::{render_table_led, Lead, RunRow, RunsReport};
+use crate::analysis::whatif::{
+    grid, knees, parse_bandwidth_range, parse_size_range, run, search_knees,
+};
 use crate::sim::EvictionPolicy;
 use crate::{Error, Result};
 use std::io::IsTerminal;
 
 /// CSV of the rows (one header line, then one line per configuration).
 pub fn to_csv(rows: &[RunRow]) -> String {
-    let mut s = String::from("policy,capacity_bytes,read_bandwidth,write_bandwidth,latency_ns,spill_count,spilled_bytes,reloaded_bytes,traffic_bytes,stall_ns,peak_live_bytes,peak_resident_bytes,lower_bound_traffic_bytes,throughput_fps\n");
+    let mut s = String::from("capacity_bytes,policy,read_bandwidth,write_bandwidth,latency_ns,spill_count,spilled_bytes,reloaded_bytes,streamed_in_bytes,streamed_out_bytes,traffic_bytes,stall_ns,peak_live_bytes,peak_resident_bytes,lower_bound_traffic_bytes,lower_bound_method,throughput_fps\n");
     for r in rows {
         s += &format!(
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{:.3}\n",
-            r.policy,
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.3}\n",
             r.capacity_bytes,
+            r.policy,
             r.read_bandwidth,
             r.write_bandwidth,
             r.latency_ns,
             r.spill_count,
             r.spilled_bytes,
             r.reloaded_bytes,
+            r.streamed_in_bytes,
+            r.streamed_out_bytes,
             r.traffic_bytes,
             r.stall_ns,
             r.peak_live_bytes,
             r.peak_resident_bytes,
             r.lower_bound_traffic_bytes,
+            r.lower_bound_method.as_str(),
             r.throughput_fps
         );
     }
@@ -78,7 +83,12 @@ pub fn run_whatif(a: &WhatifArgs) -> Result<String> {
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    let knees = knees(&rows);
+    let searched = if a.format == SweepFormat::Table {
+        search_knees(&g, &hw, &base, &policies)?
+    } else {
+        Vec::new()
+    };
+    let knees = knees(&rows, &searched);
     let rep = RunsReport {
         model: g.name.clone(),
         runs: rows,
@@ -88,7 +98,7 @@ pub fn run_whatif(a: &WhatifArgs) -> Result<String> {
         SweepFormat::Json => serde_json::to_string_pretty(&rep).unwrap_or_default() + "\n",
         SweepFormat::Csv => to_csv(&rep.runs),
         SweepFormat::Table => {
-            let mut s = render_table(&rep);
+            let mut s = render_table_led(&rep, Lead::Capacity);
             s.push('\n');
             for k in &knees {
                 s += &k.text;
@@ -143,16 +153,20 @@ pub fn run_suggest(a: &super::args::SuggestArgs) -> Result<String> {
     }
     let b = &s.baseline;
     let mut out = format!(
-        "baseline: {} [{}] at {}: {:.3} ms, {} spills, {} traffic\n\n",
+        "baseline: {} [{}] at {}: {}, {}, {} spill traffic\n",
         g.name,
         b.policy,
         crate::units::fmt_bytes(b.capacity_bytes),
-        b.latency_ns as f64 / 1e6,
-        b.spill_count,
+        crate::units::fmt_ms(b.latency_ns),
+        crate::units::count(b.spill_count, "eviction"),
         crate::units::fmt_bytes(b.traffic_bytes)
     );
+    out += &format!(
+        "changes that save more than {} (0.1 % of the latency, at least 1 us), re-simulated:\n\n",
+        crate::units::fmt_ms(crate::analysis::suggest::noise_floor_ns(b.latency_ns))
+    );
     if s.suggestions.is_empty() {
-        out += "no change tried lowers the latency\n";
+        out += "no change tried saves time above that\n";
     }
     for (i, x) in s.suggestions.iter().enumerate() {
         out += &format!(

@@ -66,6 +66,40 @@ impl BusModel {
             .ceil() as u64
     }
 
+    /// Splits a streaming window `[start, end)` among its operands (`bytes`,
+    /// direction) in proportion to each one's share of the transfer time,
+    /// so each stream event carries its own stretch of the window.
+    pub fn split_stream(
+        &self,
+        start: u64,
+        end: u64,
+        parts: &[(u64, Direction)],
+    ) -> Vec<(u64, u64)> {
+        let time = |&(b, d): &(u64, Direction)| {
+            b as f64
+                / match d {
+                    Direction::Read => self.read_bw,
+                    Direction::Write => self.write_bw,
+                }
+        };
+        let total: f64 = parts.iter().map(time).sum();
+        let span = end.saturating_sub(start) as f64;
+        let mut cum = 0.0;
+        parts
+            .iter()
+            .map(|p| {
+                let a = start + (span * cum / total.max(f64::MIN_POSITIVE)).floor() as u64;
+                cum += time(p);
+                let b = if total > 0.0 {
+                    start + (span * cum / total).floor() as u64
+                } else {
+                    end
+                };
+                (a.min(end), b.min(end))
+            })
+            .collect()
+    }
+
     /// Queues a transfer that may start no earlier than `earliest`; returns
     /// its `(start, end)`.
     pub fn issue(&mut self, earliest: u64, bytes: u64, dir: Direction) -> (u64, u64) {

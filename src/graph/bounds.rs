@@ -1,20 +1,31 @@
-//! Valid lower bounds on spill traffic, so every policy's result is shown
-//! beside what no policy can beat.
+//! Valid lower bounds on spill traffic (`traffic_bytes`: evicted out +
+//! reloaded + streamed in + streamed out, docs/trace-format.md), so every
+//! policy's result is shown beside what no policy can beat.
 //!
-//! * Per-op working set: while op `i` runs, its activation operands (inputs
-//!   and outputs, weights excluded) must be on chip unless streamed; at least
-//!   `ws_i - capacity` bytes of them cross the DRAM bus *during op i*. These
-//!   transfers are disjoint across ops, so `sum_i max(0, ws_i - C)` is valid.
-//! * Live excess: at step `i`, at least `live_i - C` bytes of live tensors are
-//!   off chip; each such byte crosses the bus at least once (an activation
-//!   off chip was written out; a graph input off chip is read back for its
-//!   use at or after `i`). A graph input nobody reads never has to move, so
-//!   it is left out of `live_i` here. So `max_i max(0, live_i - C)` is valid.
+//! Only activations (and graph outputs) count: a graph input can always be
+//! read from DRAM where it is used, which is a compulsory load, not spill,
+//! and weights are not spill either. So neither appears below, which only
+//! lowers the bounds.
+//!
+//! * Per-op working set: while op `i` runs, its activation operands must be
+//!   on chip unless streamed; at least `ws_i - capacity` bytes of them are
+//!   streamed in or out *during op i* (an input not resident is in DRAM
+//!   only because it was spilled). These streams are disjoint across ops, so
+//!   `sum_i max(0, ws_i - C)` is valid.
+//! * Live excess: at step `i`, at least `live_i - C` bytes of live
+//!   activations are off chip, and each was written to DRAM (evicted with a
+//!   write-back or streamed out) at least once. So `max_i max(0, live_i - C)`
+//!   is valid.
 //!
 //! The bound reported is the larger of the two. Raw (unaligned) sizes are
 //! used, which only lowers it, so it stays valid under any alignment.
 
 use super::{Graph, Liveness, TensorKind};
+
+/// Whether a tensor's bytes can be spill traffic.
+fn spillable(kind: TensorKind) -> bool {
+    matches!(kind, TensorKind::Activation | TensorKind::Output)
+}
 
 /// Per-op activation working set in bytes (distinct inputs and outputs).
 pub fn working_sets(g: &Graph) -> Vec<u64> {
@@ -22,7 +33,7 @@ pub fn working_sets(g: &Graph) -> Vec<u64> {
         .map(|i| {
             g.operands(i)
                 .into_iter()
-                .filter(|&t| g.tensors[t].kind != TensorKind::Weight)
+                .filter(|&t| spillable(g.tensors[t].kind))
                 .map(|t| g.tensors[t].bytes)
                 .sum()
         })
@@ -37,14 +48,14 @@ pub fn working_set_bound(g: &Graph, capacity: u64) -> u64 {
         .sum()
 }
 
-/// `max_i max(0, live_i - C)`, with unread graph inputs left out of `live_i`.
+/// `max_i max(0, live_i - C)`, graph inputs left out of `live_i`.
 pub fn live_excess_bound(g: &Graph, live: &Liveness, capacity: u64) -> u64 {
     let mut profile = live.live_bytes.clone();
     for t in &g.tensors {
-        if t.kind == TensorKind::Input && t.consumers.is_empty() {
+        if t.kind == TensorKind::Input {
             if let Some(iv) = live.intervals[t.id] {
                 for bytes in &mut profile[iv.start..=iv.end] {
-                    *bytes -= t.bytes;
+                    *bytes = bytes.saturating_sub(t.bytes);
                 }
             }
         }
@@ -56,7 +67,7 @@ pub fn live_excess_bound(g: &Graph, live: &Liveness, capacity: u64) -> u64 {
         .unwrap_or(0)
 }
 
-/// The reported lower bound on spill traffic at `capacity`.
+/// The per-op lower bound on spill traffic at `capacity`.
 pub fn lower_bound_traffic(g: &Graph, capacity: u64) -> u64 {
     let live = Liveness::compute(g);
     working_set_bound(g, capacity).max(live_excess_bound(g, &live, capacity))

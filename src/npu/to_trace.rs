@@ -109,6 +109,7 @@ pub fn to_trace(k: &Kernel, sol: &Solution) -> Result<Trace> {
         thread: None,
         live_bytes: None,
         reason: None,
+        written_bytes: None,
     };
     for &i in &sol.order {
         if i >= n {
@@ -117,6 +118,9 @@ pub fn to_trace(k: &Kernel, sol: &Solution) -> Result<Trace> {
             let mut e = if (i - n).is_multiple_of(2) {
                 let mut e = ev(span[i].1, EventKind::Evict, b, offset_now[b], near_op(i));
                 e.reason = Some("spill".into());
+                // A copied-in buffer still has its DDR copy: nothing is written.
+                let buf = &k.buffers[b];
+                e.written_bytes = Some(if buf.copy_in { 0 } else { buf.size });
                 e
             } else {
                 offset_now[b] = sol.spills[s].1;
@@ -161,45 +165,26 @@ pub fn to_trace(k: &Kernel, sol: &Solution) -> Result<Trace> {
         if k.buffers[e.tensor].ty.is_l0() {
             continue;
         }
-        match e.kind {
-            EventKind::Alloc | EventKind::Reload | EventKind::Recompute => cur += e.bytes as i64,
-            EventKind::Free | EventKind::Evict => cur -= e.bytes as i64,
+        if e.kind.places() {
+            cur += e.bytes as i64;
+        } else if e.kind.removes() {
+            cur -= e.bytes as i64;
         }
         match resident.last_mut() {
             Some(last) if last.0 == e.t_ns => last.1 = cur as f64,
             _ => resident.push((e.t_ns, cur as f64)),
         }
     }
-    let spilled: u64 = spill_buf
-        .iter()
-        .map(|&b| {
-            if k.buffers[b].copy_in {
-                0
-            } else {
-                k.buffers[b].size
-            }
-        })
-        .sum();
-    let reloaded: u64 = spill_buf.iter().map(|&b| k.buffers[b].size).sum();
     let peak_resident = resident.iter().map(|s| s.1 as u64).max().unwrap_or(0);
+    // The ledger fields are filled from the events below.
     let summary = Summary {
         latency_ns: latency,
-        spill_count: sol.spills.len() as u64,
-        spilled_bytes: spilled,
-        reloaded_bytes: reloaded,
-        traffic_bytes: m.extra_traffic,
-        recompute_saved_bytes: 0,
-        stall_ns: 0,
         peak_live_bytes: m.peak_residency,
         peak_resident_bytes: peak_resident,
-        lower_bound_traffic_bytes: 0,
-        throughput_fps: 0.0,
-        weight_traffic_bytes: 0,
-        streamed_bytes: 0,
-        energy_uj: 0.0,
         capacity_bytes: BufType::L1.capacity() + BufType::Ub.capacity(),
+        ..Summary::default()
     };
-    Ok(Trace {
+    let mut tr = Trace {
         schema: SCHEMA.into(),
         source: Source::Simulator,
         meta: Meta {
@@ -235,5 +220,8 @@ pub fn to_trace(k: &Kernel, sol: &Solution) -> Result<Trace> {
             samples: resident,
         }],
         summary,
-    })
+        recomputed: Vec::new(),
+    };
+    tr.fill_ledger();
+    Ok(tr)
 }

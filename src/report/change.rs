@@ -4,7 +4,7 @@
 //! explorer render it from here.
 
 use crate::analysis::suggest::Change;
-use crate::units::fmt_bytes;
+use crate::units::{fmt_bytes, fmt_size_exact};
 
 /// A TOML value written inline (`["a", "b"]`, `"lru"`, `2`).
 fn inline<T: serde::Serialize>(v: T) -> String {
@@ -31,7 +31,9 @@ pub fn schedule_line(c: &Change) -> Option<String> {
 /// The hardware-profile line of a change a schedule config cannot make.
 pub fn hardware_line(c: &Change) -> Option<String> {
     match c {
-        Change::Capacity { bytes } => Some(format!("memory.capacity = {bytes}")),
+        Change::Capacity { bytes } => {
+            Some(format!("memory.capacity = \"{}\"", fmt_size_exact(*bytes)))
+        }
         _ => None,
     }
 }
@@ -40,7 +42,7 @@ pub fn hardware_line(c: &Change) -> Option<String> {
 pub fn flags(c: &Change) -> String {
     match c {
         Change::Pin { tensor } => format!("--pin {tensor:?}"),
-        Change::Capacity { bytes } => format!("--capacity {bytes}"),
+        Change::Capacity { bytes } => format!("--capacity {}", fmt_size_exact(*bytes)),
         Change::Policy { policy } => format!("--policy {policy}"),
         Change::Prefetch { distance } => format!("--prefetch {distance}"),
         Change::Weights { mode } => format!("--weights {}", inline(mode).trim_matches('"')),

@@ -138,10 +138,10 @@ pub fn to_html(r: &Report) -> String {
         }
     }
     format!(
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>spillscope report: {}</title><style>{STYLE}</style></head>\n<body>\n{body}<footer><p>spillscope {} · latency {} · generated from a {} trace</p></footer>\n</body></html>\n",
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>spillscope report: {}</title><style>{STYLE}</style></head>\n<body>\n{body}<footer><p>spillscope {} · latency {} · generated from {} trace</p></footer>\n</body></html>\n",
         esc(&r.model),
         env!("CARGO_PKG_VERSION"),
         fmt_ms(r.summary.latency_ns),
-        esc(r.source.as_str())
+        esc(&crate::units::with_article(r.source.as_str()))
     )
 }

@@ -2,6 +2,7 @@
 //! once and rendered by both the markdown and the HTML writers.
 
 use crate::analysis::report::Report;
+use crate::analysis::roundtrips::{Back, Out};
 use crate::units::{fmt_bytes, fmt_ms};
 
 pub enum Block {
@@ -110,8 +111,13 @@ pub fn sections(r: &Report) -> Vec<Section> {
         sections: Vec::new(),
     };
     out += &format!(
-        "# spillscope report: {}\n\n{} trace, policy {}, {} ops, {} tensors, {} events.\n\n",
-        r.model, r.source, r.policy, r.op_count, r.tensor_count, r.event_count
+        "# spillscope report: {}\n\n{} trace, policy {}, {}, {}, {}.\n\n",
+        r.model,
+        r.source,
+        r.policy,
+        crate::units::count(r.op_count as u64, "op"),
+        crate::units::count(r.tensor_count as u64, "tensor"),
+        crate::units::count(r.event_count as u64, "event")
     );
     out += "## Summary\n\n";
     out += table(
@@ -119,10 +125,25 @@ pub fn sections(r: &Report) -> Vec<Section> {
         &[
             vec!["latency".into(), fmt_ms(s.latency_ns)],
             vec!["throughput".into(), format!("{:.1} fps", s.throughput_fps)],
-            vec!["evictions".into(), s.spill_count.to_string()],
-            vec!["spilled (written)".into(), fmt_bytes(s.spilled_bytes)],
-            vec!["reloaded (read back)".into(), fmt_bytes(s.reloaded_bytes)],
-            vec!["spill traffic".into(), fmt_bytes(s.traffic_bytes)],
+            vec![
+                "evicted out".into(),
+                format!(
+                    "{} ({})",
+                    fmt_bytes(s.spilled_bytes),
+                    crate::units::count(s.spill_count, "eviction")
+                ),
+            ],
+            vec!["reloaded".into(), fmt_bytes(s.reloaded_bytes)],
+            vec!["streamed in".into(), fmt_bytes(s.streamed_in_bytes)],
+            vec!["streamed out".into(), fmt_bytes(s.streamed_out_bytes)],
+            vec![
+                "spill traffic (the four above)".into(),
+                fmt_bytes(s.traffic_bytes),
+            ],
+            vec![
+                "weights (not spill)".into(),
+                fmt_bytes(s.weight_traffic_bytes),
+            ],
             vec!["stall".into(), fmt_ms(s.stall_ns)],
             vec![
                 "peak live / capacity".into(),
@@ -133,31 +154,19 @@ pub fn sections(r: &Report) -> Vec<Section> {
                 ),
             ],
             vec![
-                "lower bound on traffic".into(),
-                fmt_bytes(s.lower_bound_traffic_bytes),
+                crate::analysis::runs::bound_label(s),
+                crate::analysis::runs::bound_text(s),
             ],
         ],
     );
-    if let Some(o) = &r.optimum {
-        out += &format!(
-            "\nExact minimum traffic (ILP; fragmentation and weights relaxed): {}; LP bound {}{}.\n",
-            o.exact_bytes.map(fmt_bytes).unwrap_or_else(|| "not proven".into()),
-            o.lp_bound_bytes.map(fmt_bytes).unwrap_or_else(|| "-".into()),
-            o.exact_bytes
-                .map(|e| format!(
-                    "; this run is {} above it",
-                    fmt_bytes(s.traffic_bytes.saturating_sub(e))
-                ))
-                .unwrap_or_default()
-        );
-    }
-    out += "\n## Hotspots (by spilled bytes)\n\n";
+    out += "\n## Hotspots (by spill traffic)\n\n";
     if r.hotspots.is_empty() {
         out += "No op spills, reloads or stalls.\n";
     } else {
         out += table(
             &[
-                "op", "type", "spilled", "reloaded", "stall", "share", "bound", "FLOP/B",
+                "op", "type", "traffic", "evicted", "reloaded", "streamed", "stall", "share",
+                "bound", "FLOP/B",
             ],
             &r.hotspots
                 .iter()
@@ -165,8 +174,10 @@ pub fn sections(r: &Report) -> Vec<Section> {
                     vec![
                         h.name.clone(),
                         h.op_type.clone(),
-                        fmt_bytes(h.spilled_bytes),
+                        fmt_bytes(h.traffic_bytes),
+                        fmt_bytes(h.evicted_bytes),
                         fmt_bytes(h.reloaded_bytes),
+                        fmt_bytes(h.streamed_in_bytes + h.streamed_out_bytes),
                         fmt_ms(h.stall_ns),
                         format!("{:.1} %", h.latency_share * 100.0),
                         h.bound.map_or("-", |b| b.as_str()).to_string(),
@@ -177,15 +188,19 @@ pub fn sections(r: &Report) -> Vec<Section> {
         );
         out += "By op type:";
         out += table(
-            &["op type", "ops", "spilled", "reloaded", "stall", "share"],
+            &[
+                "op type", "ops", "traffic", "evicted", "reloaded", "streamed", "stall", "share",
+            ],
             &r.op_types
                 .iter()
                 .map(|t| {
                     vec![
                         t.op_type.clone(),
                         t.ops.to_string(),
-                        fmt_bytes(t.spilled_bytes),
+                        fmt_bytes(t.traffic_bytes),
+                        fmt_bytes(t.evicted_bytes),
                         fmt_bytes(t.reloaded_bytes),
+                        fmt_bytes(t.streamed_bytes),
                         fmt_ms(t.stall_ns),
                         format!("{:.1} %", t.latency_share * 100.0),
                     ]
@@ -238,9 +253,9 @@ pub fn sections(r: &Report) -> Vec<Section> {
             &[
                 "tensor",
                 "size",
-                "evicted at",
-                "by op",
-                "reloaded at",
+                "out at",
+                "during op",
+                "back at",
                 "for op",
                 "ops between",
                 "stall",
@@ -251,12 +266,21 @@ pub fn sections(r: &Report) -> Vec<Section> {
                     vec![
                         t.tensor.clone(),
                         fmt_bytes(t.bytes),
-                        fmt_ms(t.evicted_at_ns),
-                        t.evicted_by.clone(),
-                        t.reloaded_at_ns
-                            .map(fmt_ms)
-                            .unwrap_or_else(|| "never".into()),
-                        t.reloaded_for.clone(),
+                        format!(
+                            "{}{}",
+                            fmt_ms(t.out_at_ns),
+                            if t.out == Out::StreamedOut {
+                                " (streamed)"
+                            } else {
+                                ""
+                            }
+                        ),
+                        t.out_during.clone(),
+                        t.back_at_ns.map(fmt_ms).unwrap_or_else(|| "never".into()),
+                        match t.back {
+                            Some(Back::StreamedIn) => format!("{} (streamed)", t.back_for),
+                            _ => t.back_for.clone(),
+                        },
                         t.ops_skipped.to_string(),
                         fmt_ms(t.stall_ns),
                     ]
@@ -290,7 +314,7 @@ pub fn sections(r: &Report) -> Vec<Section> {
     if let Some(w) = &r.whatif {
         out += "\n## What-if: capacity\n\n";
         out += table(
-            &["capacity", "latency", "traffic", "spills"],
+            &["capacity", "latency", "spill traffic", "evictions"],
             &w.rows
                 .iter()
                 .map(|x| {

@@ -23,9 +23,10 @@ use super::{Allocator, EvictionPolicy, SimConfig, WeightMode};
 use crate::cost::bus::Direction;
 use crate::cost::{op_time_ns, BusModel, HardwareProfile, Roofline};
 use crate::graph::{transform, Graph, Liveness, TensorId, TensorKind};
+use crate::trace::ledger::Ledger;
 use crate::trace::{
-    Counter, Event, EventKind, Meta, Pool, Producer, Source, Summary, Trace, TraceOp, TraceTensor,
-    SCHEMA,
+    BoundMethod, Counter, Event, EventKind, Meta, Pool, Producer, Source, Summary, Trace, TraceOp,
+    TraceTensor, SCHEMA,
 };
 use crate::{Error, Result};
 use std::borrow::Cow;
@@ -67,14 +68,10 @@ enum BringIn {
     Prefetch,
 }
 
-/// Running totals of one run.
+/// Running totals of one run that no event carries (the DRAM traffic is
+/// the ledger of the events, computed when the trace is assembled).
 #[derive(Debug, Default)]
 struct Totals {
-    spill_count: u64,
-    spilled_bytes: u64,
-    reloaded_bytes: u64,
-    weight_bytes: u64,
-    streamed_bytes: u64,
     recomputed_bytes: u64,
     stall_ns: u64,
     /// Operand bytes touched on chip (SRAM energy).
@@ -250,6 +247,7 @@ impl<'a> Sim<'a> {
             thread: None,
             live_bytes: None,
             reason: None,
+            written_bytes: None,
         }
     }
 
@@ -275,27 +273,27 @@ impl<'a> Sim<'a> {
     pub(crate) fn evict(&mut self, t: TensorId, now_ns: u64, step: usize, reason: &str) -> u64 {
         let mut e = self.event(now_ns, EventKind::Evict, t, step);
         e.reason = Some(reason.into());
+        e.written_bytes = Some(0);
         let mut done = now_ns;
         if self.st[t].dirty {
             let bytes = self.g.tensors[t].bytes;
             let (s, end) = self.bus.issue(now_ns, bytes, Direction::Write);
             e.dma_start_ns = Some(s);
             e.dma_end_ns = Some(end);
-            self.totals.spilled_bytes += bytes;
+            e.written_bytes = Some(bytes);
             done = end;
         }
         self.alloc.free(self.st[t].offset);
         self.st[t].loc = Loc::Dram;
         self.st[t].dirty = false;
-        self.totals.spill_count += 1;
         self.push(e, step);
         done
     }
 
     /// Brings `t` in from DRAM to `offset` during step `step`, its read
     /// issued at `issue_ns`; returns when it lands. A weight's load and a
-    /// graph input's first load are compulsory traffic, anything else coming
-    /// back is a reload.
+    /// graph input's first load are loads (`alloc`), anything else coming
+    /// back is a reload; the ledger sorts them into parts.
     fn bring_in(
         &mut self,
         t: TensorId,
@@ -312,10 +310,8 @@ impl<'a> Sim<'a> {
             && (self.st[t].loaded_once
                 || matches!(tensor.kind, TensorKind::Activation | TensorKind::Output));
         let kind = if reload {
-            self.totals.reloaded_bytes += bytes;
             EventKind::Reload
         } else {
-            self.totals.weight_bytes += bytes;
             EventKind::Alloc
         };
         self.st[t].loaded_once = true;
@@ -340,8 +336,8 @@ impl<'a> Sim<'a> {
     /// Recomputing evicted `t` instead of reloading it: allowed by the config,
     /// the producer's activation inputs all resident, and quicker than the
     /// reload. Returns the cost (ns on the compute unit), the producer's
-    /// inputs to keep resident meanwhile, and weight bytes to fetch again.
-    fn recompute_plan(&self, t: TensorId) -> Option<(u64, Vec<TensorId>, u64)> {
+    /// inputs to keep resident meanwhile, and the weights to read again.
+    fn recompute_plan(&self, t: TensorId) -> Option<RecomputePlan> {
         let tensor = &self.g.tensors[t];
         if !matches!(tensor.kind, TensorKind::Activation | TensorKind::Output)
             || !self.cfg.recompute.allows(&tensor.name)
@@ -350,6 +346,7 @@ impl<'a> Sim<'a> {
         }
         let p = &self.g.ops[tensor.producer?];
         let mut keep = Vec::new();
+        let mut weights = Vec::new();
         let mut weight_load = 0u64;
         let mut operand_bytes = tensor.bytes;
         for &x in &p.inputs {
@@ -362,6 +359,7 @@ impl<'a> Sim<'a> {
                 keep.push(x);
             } else if xt.kind == TensorKind::Weight {
                 weight_load += xt.bytes;
+                weights.push(x);
             } else {
                 return None;
             }
@@ -369,7 +367,11 @@ impl<'a> Sim<'a> {
         let compute = op_time_ns(self.hw, p.flops, operand_bytes).time_ns.ceil() as u64;
         let cost = compute + self.bus.transfer_ns(weight_load, Direction::Read);
         let reload = self.bus.transfer_ns(tensor.bytes, Direction::Read);
-        (cost < reload).then_some((cost.max(1), keep, weight_load))
+        (cost < reload).then_some(RecomputePlan {
+            cost_ns: cost.max(1),
+            keep,
+            weights,
+        })
     }
 
     /// The op's operands the run models (weights unless ignored).
@@ -497,15 +499,11 @@ impl<'a> Sim<'a> {
     }
 
     /// Recomputes evicted `t` from its producer's resident inputs (kept
-    /// resident while room is made); false when no room was found.
-    fn recompute(
-        &mut self,
-        i: usize,
-        t: TensorId,
-        (cost, producer_inputs, weight_load): (u64, Vec<TensorId>, u64),
-        ready: &mut Ready,
-    ) -> bool {
-        let newly: Vec<TensorId> = producer_inputs
+    /// resident while room is made); false when no room was found. The
+    /// weights it reads again stream in (their time is in the cost).
+    fn recompute(&mut self, i: usize, t: TensorId, plan: RecomputePlan, ready: &mut Ready) -> bool {
+        let newly: Vec<TensorId> = plan
+            .keep
             .iter()
             .copied()
             .filter(|&x| !self.protected[x])
@@ -528,9 +526,17 @@ impl<'a> Sim<'a> {
         let now = self.now;
         ready.fragmentation_evictions += fragmentation_evictions;
         ready.wait_until = ready.wait_until.max(writeback_end);
-        ready.recompute_ns += cost;
-        self.totals.weight_bytes += weight_load;
+        ready.recompute_ns += plan.cost_ns;
         self.totals.recomputed_bytes += self.g.tensors[t].bytes;
+        for &w in &plan.weights {
+            let mut ev = self.event(now, EventKind::StreamIn, w, i);
+            let bytes = self.g.tensors[w].bytes;
+            ev.offset = None;
+            ev.dma_start_ns = Some(now);
+            ev.dma_end_ns = Some(now + self.bus.transfer_ns(bytes, Direction::Read));
+            ev.reason = Some("recompute".into());
+            self.push(ev, i);
+        }
         self.settle(t, offset, false, now);
         let mut ev = self.event(now, EventKind::Recompute, t, i);
         ev.reason = Some(match self.g.tensors[t].producer {
@@ -601,11 +607,33 @@ impl<'a> Sim<'a> {
             .as_ref()
             .and_then(|m| m.get(&op.name).copied());
         let compute = measured.unwrap_or(roof.time_ns.ceil() as u64).max(1) + ready.recompute_ns;
-        let (rd, wr) = self.count_streamed(i, streamed);
+        let parts: Vec<(u64, Direction)> = streamed
+            .iter()
+            .map(|&t| {
+                let dir = if self.is_input(i, t) {
+                    Direction::Read
+                } else {
+                    Direction::Write
+                };
+                (g.tensors[t].bytes, dir)
+            })
+            .collect();
+        let rd = parts
+            .iter()
+            .filter(|p| p.1 == Direction::Read)
+            .map(|p| p.0)
+            .sum();
+        let wr = parts
+            .iter()
+            .filter(|p| p.1 == Direction::Write)
+            .map(|p| p.0)
+            .sum();
         let stream_ns = self.bus.stream_ns(rd, wr);
         let start = self.now;
+        let window;
         let end = if hw.dma.async_dma {
-            let (_, stream_end) = self.bus.occupy(start, stream_ns);
+            let (stream_start, stream_end) = self.bus.occupy(start, stream_ns);
+            window = (stream_start, stream_end);
             let data_end = ready.wait_until.max(stream_end);
             let compute_end = start + frag_ns + compute;
             if data_end > compute_end {
@@ -619,9 +647,11 @@ impl<'a> Sim<'a> {
                 data += sync_penalty;
             }
             data += frag_ns;
-            let (_, stream_end) = self.bus.occupy(data, stream_ns);
+            let (stream_start, stream_end) = self.bus.occupy(data, stream_ns);
+            window = (stream_start, stream_end);
             stream_end.max(data) + compute
         };
+        self.record_streams(i, streamed, &parts, window);
         let stall = end - start - compute;
         self.totals.stall_ns += stall;
         self.live_samples
@@ -635,27 +665,28 @@ impl<'a> Sim<'a> {
         }
     }
 
-    /// Bytes the op streams in and out, counted in the run's totals.
-    fn count_streamed(&mut self, i: usize, streamed: &[TensorId]) -> (u64, u64) {
-        let (mut rd, mut wr) = (0u64, 0u64);
-        for &t in streamed {
-            let tensor = &self.g.tensors[t];
-            let b = tensor.bytes;
-            if self.is_input(i, t) {
-                rd += b;
-                if tensor.kind == TensorKind::Weight {
-                    self.totals.weight_bytes += b;
-                } else {
-                    self.totals.reloaded_bytes += b;
-                    self.totals.streamed_bytes += b;
-                }
-            } else {
-                wr += b;
-                self.totals.spilled_bytes += b;
-                self.totals.streamed_bytes += b;
-            }
+    /// One stream event per streamed operand, each with its stretch of the
+    /// op's streaming window on the bus.
+    fn record_streams(
+        &mut self,
+        i: usize,
+        streamed: &[TensorId],
+        parts: &[(u64, Direction)],
+        (s, e): (u64, u64),
+    ) {
+        let windows = self.bus.split_stream(s, e, parts);
+        for ((&t, &(_, dir)), (a, b)) in streamed.iter().zip(parts).zip(windows) {
+            let kind = match dir {
+                Direction::Read => EventKind::StreamIn,
+                Direction::Write => EventKind::StreamOut,
+            };
+            let mut ev = self.event(self.now, kind, t, i);
+            ev.offset = None;
+            ev.dma_start_ns = Some(a);
+            ev.dma_end_ns = Some(b);
+            ev.reason = Some("stream".into());
+            self.push(ev, i);
         }
-        (rd, wr)
     }
 
     /// Phase 5: inputs of the next ops that are in DRAM come in early, into
@@ -725,6 +756,9 @@ impl<'a> Sim<'a> {
         self.note_resident(end);
     }
 
+    /// The op as the trace records it; weights the run does not model
+    /// (`weights = "ignore"`) are left out of its inputs, as they took no
+    /// room and moved no bytes.
     fn record_op(&mut self, i: usize, mut streamed: Vec<TensorId>, run: &Run) {
         let op = &self.g.ops[i];
         streamed.sort_unstable();
@@ -735,7 +769,12 @@ impl<'a> Sim<'a> {
             start_ns: run.start,
             end_ns: run.end,
             stall_ns: run.stall,
-            inputs: op.inputs.clone(),
+            inputs: op
+                .inputs
+                .iter()
+                .copied()
+                .filter(|&t| self.modeled[t])
+                .collect(),
             outputs: op.outputs.clone(),
             streamed,
             flops: Some(op.flops),
@@ -774,37 +813,29 @@ impl<'a> Sim<'a> {
         let (g, hw) = (self.g, self.hw);
         let latency = self.now;
         let capacity = hw.memory.capacity.0;
-        let t = &self.totals;
-        let lower_bound = if self.ideal {
-            0
+        let (lower_bound, method) = if self.ideal {
+            (0, BoundMethod::None)
         } else {
-            crate::graph::bounds::lower_bound_traffic(g, capacity)
+            (
+                crate::graph::bounds::lower_bound_traffic(g, capacity),
+                BoundMethod::PerOp,
+            )
         };
-        let traffic = t.spilled_bytes + t.reloaded_bytes;
-        let dram_bytes = traffic + t.weight_bytes;
-        let energy_uj = (dram_bytes as f64 * hw.energy.dram_pj_per_byte
-            + t.sram_bytes as f64 * hw.energy.sram_pj_per_byte)
-            / 1e6;
         Summary {
             latency_ns: latency,
-            spill_count: t.spill_count,
-            spilled_bytes: t.spilled_bytes,
-            reloaded_bytes: t.reloaded_bytes,
-            traffic_bytes: traffic,
-            recompute_saved_bytes: t.recomputed_bytes,
-            stall_ns: t.stall_ns,
+            recompute_saved_bytes: self.totals.recomputed_bytes,
+            stall_ns: self.totals.stall_ns,
             peak_live_bytes: self.live.peak_bytes,
             peak_resident_bytes: self.peak_resident,
             lower_bound_traffic_bytes: lower_bound,
+            lower_bound_method: method,
             throughput_fps: if latency > 0 {
                 1e9 / latency as f64
             } else {
                 0.0
             },
-            weight_traffic_bytes: t.weight_bytes,
-            streamed_bytes: t.streamed_bytes,
-            energy_uj,
             capacity_bytes: capacity,
+            ..Summary::default()
         }
     }
 
@@ -812,6 +843,7 @@ impl<'a> Sim<'a> {
     fn finish(mut self) -> Trace {
         self.drain();
         let summary = self.summary();
+        let sram_bytes = self.totals.sram_bytes;
         let (g, hw, cfg) = (self.g, self.hw, self.cfg);
         let latency = self.now;
         let bucket = (latency / 1000).max(1);
@@ -840,7 +872,7 @@ impl<'a> Sim<'a> {
             pool: pool.map(Into::into),
             samples,
         };
-        Trace {
+        let mut tr = Trace {
             schema: SCHEMA.to_string(),
             source: Source::Simulator,
             meta: Meta {
@@ -866,8 +898,30 @@ impl<'a> Sim<'a> {
                 counter("resident_bytes", "bytes", Some(POOL), self.resident_samples),
             ],
             summary,
-        }
+            recomputed: Vec::new(),
+        };
+        settle_ledger(&mut tr, hw, sram_bytes);
+        tr
     }
+}
+
+/// The ledger fields of the summary are the events' sums; energy counts
+/// every DRAM byte (spill, weights, input loads) and the on-chip bytes.
+fn settle_ledger(tr: &mut Trace, hw: &HardwareProfile, sram_bytes: u64) {
+    let ledger = Ledger::of(tr);
+    ledger.fields().write_to(&mut tr.summary);
+    tr.summary.energy_uj = (ledger.total.dram_bytes() as f64 * hw.energy.dram_pj_per_byte
+        + sram_bytes as f64 * hw.energy.sram_pj_per_byte)
+        / 1e6;
+}
+
+/// How to recompute an evicted tensor instead of reloading it.
+struct RecomputePlan {
+    cost_ns: u64,
+    /// The producer's inputs that must stay resident meanwhile.
+    keep: Vec<TensorId>,
+    /// Weights the producer reads again from DRAM.
+    weights: Vec<TensorId>,
 }
 
 /// What phases 2 and 3 left the op to wait for.

@@ -129,6 +129,7 @@ impl TraceBuilder {
             thread,
             live_bytes: None,
             reason: None,
+            written_bytes: None,
         });
     }
 
@@ -142,8 +143,9 @@ impl TraceBuilder {
         let mut high_water: Vec<(&str, u64)> = Vec::new();
         for e in &self.events {
             live += match e.kind {
-                EventKind::Alloc | EventKind::Reload | EventKind::Recompute => e.bytes as i128,
-                EventKind::Free | EventKind::Evict => -(e.bytes as i128),
+                k if k.places() => e.bytes as i128,
+                k if k.removes() => -(e.bytes as i128),
+                _ => 0,
             };
             peak = peak.max(live);
             if let Some(off) = e.offset {
@@ -187,45 +189,21 @@ impl TraceBuilder {
             .max()
             .unwrap_or(0);
         let latency = end.saturating_sub(start);
-        let spilled: u64 = self
-            .events
-            .iter()
-            .filter(|e| e.kind == EventKind::Evict)
-            .map(|e| e.bytes)
-            .sum();
-        let reloaded: u64 = self
-            .events
-            .iter()
-            .filter(|e| e.kind == EventKind::Reload)
-            .map(|e| e.bytes)
-            .sum();
         let peak_live = self.peak_live_override.unwrap_or(peak.max(0) as u64);
         let summary = Summary {
             latency_ns: latency,
-            spill_count: self
-                .events
-                .iter()
-                .filter(|e| e.kind == EventKind::Evict)
-                .count() as u64,
-            spilled_bytes: spilled,
-            reloaded_bytes: reloaded,
-            traffic_bytes: spilled + reloaded,
-            recompute_saved_bytes: 0,
             stall_ns: self.ops.iter().map(|o| o.stall_ns).sum(),
             peak_live_bytes: peak_live,
             peak_resident_bytes: peak.max(0) as u64,
-            lower_bound_traffic_bytes: 0,
             throughput_fps: if latency > 0 {
                 1e9 / latency as f64
             } else {
                 0.0
             },
-            weight_traffic_bytes: 0,
-            streamed_bytes: 0,
-            energy_uj: 0.0,
             capacity_bytes: pools.first().map(|p| p.capacity_bytes).unwrap_or(0),
+            ..Summary::default()
         };
-        Trace {
+        let mut tr = Trace {
             schema: SCHEMA.into(),
             source: self.source,
             meta: self.meta,
@@ -235,6 +213,9 @@ impl TraceBuilder {
             events: self.events,
             counters: self.counters,
             summary,
-        }
+            recomputed: Vec::new(),
+        };
+        tr.fill_ledger();
+        tr
     }
 }

@@ -12,6 +12,7 @@
 pub mod build;
 pub mod export;
 pub mod import;
+pub mod ledger;
 pub mod verify;
 
 use crate::{Error, Result};
@@ -77,6 +78,10 @@ pub struct Trace {
     #[serde(default)]
     pub counters: Vec<Counter>,
     pub summary: Summary,
+    /// Summary fields the reader recomputed from the events because the
+    /// file's disagreed (or predates them); not part of the file.
+    #[serde(skip)]
+    pub recomputed: Vec<ledger::Mismatch>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -152,14 +157,24 @@ impl TraceOp {
     }
 }
 
+/// What a memory event did (docs/trace-format.md, `events[]`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "snake_case")]
 pub enum EventKind {
+    /// Placed on chip: produced there, or a weight or graph input loaded.
     Alloc,
+    /// Left the chip for good.
     Free,
+    /// Left the chip to come back; `written_bytes` written back.
     Evict,
+    /// Placed on chip again from DRAM.
     Reload,
+    /// Placed on chip again by re-running its producer.
     Recompute,
+    /// Read by an op straight from DRAM, tile by tile.
+    StreamIn,
+    /// Written by an op straight to DRAM, tile by tile.
+    StreamOut,
 }
 
 impl EventKind {
@@ -170,6 +185,68 @@ impl EventKind {
             EventKind::Evict => "evict",
             EventKind::Reload => "reload",
             EventKind::Recompute => "recompute",
+            EventKind::StreamIn => "stream_in",
+            EventKind::StreamOut => "stream_out",
+        }
+    }
+
+    /// Places the tensor on chip.
+    pub fn places(self) -> bool {
+        matches!(
+            self,
+            EventKind::Alloc | EventKind::Reload | EventKind::Recompute
+        )
+    }
+
+    /// Removes the tensor from chip.
+    pub fn removes(self) -> bool {
+        matches!(self, EventKind::Free | EventKind::Evict)
+    }
+
+    /// A stream event (no placement).
+    pub fn is_stream(self) -> bool {
+        matches!(self, EventKind::StreamIn | EventKind::StreamOut)
+    }
+}
+
+impl std::str::FromStr for EventKind {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        Ok(match s {
+            "alloc" => EventKind::Alloc,
+            "free" => EventKind::Free,
+            "evict" => EventKind::Evict,
+            "reload" => EventKind::Reload,
+            "recompute" => EventKind::Recompute,
+            "stream_in" => EventKind::StreamIn,
+            "stream_out" => EventKind::StreamOut,
+            _ => return Err(format!("unknown event kind {s:?}")),
+        })
+    }
+}
+
+/// Which bound `lower_bound_traffic_bytes` is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BoundMethod {
+    /// No bound was computed (an instrumented trace, or the ideal policy).
+    #[default]
+    None,
+    /// The per-op working-set and live-excess bounds.
+    PerOp,
+    /// The linear relaxation of the exact program.
+    Lp,
+    /// The exact program's proven optimum (a minimum, not just a bound).
+    Ilp,
+}
+
+impl BoundMethod {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BoundMethod::None => "none",
+            BoundMethod::PerOp => "per-op",
+            BoundMethod::Lp => "lp",
+            BoundMethod::Ilp => "ilp",
         }
     }
 }
@@ -198,6 +275,10 @@ pub struct Event {
     /// Extension: why it happened (`capacity`, `fragmentation`, `prefetch`, `weight-load`, ...).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<CompactString>,
+    /// On `evict`: the bytes written back to DRAM (the size, or 0 when
+    /// DRAM already held a current copy).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub written_bytes: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -209,29 +290,47 @@ pub struct Counter {
     pub samples: Vec<(u64, f64)>,
 }
 
+/// The run's figures. The ledger fields (`spill_count` .. `traffic_bytes`,
+/// `weight_traffic_bytes`, `input_load_bytes`) equal the events' sums
+/// ([`ledger::Ledger`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct Summary {
     pub latency_ns: u64,
-    /// Evictions.
+    /// Evictions of non-weight tensors.
     pub spill_count: u64,
-    /// Bytes written out (eviction write-backs and streamed outputs).
+    /// What those evictions wrote back.
     pub spilled_bytes: u64,
-    /// Bytes read back (reloads and streamed inputs).
+    /// Reloads of tensors whose DRAM copy came from a spill.
     pub reloaded_bytes: u64,
+    /// Operands streamed in from a spilled DRAM copy.
+    #[serde(default)]
+    pub streamed_in_bytes: u64,
+    /// Outputs streamed out.
+    #[serde(default)]
+    pub streamed_out_bytes: u64,
+    /// spilled + reloaded + streamed in + streamed out.
     pub traffic_bytes: u64,
     #[serde(default)]
     pub recompute_saved_bytes: u64,
     pub stall_ns: u64,
     pub peak_live_bytes: u64,
     pub peak_resident_bytes: u64,
+    /// The tightest valid lower bound on `traffic_bytes` the run computed.
     pub lower_bound_traffic_bytes: u64,
+    #[serde(default)]
+    pub lower_bound_method: BoundMethod,
     /// Extension: frames per second at this latency.
     #[serde(default)]
     pub throughput_fps: f64,
     /// Extension: DRAM bytes moved for weights (not spill).
     #[serde(default)]
     pub weight_traffic_bytes: u64,
-    /// Extension: part of the traffic due to tiled streaming of ops that did not fit.
+    /// Extension: a graph input's compulsory loads (before it was ever
+    /// evicted): not spill.
+    #[serde(default)]
+    pub input_load_bytes: u64,
+    /// Extension: streamed in + streamed out (traces before the ledger
+    /// counted activation streaming both ways here).
     #[serde(default)]
     pub streamed_bytes: u64,
     /// Extension: energy of DRAM and SRAM traffic, microjoules.
@@ -256,7 +355,56 @@ impl Trace {
             events: Vec::new(),
             counters: Vec::new(),
             summary: self.summary.clone(),
+            recomputed: Vec::new(),
         }
+    }
+
+    /// The graph this trace ran (tensors with their kinds and sizes, ops in
+    /// trace order), e.g. to re-simulate a simulator trace or bound it.
+    pub fn graph(&self) -> Result<crate::graph::Graph> {
+        use crate::graph::{GraphBuilder, OpSpec, TensorSpec};
+        let mut b = GraphBuilder::new(self.meta.model.clone());
+        for t in &self.tensors {
+            let kind = match t.kind {
+                TensorKind::Input => Some(TensorKind::Input),
+                TensorKind::Weight => Some(TensorKind::Weight),
+                _ => None,
+            };
+            b.tensor(TensorSpec {
+                name: t.name.clone(),
+                bytes: t.bytes,
+                kind,
+                shape: None,
+                dtype: None,
+            });
+            if t.kind == TensorKind::Output {
+                b.output(t.name.clone());
+            }
+        }
+        let name = |i: &usize| {
+            self.tensors
+                .get(*i)
+                .map(|t| t.name.clone())
+                .unwrap_or_default()
+        };
+        for o in &self.ops {
+            b.op(OpSpec {
+                name: o.name.clone(),
+                op_type: o.op_type.clone(),
+                inputs: o.inputs.iter().map(name).collect(),
+                outputs: o.outputs.iter().map(name).collect(),
+                flops: o.flops,
+            });
+        }
+        b.build()
+    }
+
+    /// Brings a freshly read trace to this version's model: older spellings
+    /// upgraded ([`Trace::upgrade`]) and the summary reconciled with the
+    /// events ([`Trace::reconcile`]).
+    pub fn settle(&mut self) {
+        self.upgrade();
+        self.reconcile();
     }
 
     /// Loads a trace file. Read whole and parsed in parallel (1.6-1.8x
@@ -287,7 +435,7 @@ impl Trace {
         let f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
         let mut t: Trace = serde_json::from_reader(std::io::BufReader::with_capacity(1 << 20, f))
             .map_err(|e| Error::parse(path, "spillscope trace", e))?;
-        t.upgrade();
+        t.settle();
         t.check_refs()
             .map_err(|e| Error::parse(path, "spillscope trace", e))?;
         Trace::checked_schema(path, t)
@@ -376,9 +524,10 @@ impl Trace {
             events: events?,
             counters: rest.2?,
             summary: s.summary,
+            recomputed: Vec::new(),
         };
         t.check_refs()?;
-        t.upgrade();
+        t.settle();
         Ok(t)
     }
 

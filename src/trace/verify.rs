@@ -1,7 +1,10 @@
-//! Replays a trace and checks every invariant DESIGN.md lists: placements
-//! never overlap or pass capacity, operands are resident while their op runs
-//! (unless streamed), evict only resident tensors, reload only evicted ones,
-//! events in time order. Simulator and imported traces get the same checks.
+//! Replays a trace and checks every invariant of the contract
+//! (docs/trace-format.md): placements never overlap or pass capacity,
+//! operands are resident while their op runs (unless streamed, with their
+//! stream events), evict only resident tensors and drop one only when DRAM
+//! holds a current copy, reload and stream in only such a copy, events in
+//! time order, and every ledger field of the summary equals the events'
+//! sum. Simulator and imported traces get the same checks.
 
 use super::{EventKind, TensorKind, Trace};
 use std::collections::{BTreeMap, HashMap};
@@ -50,6 +53,12 @@ struct Replay<'a> {
     tr: &'a Trace,
     pools: HashMap<&'a str, PoolState>,
     state: Vec<State>,
+    /// DRAM holds a current copy (graph inputs and weights start there;
+    /// a write-back or stream out puts one there; producing a value on chip
+    /// means DRAM has none yet).
+    dram: Vec<bool>,
+    /// `(op, tensor)` of every stream event seen.
+    streams: std::collections::HashSet<(usize, usize)>,
     report: VerifyReport,
     limit: usize,
 }
@@ -181,6 +190,8 @@ impl<'a> Replay<'a> {
 
 /// Replays `tr`; keeps the first `limit` violations.
 pub fn verify(tr: &Trace, limit: usize) -> VerifyReport {
+    let starts_in_dram =
+        |t: &super::TraceTensor| matches!(t.kind, TensorKind::Weight | TensorKind::Input);
     let mut r = Replay {
         tr,
         pools: tr
@@ -192,17 +203,18 @@ pub fn verify(tr: &Trace, limit: usize) -> VerifyReport {
             .tensors
             .iter()
             .map(|t| {
-                if matches!(t.kind, TensorKind::Weight | TensorKind::Input) {
+                if starts_in_dram(t) {
                     State::Dram
                 } else {
                     State::Gone
                 }
             })
             .collect(),
+        dram: tr.tensors.iter().map(starts_in_dram).collect(),
+        streams: Default::default(),
         report: VerifyReport::default(),
         limit: limit.max(1),
     };
-    let nt = tr.tensors.len();
     // Op starts are checkpoints: an op is checked once every event at or
     // before its start that belongs to it (or an earlier op) has been applied.
     let mut order: Vec<usize> = (0..tr.ops.len()).collect();
@@ -235,24 +247,41 @@ pub fn verify(tr: &Trace, limit: usize) -> VerifyReport {
             );
         }
         last_t = last_t.max(e.t_ns);
-        if e.tensor >= nt {
-            r.fail(
+        r.apply(idx, e, &running);
+    }
+    while next_op < order.len() {
+        r.check_op(order[next_op]);
+        next_op += 1;
+    }
+    r.check_streams();
+    r.check_ledger();
+    r.report.ops_checked = tr.ops.len();
+    r.report
+}
+
+impl Replay<'_> {
+    /// Applies one event, checking the rules that concern it.
+    fn apply(&mut self, idx: usize, e: &super::Event, running: &[usize]) {
+        let tr = self.tr;
+        if e.tensor >= tr.tensors.len() {
+            self.fail(
                 Some(idx),
                 e.t_ns,
                 "unknown-tensor",
                 format!(
-                    "event refers to tensor id {}, the trace has {nt} tensors",
-                    e.tensor
+                    "event refers to tensor id {}, the trace has {} tensors",
+                    e.tensor,
+                    tr.tensors.len()
                 ),
             );
-            continue;
+            return;
         }
         let t = e.tensor;
-        let name = r.tname(t);
-        let on = r.oname(e.op);
+        let name = self.tname(t);
+        let on = self.oname(e.op);
         if let (Some(s), Some(en)) = (e.dma_start_ns, e.dma_end_ns) {
             if en < s {
-                r.fail(
+                self.fail(
                     Some(idx),
                     e.t_ns,
                     "dma-time",
@@ -265,91 +294,191 @@ pub fn verify(tr: &Trace, limit: usize) -> VerifyReport {
         }
         match e.kind {
             EventKind::Alloc => {
-                if matches!(r.state[t], State::Resident { .. }) {
-                    r.fail(
+                if matches!(self.state[t], State::Resident { .. }) {
+                    self.fail(
                         Some(idx),
                         e.t_ns,
                         "double-alloc",
                         format!("alloc of {name:?}, which is already resident{on}"),
                     );
-                    r.unplace(t, &e.pool);
+                    self.unplace(t, &e.pool);
                 }
-                r.place(idx, e);
+                if !matches!(tr.tensors[t].kind, TensorKind::Weight | TensorKind::Input) {
+                    // Produced on chip: DRAM has no copy of this value yet.
+                    self.dram[t] = false;
+                }
+                self.place(idx, e);
             }
             EventKind::Reload => {
-                match r.state[t] {
-                    State::Dram => {}
+                match self.state[t] {
                     State::Resident { .. } => {
-                        r.fail(
+                        self.fail(
                             Some(idx),
                             e.t_ns,
                             "reload-not-evicted",
                             format!("reload of {name:?}, which is resident{on}"),
                         );
-                        r.unplace(t, &e.pool);
+                        self.unplace(t, &e.pool);
                     }
-                    State::Gone => r.fail(
+                    _ if !self.dram[t] => self.fail(
                         Some(idx),
                         e.t_ns,
                         "reload-not-evicted",
-                        format!("reload of {name:?}, which was never evicted{on}"),
+                        format!("reload of {name:?}, which DRAM holds no current copy of{on}"),
                     ),
+                    _ => {}
                 }
-                r.place(idx, e);
+                self.place(idx, e);
             }
             EventKind::Recompute => {
-                if matches!(r.state[t], State::Resident { .. }) {
-                    r.unplace(t, &e.pool);
+                if matches!(self.state[t], State::Resident { .. }) {
+                    self.unplace(t, &e.pool);
                 }
-                r.place(idx, e);
+                self.place(idx, e);
             }
-            EventKind::Evict | EventKind::Free => {
-                if !matches!(r.state[t], State::Resident { .. }) {
-                    let rule = if e.kind == EventKind::Evict {
-                        "evict-not-resident"
-                    } else {
-                        "free-not-resident"
-                    };
-                    r.fail(
+            EventKind::StreamIn => {
+                if !self.dram[t] {
+                    self.fail(
                         Some(idx),
                         e.t_ns,
-                        rule,
-                        format!("{} of {name:?}, which is not resident{on}", e.kind.as_str()),
+                        "stream-in-not-in-dram",
+                        format!("stream_in of {name:?}, which DRAM holds no current copy of{on}"),
                     );
                 }
-                for &o in &running {
-                    let op = &tr.ops[o];
-                    let operand = op.inputs.contains(&t) || op.outputs.contains(&t);
-                    if operand
-                        && !op.streamed.contains(&t)
-                        && e.t_ns > op.start_ns
-                        && e.t_ns < op.end_ns
-                    {
-                        let opn = op.name.clone();
-                        r.fail(
-                            Some(idx),
-                            e.t_ns,
-                            "operand-removed-mid-op",
-                            format!(
-                                "{} of {name:?} while op {opn:?} that uses it is running",
-                                e.kind.as_str()
-                            ),
-                        );
-                    }
+                if let Some(o) = e.op {
+                    self.streams.insert((o, t));
                 }
-                r.unplace(t, &e.pool);
-                r.state[t] = if e.kind == EventKind::Evict {
-                    State::Dram
-                } else {
-                    State::Gone
-                };
+            }
+            EventKind::StreamOut => {
+                self.dram[t] = true;
+                if !matches!(self.state[t], State::Resident { .. }) {
+                    self.state[t] = State::Dram;
+                }
+                if let Some(o) = e.op {
+                    self.streams.insert((o, t));
+                }
+            }
+            EventKind::Evict | EventKind::Free => self.remove(idx, e, running),
+        }
+    }
+
+    /// `evict` or `free` of a resident tensor, never of a running op's
+    /// operand; an eviction that writes nothing back needs a current DRAM copy.
+    fn remove(&mut self, idx: usize, e: &super::Event, running: &[usize]) {
+        let (t, tr) = (e.tensor, self.tr);
+        let name = self.tname(t);
+        let on = self.oname(e.op);
+        if !matches!(self.state[t], State::Resident { .. }) {
+            let rule = if e.kind == EventKind::Evict {
+                "evict-not-resident"
+            } else {
+                "free-not-resident"
+            };
+            self.fail(
+                Some(idx),
+                e.t_ns,
+                rule,
+                format!("{} of {name:?}, which is not resident{on}", e.kind.as_str()),
+            );
+        }
+        for &o in running {
+            let op = &tr.ops[o];
+            let operand = op.inputs.contains(&t) || op.outputs.contains(&t);
+            if operand && !op.streamed.contains(&t) && e.t_ns > op.start_ns && e.t_ns < op.end_ns {
+                let opn = op.name.clone();
+                self.fail(
+                    Some(idx),
+                    e.t_ns,
+                    "operand-removed-mid-op",
+                    format!(
+                        "{} of {name:?} while op {opn:?} that uses it is running",
+                        e.kind.as_str()
+                    ),
+                );
+            }
+        }
+        if e.kind == EventKind::Evict {
+            let wrote =
+                e.written_bytes
+                    .unwrap_or(if e.dma_start_ns.is_some() { e.bytes } else { 0 });
+            if wrote == 0 && !self.dram[t] {
+                self.fail(
+                    Some(idx),
+                    e.t_ns,
+                    "evict-without-writeback",
+                    format!(
+                        "evict of {name:?} writes nothing back, and DRAM holds no current copy{on}"
+                    ),
+                );
+            }
+            if wrote > 0 {
+                self.dram[t] = true;
+            }
+        }
+        self.unplace(t, &e.pool);
+        self.state[t] = if e.kind == EventKind::Evict {
+            State::Dram
+        } else {
+            State::Gone
+        };
+    }
+
+    /// Every operand an op lists in `streamed` has a stream event of that op.
+    fn check_streams(&mut self) {
+        let tr = self.tr;
+        if self.streams.is_empty() && tr.ops.iter().any(|o| !o.streamed.is_empty()) {
+            // A trace from before stream events: one line says so.
+            self.fail(
+                None,
+                0,
+                "stream-event-missing",
+                "ops list streamed operands but the trace has no stream events (written before the ledger; re-simulate or re-import it)".into(),
+            );
+            return;
+        }
+        for o in &tr.ops {
+            for &t in &o.streamed {
+                if !self.streams.contains(&(o.id, t)) {
+                    let name = self.tname(t);
+                    self.fail(
+                        None,
+                        o.start_ns,
+                        "stream-event-missing",
+                        format!("op {:?} streams {name:?} without a stream event", o.name),
+                    );
+                }
             }
         }
     }
-    while next_op < order.len() {
-        r.check_op(order[next_op]);
-        next_op += 1;
+
+    /// Every ledger field of the summary equals the events' sum, and the
+    /// lower bound is not above the traffic.
+    fn check_ledger(&mut self) {
+        let tr = self.tr;
+        let mut wrong: Vec<super::ledger::Mismatch> = tr.recomputed.clone();
+        wrong.extend(super::ledger::Ledger::of(tr).mismatches(&tr.summary));
+        for m in wrong {
+            self.fail(
+                None,
+                0,
+                "ledger",
+                format!(
+                    "summary.{} is {}, the events add up to {}",
+                    m.field, m.stored, m.events
+                ),
+            );
+        }
+        let s = &tr.summary;
+        if s.lower_bound_traffic_bytes > s.traffic_bytes {
+            self.fail(
+                None,
+                0,
+                "bound-above-traffic",
+                format!(
+                    "summary.lower_bound_traffic_bytes {} is above traffic_bytes {}",
+                    s.lower_bound_traffic_bytes, s.traffic_bytes
+                ),
+            );
+        }
     }
-    r.report.ops_checked = tr.ops.len();
-    r.report
 }

@@ -2,12 +2,13 @@
 //! thread for big traces) so that frames only read.
 
 use crate::analysis::classify::{classify, classify_with_causes, Classification};
-use crate::analysis::diff::{diff, TraceDiff};
+use crate::analysis::diff::{diff_with, TraceDiff};
 use crate::analysis::hotspots::{hotspots, Hotspot};
 use crate::analysis::memmap::{placements, OccupancyIndex, Placement};
 use crate::analysis::residency::first_pool_resident_by_step;
 use crate::analysis::roundtrips::{round_trips, TensorTrips};
 use crate::analysis::timeline::{SeriesIndex, TimelineIndex};
+use crate::trace::ledger::Ledger;
 use crate::trace::Trace;
 use std::sync::Arc;
 
@@ -60,6 +61,9 @@ pub struct Dataset {
     pub label: String,
     /// Shared between the quick first view and the complete analyses.
     pub trace: Arc<Trace>,
+    /// The ledger of the trace, computed once; every traffic figure the
+    /// views show comes from it.
+    pub ledger: Arc<Ledger>,
     /// False while the heavy analyses (timeline index, round trips, hotspots,
     /// memory map) are still being computed in the background.
     pub complete: bool,
@@ -120,7 +124,10 @@ fn pipe_indexes(tr: &Trace) -> Vec<(String, TimelineIndex)> {
                 tensors: Vec::new(),
                 ..tr.clone_header()
             };
-            (p.to_string(), TimelineIndex::build(&sub))
+            (
+                p.to_string(),
+                TimelineIndex::build(&sub, &Ledger::default()),
+            )
         })
         .collect()
 }
@@ -134,6 +141,7 @@ impl Dataset {
     /// live-bytes profile. The rest is empty until [`Dataset::complete`].
     pub fn quick(label: impl Into<String>, trace: Arc<Trace>) -> Dataset {
         let end_ns = trace_end(&trace);
+        let ledger = Arc::new(Ledger::of(&trace));
         let (live_by_step, live_is_resident) = live_by_step(&trace);
         let capacity = trace.pools.first().map(|p| p.capacity_bytes).unwrap_or(0);
         Dataset {
@@ -142,7 +150,8 @@ impl Dataset {
             end_ns,
             hotspots: Vec::new(),
             trips: Vec::new(),
-            class: classify(&trace),
+            class: classify(&trace, &ledger),
+            ledger,
             index: TimelineIndex::build_empty(end_ns),
             bus: None,
             placements: Vec::new(),
@@ -169,25 +178,30 @@ impl Dataset {
     }
 
     /// [`Dataset::complete`] for a trace first opened with
-    /// [`Dataset::quick`], reusing its step profile (`live_by_step`,
-    /// `live_is_resident`) instead of computing it again.
+    /// [`Dataset::quick`], reusing what that computed (the ledger and the
+    /// step profile `live_by_step`, `live_is_resident`).
     pub fn complete_after(
         label: impl Into<String>,
         trace: Arc<Trace>,
-        profile: Option<(Vec<u64>, bool)>,
+        quick: Option<(Arc<Ledger>, Vec<u64>, bool)>,
     ) -> Dataset {
+        let (ledger, profile) = match quick {
+            Some((l, live, resident)) => (l, Some((live, resident))),
+            None => (Arc::new(Ledger::of(&trace)), None),
+        };
         // The analyses are independent: run them on both cores.
         let (index, (hotspots, trips, class, placements)) = std::thread::scope(|s| {
             let t: &Trace = &trace;
+            let l: &Ledger = &ledger;
             let other = s.spawn(move || {
                 (
-                    hotspots(t),
-                    round_trips(t),
-                    classify_with_causes(t),
+                    hotspots(t, l),
+                    round_trips(t, l),
+                    classify_with_causes(t, l),
                     placements(t),
                 )
             });
-            let index = TimelineIndex::build(t);
+            let index = TimelineIndex::build(t, l);
             let rest = match other.join() {
                 Ok(r) => r,
                 Err(p) => std::panic::resume_unwind(p),
@@ -225,6 +239,7 @@ impl Dataset {
             pipes: pipe_indexes(&trace),
             warnings: Vec::new(),
             trace,
+            ledger,
         }
     }
 
@@ -251,5 +266,5 @@ impl Dataset {
 
 /// The compare pair's diff, computed once when both sides are loaded.
 pub fn compare(a: &Dataset, b: &Dataset) -> TraceDiff {
-    diff(&a.trace, &b.trace)
+    diff_with(&a.trace, &a.ledger, &b.trace, &b.ledger)
 }

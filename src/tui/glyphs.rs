@@ -11,6 +11,9 @@ pub struct Glyphs {
     pub shade: &'static str,
     pub evict: &'static str,
     pub reload: &'static str,
+    /// A stream event (an op reading or writing DRAM tile by tile).
+    pub stream: &'static str,
+    /// Several kinds of spill event in one column.
     pub both: &'static str,
     pub stall: &'static str,
     pub hline: &'static str,
@@ -27,6 +30,7 @@ pub const UNICODE: Glyphs = Glyphs {
     shade: "▒",
     evict: "▼",
     reload: "▲",
+    stream: "≈",
     both: "◆",
     stall: "!",
     hline: "─",
@@ -43,6 +47,7 @@ pub const ASCII: Glyphs = Glyphs {
     shade: "+",
     evict: "v",
     reload: "^",
+    stream: "~",
     both: "*",
     stall: "!",
     hline: "-",

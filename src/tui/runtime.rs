@@ -83,7 +83,11 @@ impl Source {
                         .map(|s| s.to_string_lossy().into_owned())
                         .unwrap_or_default();
                     let (tr, warnings) = match import::detect(p)? {
-                        import::Format::Spillscope => (Trace::load(p)?, Vec::new()),
+                        import::Format::Spillscope => import::import(
+                            p,
+                            Some(import::Format::Spillscope),
+                            &Default::default(),
+                        )?,
                         import::Format::Jsonl => {
                             let tail = tails
                                 .streams
@@ -475,7 +479,7 @@ pub fn run(opts: ViewOptions, initial: Option<(Vec<Dataset>, Tails)>) -> Result<
         for (slot, d) in init.iter().enumerate().filter(|(_, d)| !d.complete) {
             let (tx, label, trace) = (tx.clone(), d.label.clone(), d.trace.clone());
             let warnings = d.warnings.clone();
-            let profile = Some((d.live_by_step.clone(), d.live_is_resident));
+            let profile = Some((d.ledger.clone(), d.live_by_step.clone(), d.live_is_resident));
             std::thread::spawn(move || {
                 let data = Dataset::complete_after(label, trace, profile).with_warnings(warnings);
                 let _ = tx.send(Msg::Analysed {

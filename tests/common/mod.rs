@@ -1,6 +1,7 @@
 #![allow(dead_code)]
 //! Shared helpers for the integration tests.
 
+pub mod replay;
 pub mod tmux;
 
 use spillscope::cost::HardwareProfile;

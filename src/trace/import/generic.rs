@@ -20,14 +20,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 fn kind_of(s: &str) -> Option<EventKind> {
-    Some(match s {
-        "alloc" => EventKind::Alloc,
-        "free" => EventKind::Free,
-        "evict" => EventKind::Evict,
-        "reload" => EventKind::Reload,
-        "recompute" => EventKind::Recompute,
-        _ => return None,
-    })
+    s.parse().ok()
 }
 
 pub fn import(path: &Path, opts: &ImportOptions) -> Result<(Trace, Vec<String>)> {
@@ -133,8 +126,13 @@ pub fn import(path: &Path, opts: &ImportOptions) -> Result<(Trace, Vec<String>)>
         let tensor: &str = a.tensor.as_deref().unwrap_or(&e.name);
         let bytes = a.bytes.and_then(|l| l.0).unwrap_or(0.0).max(0.0) as u64;
         let pool: &str = a.pool.as_deref().unwrap_or("mem");
-        let id = b.tensor(tensor, bytes, TensorKind::Activation, pool);
-        let offset = a.offset.and_then(|l| l.0).map(|v| v as u64);
+        let size = if kind.is_stream() { 0 } else { bytes };
+        let id = b.tensor(tensor, size, TensorKind::Activation, pool);
+        let offset = a
+            .offset
+            .and_then(|l| l.0)
+            .map(|v| v as u64)
+            .filter(|_| !kind.is_stream());
         b.event(
             us_to_ns(e.ts, t0),
             kind,
@@ -145,6 +143,12 @@ pub fn import(path: &Path, opts: &ImportOptions) -> Result<(Trace, Vec<String>)>
             None,
             Some(e.tid.max(0) as u64),
         );
+        if kind == EventKind::Evict {
+            // A runtime's eviction writes the tensor back.
+            if let Some(ev) = b.events.last_mut() {
+                ev.written_bytes = Some(bytes);
+            }
+        }
     }
     for (name, mut samples) in counters {
         samples.sort_by_key(|s| s.0);
@@ -379,5 +383,10 @@ fn rebuild(path: &Path, meta: &ChromeEvent, events: &[ChromeEvent]) -> Result<Tr
         counters,
         summary: serde_json::from_value::<Summary>(parse("summary")?)
             .map_err(|e| bad(&e.to_string()))?,
+        recomputed: Vec::new(),
+    })
+    .map(|mut t| {
+        t.settle();
+        t
     })
 }

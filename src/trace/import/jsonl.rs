@@ -37,6 +37,9 @@ struct Line {
     alignment: Option<u64>,
     #[serde(default)]
     count: Option<u64>,
+    /// On `evict`: bytes written back (default: all of them).
+    #[serde(default)]
+    written_bytes: Option<u64>,
 }
 
 /// Accumulated state of a stream: feed it lines, ask for a trace any time.
@@ -125,14 +128,10 @@ impl JsonlState {
                 )),
             },
             k => {
-                let kind = match k {
-                    "alloc" => EventKind::Alloc,
-                    "free" => EventKind::Free,
-                    "evict" => EventKind::Evict,
-                    "reload" => EventKind::Reload,
-                    "recompute" => EventKind::Recompute,
-                    other => {
-                        return self.warn(format!("line {lineno}: unknown kind {other:?}; skipped"))
+                let kind: EventKind = match k.parse() {
+                    Ok(kind) => kind,
+                    Err(_) => {
+                        return self.warn(format!("line {lineno}: unknown kind {k:?}; skipped"))
                     }
                 };
                 let Some(name) = l.tensor else {
@@ -140,15 +139,33 @@ impl JsonlState {
                 };
                 let bytes = l.bytes.unwrap_or(0);
                 let pool = l.pool.unwrap_or_else(|| "mem".into());
-                let id = self.b.tensor(&name, bytes, TensorKind::Activation, &pool);
+                // Stream bytes count re-read tiles: they do not size the tensor.
+                let size = if kind.is_stream() { 0 } else { bytes };
+                let id = self.b.tensor(&name, size, TensorKind::Activation, &pool);
                 let bytes = if bytes == 0 {
                     self.b.tensors[id].bytes
                 } else {
                     bytes
                 };
                 let op = self.open.get(&thread).and_then(|v| v.last().copied());
+                let offset = if kind.is_stream() { None } else { l.offset };
                 self.b
-                    .event(t, kind, id, bytes, &pool, l.offset, op, l.thread);
+                    .event(t, kind, id, bytes, &pool, offset, op, l.thread);
+                if kind == EventKind::Evict {
+                    // A runtime's eviction writes the tensor back unless it
+                    // says DRAM already held a current copy.
+                    let w = l.written_bytes.unwrap_or(bytes).min(bytes);
+                    if let Some(e) = self.b.events.last_mut() {
+                        e.written_bytes = Some(w);
+                    }
+                }
+                if kind.is_stream() {
+                    if let Some(o) = op.and_then(|o| self.b.ops.get_mut(o)) {
+                        if !o.streamed.contains(&id) {
+                            o.streamed.push(id);
+                        }
+                    }
+                }
             }
         }
     }

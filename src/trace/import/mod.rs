@@ -49,7 +49,11 @@ pub fn import(
         None => detect(path)?,
     };
     match format {
-        Format::Spillscope => Ok((Trace::load(path)?, Vec::new())),
+        Format::Spillscope => {
+            let tr = Trace::load(path)?;
+            let notes = tr.recomputed_note().into_iter().collect();
+            Ok((tr, notes))
+        }
         Format::Ort => ort::import(path, opts),
         Format::Torch => torch::import(path, opts),
         Format::Chrome => generic::import(path, opts),

@@ -2,6 +2,7 @@
 //! per tensor, largest change first.
 
 use super::lanes::{self, LABEL_W};
+use crate::analysis::timeline::Lane;
 use crate::tui::app::App;
 use crate::tui::glyphs::Glyphs;
 use crate::tui::theme::Theme;
@@ -87,30 +88,16 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
             lanes::label(buf, inner.x, y, name, muted);
             match kind {
                 0 => lanes::ops_lane(buf, x, y, &cols, theme, g, None),
-                1 => {
-                    // Reads and writes share one row here: the larger wins.
-                    let merged: Vec<_> = cols
-                        .iter()
-                        .map(|c| {
-                            let mut c = *c;
-                            if c.write > c.read {
-                                c.read = 0.0
-                            } else {
-                                c.write = 0.0
-                            }
-                            c
-                        })
-                        .collect();
-                    lanes::dma_lane(buf, x, y, &merged, true, theme, g);
-                    for (ci, c) in merged.iter().enumerate() {
-                        if c.read > 0.0 {
-                            if let Some(cell) = buf.cell_mut((x + ci as u16, y)) {
-                                cell.set_symbol(g.level(c.read))
-                                    .set_style(theme.fg(theme.c.dma_read));
-                            }
-                        }
-                    }
-                }
+                // The spill lanes share one row here: the busiest wins.
+                1 => lanes::busiest_lane(
+                    buf,
+                    x,
+                    y,
+                    &cols,
+                    &[Lane::Evict, Lane::Reload, Lane::Stream],
+                    theme,
+                    g,
+                ),
                 _ => lanes::event_lane(buf, x, y, &cols, theme, g),
             }
         }
@@ -191,8 +178,8 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
         .map(|o| {
             Row::new(vec![
                 Cell::from(truncate_left(&o.name, name_w)),
-                Cell::from(fmt_bytes(o.a_spilled)),
-                Cell::from(fmt_bytes(o.b_spilled)),
+                Cell::from(fmt_bytes(o.a_traffic_bytes)),
+                Cell::from(fmt_bytes(o.b_traffic_bytes)),
                 Cell::from(fmt_ms(o.a_stall_ns)),
                 Cell::from(fmt_ms(o.b_stall_ns)),
                 Cell::from(signed_ms(o.b_duration_ns as i64 - o.a_duration_ns as i64)),

@@ -5,7 +5,7 @@ use crate::tui::app::App;
 use crate::tui::glyphs::Glyphs;
 use crate::tui::theme::Theme;
 use crate::tui::ui::{block, scroll_offset, truncate_left};
-use crate::units::{fmt_bytes, fmt_ms};
+use crate::units::{count, fmt_bytes, fmt_ms};
 use ratatui::layout::{Constraint, Rect};
 use ratatui::style::Modifier;
 use ratatui::widgets::{Cell, Row, Table, TableState};
@@ -38,12 +38,28 @@ impl HotspotsView {
     }
 }
 
+/// The table's columns after the op name: sort key, header, width.
+const COLUMNS: [(HotspotKey, &str, u16); 7] = [
+    (HotspotKey::OpType, "type", 8),
+    (HotspotKey::Traffic, "traffic", 9),
+    (HotspotKey::Evicted, "evict", 9),
+    (HotspotKey::Reloaded, "reload", 9),
+    (HotspotKey::Streamed, "stream", 9),
+    (HotspotKey::Stall, "stall", 9),
+    (HotspotKey::Share, "share", 7),
+];
+
 pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
     let Some(d) = app.primary() else { return };
-    let arrow = if app.hot.ascending { "^" } else { "v" };
+    let arrow = match (app.ascii, app.hot.ascending) {
+        (false, false) => "↓",
+        (false, true) => "↑",
+        (true, false) => "v",
+        (true, true) => "^",
+    };
     let head = |k: HotspotKey, text: &str| {
         if k == app.hot.key {
-            Cell::from(format!("{text}{arrow}")).style(
+            Cell::from(format!("{text} {arrow}")).style(
                 theme
                     .strong(theme.c.accent)
                     .add_modifier(Modifier::UNDERLINED),
@@ -52,16 +68,10 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
             Cell::from(text.to_string()).style(theme.strong(theme.c.muted))
         }
     };
-    let header = Row::new(vec![
-        Cell::from("op").style(theme.strong(theme.c.muted)),
-        head(HotspotKey::OpType, "type"),
-        head(HotspotKey::Spilled, "spilled"),
-        head(HotspotKey::Reloads, "reloads"),
-        head(HotspotKey::Stall, "stall"),
-        head(HotspotKey::Share, "share"),
-        head(HotspotKey::Bound, "bound"),
-    ]);
-    let fixed = 9 + 10 + 7 + 9 + 6 + 7 + 6;
+    let mut header = vec![Cell::from("op").style(theme.strong(theme.c.muted))];
+    header.extend(COLUMNS.iter().map(|&(k, t, _)| head(k, t)));
+    let header = Row::new(header);
+    let fixed: usize = COLUMNS.iter().map(|c| c.2 as usize + 1).sum();
     let name_w = (area.width as usize).saturating_sub(fixed + 2).max(8);
     let visible = area.height.saturating_sub(3) as usize;
     let offset = scroll_offset(app.hot.sel, app.hot.order.len(), visible);
@@ -73,36 +83,37 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
         .take(visible)
         .filter_map(|&o| d.hotspots.get(o))
         .map(|h| {
-            let hot = h.spilled_bytes + h.reloaded_bytes > 0 || h.stall_ns > 0;
+            let hot = h.traffic_bytes > 0 || h.stall_ns > 0;
             let style = if hot {
                 theme.fg(theme.c.text)
             } else {
                 theme.fg(theme.c.muted)
             };
+            let bytes = |b: u64| {
+                if b == 0 {
+                    "-".to_string()
+                } else {
+                    fmt_bytes(b)
+                }
+            };
             Row::new(vec![
                 Cell::from(truncate_left(&h.name, name_w)),
                 Cell::from(h.op_type.clone()),
-                Cell::from(fmt_bytes(h.spilled_bytes)),
-                Cell::from(h.reloads.to_string()),
+                Cell::from(bytes(h.traffic_bytes)),
+                Cell::from(bytes(h.evicted_bytes)),
+                Cell::from(bytes(h.reloaded_bytes)),
+                Cell::from(bytes(h.streamed_in_bytes + h.streamed_out_bytes)),
                 Cell::from(fmt_ms(h.stall_ns)),
                 Cell::from(format!("{:.1}%", h.latency_share * 100.0)),
-                Cell::from(h.bound.map_or("-", |b| b.as_str())),
             ])
             .style(style)
         })
         .collect();
-    let widths = [
-        Constraint::Min(16),
-        Constraint::Length(9),
-        Constraint::Length(10),
-        Constraint::Length(7),
-        Constraint::Length(9),
-        Constraint::Length(6),
-        Constraint::Length(7),
-    ];
+    let mut widths = vec![Constraint::Min(8)];
+    widths.extend(COLUMNS.iter().map(|c| Constraint::Length(c.2)));
     let title = format!(
-        " Hotspots: {} ops, sorted by {} ",
-        app.hot.order.len(),
+        " Hotspots: {}, sorted by {} ",
+        count(app.hot.order.len() as u64, "op"),
         app.hot.key.label()
     );
     let table = Table::new(rows, widths)

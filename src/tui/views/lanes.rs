@@ -2,7 +2,7 @@
 //! compare views: an axis, the ops lane, DMA lanes, event markers and the
 //! bus-occupancy sparkline, all from the pre-aggregated index (O(columns)).
 
-use crate::analysis::timeline::Column;
+use crate::analysis::timeline::{Column, Lane};
 use crate::tui::data::Dataset;
 use crate::tui::glyphs::Glyphs;
 use crate::tui::theme::Theme;
@@ -12,7 +12,7 @@ use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
 
 /// Width of the lane labels on the left.
-pub const LABEL_W: u16 = 7;
+pub const LABEL_W: u16 = 8;
 
 /// Formats a time for axis labels with precision that fits the span.
 pub fn fmt_t(t: u64, span: u64) -> String {
@@ -87,37 +87,70 @@ pub fn ops_lane(
     }
 }
 
-/// DMA lane: write (evictions) or read (reloads) busy fraction per column.
+/// The colour of a DMA lane.
+pub fn lane_color(theme: &Theme, lane: Lane) -> ratatui::style::Color {
+    match lane {
+        Lane::Evict => theme.c.dma_write,
+        Lane::Reload => theme.c.dma_read,
+        Lane::Stream => theme.c.dma_stream,
+        Lane::Weights => theme.c.dma_weights,
+    }
+}
+
+/// A DMA lane: that lane's busy fraction per column.
 pub fn dma_lane(
     buf: &mut Buffer,
     x: u16,
     y: u16,
     cols: &[Column],
-    write: bool,
+    lane: Lane,
     theme: &Theme,
     g: &Glyphs,
 ) {
-    let color = if write {
-        theme.c.dma_write
-    } else {
-        theme.c.dma_read
-    };
+    let style = theme.fg(lane_color(theme, lane));
     for (i, c) in cols.iter().enumerate() {
-        let v = if write { c.write } else { c.read };
         if let Some(cell) = buf.cell_mut((x + i as u16, y)) {
-            cell.set_symbol(g.level(v)).set_style(theme.fg(color));
+            cell.set_symbol(g.level(c.lane(lane))).set_style(style);
         }
     }
 }
 
-/// Spill event markers: evict, reload or both in a column.
+/// Several DMA lanes in one row: per column, the busiest of `which`.
+#[allow(clippy::too_many_arguments)]
+pub fn busiest_lane(
+    buf: &mut Buffer,
+    x: u16,
+    y: u16,
+    cols: &[Column],
+    which: &[Lane],
+    theme: &Theme,
+    g: &Glyphs,
+) {
+    for (i, c) in cols.iter().enumerate() {
+        let best = which
+            .iter()
+            .copied()
+            .max_by(|a, b| c.lane(*a).total_cmp(&c.lane(*b)));
+        let Some(l) = best.filter(|&l| c.lane(l) > 0.0) else {
+            continue;
+        };
+        if let Some(cell) = buf.cell_mut((x + i as u16, y)) {
+            cell.set_symbol(g.level(c.lane(l)))
+                .set_style(theme.fg(lane_color(theme, l)));
+        }
+    }
+}
+
+/// Spill event markers: evict, reload, stream, or several in a column.
 pub fn event_lane(buf: &mut Buffer, x: u16, y: u16, cols: &[Column], theme: &Theme, g: &Glyphs) {
     for (i, c) in cols.iter().enumerate() {
-        let (sym, color) = match (c.evicts > 0, c.reloads > 0) {
-            (true, true) => (g.both, theme.c.highlight),
-            (true, false) => (g.evict, theme.c.dma_write),
-            (false, true) => (g.reload, theme.c.dma_read),
-            _ => continue,
+        let kinds = [c.evicts > 0, c.reloads > 0, c.streams > 0];
+        let (sym, color) = match kinds {
+            [false, false, false] => continue,
+            [true, false, false] => (g.evict, theme.c.dma_write),
+            [false, true, false] => (g.reload, theme.c.dma_read),
+            [false, false, true] => (g.stream, theme.c.dma_stream),
+            _ => (g.both, theme.c.highlight),
         };
         if let Some(cell) = buf.cell_mut((x + i as u16, y)) {
             cell.set_symbol(sym).set_style(theme.strong(color));

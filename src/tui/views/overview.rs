@@ -1,11 +1,13 @@
 //! Overview: the run's figures, peak live bytes over steps against the
 //! capacity line, and the split of spills into capacity vs lifetime kind.
 
+use crate::trace::ledger::Part;
+use crate::trace::BoundMethod;
 use crate::tui::app::App;
 use crate::tui::glyphs::Glyphs;
 use crate::tui::theme::Theme;
 use crate::tui::ui::block;
-use crate::units::{fmt_bytes, fmt_ms};
+use crate::units::{count, fmt_bytes, fmt_ms};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
@@ -14,7 +16,7 @@ use ratatui::Frame;
 pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
     let Some(d) = app.primary() else { return };
     let s = &d.trace.summary;
-    let fig_h = 9.min(area.height.saturating_sub(4)).max(3);
+    let fig_h = 10.min(area.height.saturating_sub(4)).max(3);
     let [top, chart] =
         Layout::vertical([Constraint::Length(fig_h), Constraint::Min(3)]).areas(area);
     let [left, right] =
@@ -28,15 +30,40 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
         ])
     };
     let cap = d.capacity;
-    let gap = s.traffic_bytes.saturating_sub(s.lower_bound_traffic_bytes);
+    let t = &d.ledger.total;
     let figs = vec![
         row(
             "latency",
             format!("{}  ({:.1} fps)", fmt_ms(s.latency_ns), s.throughput_fps),
         ),
-        row("spills", format!("{} evictions", s.spill_count)),
-        row("bytes out", fmt_bytes(s.spilled_bytes)),
-        row("bytes in", fmt_bytes(s.reloaded_bytes)),
+        row(
+            "evicted out",
+            format!(
+                "{} ({})",
+                fmt_bytes(t.get(Part::EvictedOut).bytes),
+                count(t.get(Part::EvictedOut).count, "eviction")
+            ),
+        ),
+        row(
+            "reloaded",
+            format!(
+                "{} ({})",
+                fmt_bytes(t.get(Part::Reloaded).bytes),
+                count(t.get(Part::Reloaded).count, "reload")
+            ),
+        ),
+        row(
+            "streamed",
+            format!(
+                "in {}, out {}",
+                fmt_bytes(t.get(Part::StreamedIn).bytes),
+                fmt_bytes(t.get(Part::StreamedOut).bytes)
+            ),
+        ),
+        row(
+            "traffic",
+            format!("{} (sum of the four)", fmt_bytes(t.traffic_bytes())),
+        ),
         row(
             "stall",
             format!(
@@ -50,12 +77,19 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
             format!("{} / {} cap", fmt_bytes(s.peak_live_bytes), fmt_bytes(cap)),
         ),
         row(
-            "lower bound",
-            format!(
-                "{} (gap {})",
-                fmt_bytes(s.lower_bound_traffic_bytes),
-                fmt_bytes(gap)
-            ),
+            match s.lower_bound_method {
+                BoundMethod::Ilp => "minimum",
+                _ => "lower bound",
+            },
+            match s.lower_bound_method {
+                BoundMethod::None => "not computed".into(),
+                m => format!(
+                    "{} {}; gap {}",
+                    fmt_bytes(s.lower_bound_traffic_bytes),
+                    m.as_str(),
+                    fmt_bytes(s.traffic_bytes.saturating_sub(s.lower_bound_traffic_bytes))
+                ),
+            },
         ),
     ];
     f.render_widget(
@@ -69,7 +103,7 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
     let bar_w = inner_w.saturating_sub(2);
     let cap_w = (c.capacity_count * bar_w).div_ceil(total).min(bar_w);
     let split = if c.capacity_count + c.lifetime_count == 0 {
-        vec![Line::styled("no evictions", k)]
+        vec![Line::styled("no evictions to classify", k)]
     } else {
         vec![
             Line::from(vec![
@@ -99,19 +133,27 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
     };
     let mut lines = split;
     let osc = d.trips.iter().filter(|t| t.oscillating).count();
-    lines.push(Line::from(vec![
-        Span::styled("streamed  ", k),
-        Span::raw(fmt_bytes(s.streamed_bytes)),
-    ]));
+    if c.capacity_count + c.lifetime_count > 0 {
+        lines.push(Line::styled(
+            format!(
+                "= evicted out {}",
+                fmt_bytes(c.capacity_bytes + c.lifetime_bytes)
+            ),
+            k,
+        ));
+    }
     lines.push(Line::from(vec![
         Span::styled("weights   ", k),
-        Span::raw(fmt_bytes(s.weight_traffic_bytes)),
+        Span::raw(format!(
+            "{} (not spill)",
+            fmt_bytes(t.get(Part::Weights).bytes)
+        )),
     ]));
     if !d.complete {
         lines.push(Line::styled("analysing round trips...", k));
     } else if osc > 0 {
         lines.push(Line::styled(
-            format!("{osc} oscillating tensor(s): see view 4"),
+            format!("{}: see view 4", count(osc as u64, "oscillating tensor")),
             theme.strong(theme.c.oscillation),
         ));
     }

@@ -2,11 +2,12 @@
 //! arrows on the timeline, its size, lifetime, trip count and oscillation.
 
 use super::lanes::{self, col_of, LABEL_W};
+use crate::analysis::roundtrips::{Back, Out};
 use crate::tui::app::App;
 use crate::tui::glyphs::Glyphs;
 use crate::tui::theme::Theme;
 use crate::tui::ui::{block, scroll_offset, truncate_left};
-use crate::units::fmt_bytes;
+use crate::units::{count, fmt_bytes};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{List, ListItem, ListState, Paragraph};
@@ -105,7 +106,8 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
         Line::from(vec![
             Span::styled("trips     ", k),
             Span::raw(format!(
-                "{n} round trip(s), {} moved",
+                "{}, {} of spill traffic",
+                count(n as u64, "round trip"),
                 fmt_bytes(trips.map(|x| x.bytes_moved).unwrap_or(0))
             )),
         ]),
@@ -114,8 +116,8 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
         if x.oscillating {
             lines.push(Line::styled(
                 format!(
-                    "OSCILLATING: bounced {} times; pinning it may pay",
-                    x.trips.len()
+                    "OSCILLATING: out and back {}; pinning it may pay",
+                    count(x.trips.len() as u64, "time")
                 ),
                 theme.strong(theme.c.oscillation),
             ));
@@ -167,8 +169,8 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
             break;
         }
         lanes::label(buf, arrows.x, y, &format!("#{}", i + 1), k);
-        let a = rt.evict_t_ns;
-        let b = rt.reload_t_ns.unwrap_or(app.window.1);
+        let a = rt.out_t_ns;
+        let b = rt.back_t_ns.unwrap_or(app.window.1);
         if b < app.window.0 || a >= app.window.1 {
             y += 1;
             continue;
@@ -187,20 +189,30 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
             }
         }
         if a >= app.window.0 {
+            let (sym, color) = match rt.out {
+                Out::Evicted => (g.evict, theme.c.dma_write),
+                Out::StreamedOut => (g.stream, theme.c.dma_stream),
+            };
             if let Some(cell) = buf.cell_mut((x0 + ca, y)) {
-                cell.set_symbol(g.evict)
-                    .set_style(theme.strong(theme.c.dma_write));
+                cell.set_symbol(sym).set_style(theme.strong(color));
             }
         }
-        if rt.reload_t_ns.is_some() && b < app.window.1 {
+        if rt.back_t_ns.is_some() && b < app.window.1 {
+            let color = match rt.back {
+                Some(Back::StreamedIn) => theme.c.dma_stream,
+                _ => theme.c.dma_read,
+            };
             if let Some(cell) = buf.cell_mut((x0 + cb, y)) {
-                cell.set_symbol(g.arrow_head)
-                    .set_style(theme.strong(theme.c.dma_read));
+                cell.set_symbol(g.arrow_head).set_style(theme.strong(color));
             }
         }
-        let note = match rt.reload_t_ns {
-            Some(_) => format!(" {} ops skipped", rt.ops_skipped),
-            None => " never reloaded".into(),
+        let note = match rt.back {
+            Some(Back::Reloaded) => format!(" {} skipped", count(rt.ops_skipped as u64, "op")),
+            Some(Back::StreamedIn) => format!(
+                " {} skipped (streamed in)",
+                count(rt.ops_skipped as u64, "op")
+            ),
+            None => " never came back".into(),
         };
         let nx = x0 + cb + 2;
         if nx + note.len() as u16 <= x0 + lane_w {

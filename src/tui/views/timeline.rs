@@ -1,12 +1,15 @@
-//! Timeline: ops lane with stalls, DMA write (evict) and read (reload)
-//! lanes, spill markers, and the bus-occupancy sparkline on the same axis.
+//! Timeline: ops lane with stalls, one DMA lane per ledger part (evict
+//! write-backs, reloads, streaming, weight and input loads), spill markers,
+//! and the bus-occupancy sparkline on the same axis.
 
 use super::lanes::{self, LABEL_W};
+use crate::analysis::timeline::Lane;
+use crate::trace::ledger::Ledger;
 use crate::tui::app::App;
 use crate::tui::glyphs::Glyphs;
 use crate::tui::theme::Theme;
 use crate::tui::ui::{block, truncate};
-use crate::units::fmt_bytes;
+use crate::units::{count, fmt_bytes};
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
@@ -41,21 +44,23 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
         theme,
     );
     y += 1;
-    let rows: [(&str, u8); 4] = [("ops", 0), ("evict", 1), ("reload", 2), ("spill", 3)];
-    for (name, kind) in rows {
+    // The ops lane, one lane per DMA part, then the spill markers.
+    let mut rows: Vec<(&str, Option<Lane>)> = vec![("ops", None)];
+    rows.extend(Lane::ALL.iter().map(|&l| (l.label(), Some(l))));
+    rows.push(("spills", None));
+    for (i, (name, lane)) in rows.into_iter().enumerate() {
         if y >= bottom {
             return;
         }
         lanes::label(buf, inner.x, y, name, muted);
-        match kind {
-            0 => lanes::ops_lane(buf, x, y, &cols, theme, g, app.focus_op),
-            1 => lanes::dma_lane(buf, x, y, &cols, true, theme, g),
-            2 => lanes::dma_lane(buf, x, y, &cols, false, theme, g),
+        match (i, lane) {
+            (0, _) => lanes::ops_lane(buf, x, y, &cols, theme, g, app.focus_op),
+            (_, Some(l)) => lanes::dma_lane(buf, x, y, &cols, l, theme, g),
             _ => lanes::event_lane(buf, x, y, &cols, theme, g),
         }
         y += 1;
         // Kernel traces: one lane per pipe under the ops lane.
-        if kind == 0 {
+        if i == 0 {
             for (pipe, index) in &d.pipes {
                 if y + 4 >= bottom {
                     break;
@@ -139,11 +144,14 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
     };
     let ev: u32 = cols.iter().map(|c| c.evicts).sum();
     let rl: u32 = cols.iter().map(|c| c.reloads).sum();
+    let st: u32 = cols.iter().map(|c| c.streams).sum();
     let line2 = Line::from(vec![Span::styled(
         format!(
-            "in view: {ev} evictions, {rl} reloads | run: {} spilled, {} reloaded, stall {}",
-            fmt_bytes(d.trace.summary.spilled_bytes),
-            fmt_bytes(d.trace.summary.reloaded_bytes),
+            "in view: {}, {}, {} | run: {} spill traffic, stall {}",
+            count(ev, "eviction"),
+            count(rl, "reload"),
+            count(st, "stream event"),
+            fmt_bytes(d.ledger.total.traffic_bytes()),
             lanes::ms(d.trace.summary.stall_ns)
         ),
         muted,
@@ -166,7 +174,7 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
     let evs = d.index.spills_around(app.cursor, room);
     let mut lines = vec![Line::styled(
         format!(
-            "{:>12}  {:<7} {:>10}  {}",
+            "{:>12}  {:<10} {:>10}  {}",
             "time", "event", "bytes", "tensor  (during op)"
         ),
         theme.strong(theme.c.muted),
@@ -188,20 +196,20 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
             .as_deref()
             .map(|r| format!(" [{r}]"))
             .unwrap_or_default();
-        let color = if e.kind == crate::trace::EventKind::Evict {
-            theme.c.dma_write
-        } else {
-            theme.c.dma_read
-        };
+        let color = d
+            .ledger
+            .part(ei)
+            .map(|p| lanes::lane_color(theme, Lane::of(p)))
+            .unwrap_or(theme.c.muted);
         let mut style = theme.fg(color);
         if t == app.cursor {
             style = theme.selected();
         }
         let text = format!(
-            "{:>12}  {:<7} {:>10}  {tname}  ({oname}){why}",
+            "{:>12}  {:<10} {:>10}  {tname}  ({oname}){why}",
             lanes::ms(t),
             e.kind.as_str(),
-            fmt_bytes(e.bytes)
+            fmt_bytes(Ledger::bytes(e))
         );
         lines.push(Line::styled(truncate(&text, w), style));
     }

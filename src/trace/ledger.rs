@@ -1,0 +1,545 @@
+//! The spill ledger: every DRAM traffic figure spillscope prints comes from
+//! here, computed from a trace's events by one function ([`Ledger::of`]),
+//! so a reader can recompute any summary without trusting its writer.
+//!
+//! Capacity-caused traffic has four parts (docs/trace-format.md, "The
+//! ledger"): evicted out (`evict` write-backs), reloaded, streamed in and
+//! streamed out; weights and a graph input's compulsory loads are kept
+//! apart. Traces written before the ledger had stream events derive them
+//! from each op's `streamed` list.
+
+use super::{Event, EventKind, Summary, TensorKind, Trace};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashSet};
+
+/// Where a byte of DRAM traffic belongs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Part {
+    /// Write-backs of evicted tensors (count: evictions).
+    EvictedOut,
+    /// Evicted or streamed-out tensors placed on chip again.
+    Reloaded,
+    /// Operands read straight from DRAM (after a spill).
+    StreamedIn,
+    /// Outputs written straight to DRAM.
+    StreamedOut,
+    /// Weight loads (not spill).
+    Weights,
+    /// A graph input's loads before it was ever evicted (compulsory).
+    InputLoads,
+}
+
+impl Part {
+    /// The four parts of spill traffic.
+    pub const SPILL: [Part; 4] = [
+        Part::EvictedOut,
+        Part::Reloaded,
+        Part::StreamedIn,
+        Part::StreamedOut,
+    ];
+    pub const ALL: [Part; 6] = [
+        Part::EvictedOut,
+        Part::Reloaded,
+        Part::StreamedIn,
+        Part::StreamedOut,
+        Part::Weights,
+        Part::InputLoads,
+    ];
+
+    /// The name every screen and report uses.
+    pub fn label(self) -> &'static str {
+        match self {
+            Part::EvictedOut => "evicted out",
+            Part::Reloaded => "reloaded",
+            Part::StreamedIn => "streamed in",
+            Part::StreamedOut => "streamed out",
+            Part::Weights => "weights",
+            Part::InputLoads => "input loads",
+        }
+    }
+
+    pub fn is_spill(self) -> bool {
+        Part::SPILL.contains(&self)
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// A count of events and their bytes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Tally {
+    pub count: u64,
+    pub bytes: u64,
+}
+
+/// One tally per part.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Parts([Tally; 6]);
+
+impl Parts {
+    pub fn get(&self, p: Part) -> Tally {
+        self.0[p.index()]
+    }
+
+    pub fn add(&mut self, p: Part, bytes: u64) {
+        let t = &mut self.0[p.index()];
+        t.count += 1;
+        t.bytes = t.bytes.saturating_add(bytes);
+    }
+
+    /// Spill traffic: the four spill parts' bytes.
+    pub fn traffic_bytes(&self) -> u64 {
+        Part::SPILL
+            .iter()
+            .fold(0u64, |a, &p| a.saturating_add(self.get(p).bytes))
+    }
+
+    /// Spill events (evictions, reloads, stream events of the spill parts).
+    pub fn spill_events(&self) -> u64 {
+        Part::SPILL.iter().map(|&p| self.get(p).count).sum()
+    }
+
+    /// Every byte that crossed the DRAM bus, weights and compulsory loads too.
+    pub fn dram_bytes(&self) -> u64 {
+        Part::ALL
+            .iter()
+            .fold(0u64, |a, &p| a.saturating_add(self.get(p).bytes))
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.iter().all(|t| t.count == 0)
+    }
+}
+
+impl Serialize for Parts {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(Part::ALL.len() + 1))?;
+        for p in Part::ALL {
+            m.serialize_entry(&p, &self.get(p))?;
+        }
+        m.serialize_entry("traffic_bytes", &self.traffic_bytes())?;
+        m.end()
+    }
+}
+
+/// A part an op's `streamed` list implied (traces from before stream events).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DerivedStream {
+    pub op: usize,
+    pub tensor: usize,
+    pub part: Part,
+    pub bytes: u64,
+    pub t_ns: u64,
+}
+
+/// The ledger of a trace.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Ledger {
+    pub total: Parts,
+    /// Per pool, by name.
+    pub per_pool: BTreeMap<String, Parts>,
+    /// The part each event adds to (`None`: not traffic), by event index;
+    /// [`Ledger::bytes`] says how many bytes.
+    pub event_part: Vec<Option<Part>>,
+    /// Stream parts derived from ops' `streamed` lists.
+    pub derived_streams: Vec<DerivedStream>,
+    /// Evictions whose write-back was derived from their DMA times (no
+    /// `written_bytes`).
+    pub derived_writes: usize,
+}
+
+/// The summary's ledger fields.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct LedgerFields {
+    pub spill_count: u64,
+    pub spilled_bytes: u64,
+    pub reloaded_bytes: u64,
+    pub streamed_in_bytes: u64,
+    pub streamed_out_bytes: u64,
+    pub traffic_bytes: u64,
+    pub weight_traffic_bytes: u64,
+    pub input_load_bytes: u64,
+}
+
+impl LedgerFields {
+    /// `(field name, value)` in contract order.
+    pub fn named(&self) -> [(&'static str, u64); 8] {
+        [
+            ("spill_count", self.spill_count),
+            ("spilled_bytes", self.spilled_bytes),
+            ("reloaded_bytes", self.reloaded_bytes),
+            ("streamed_in_bytes", self.streamed_in_bytes),
+            ("streamed_out_bytes", self.streamed_out_bytes),
+            ("traffic_bytes", self.traffic_bytes),
+            ("weight_traffic_bytes", self.weight_traffic_bytes),
+            ("input_load_bytes", self.input_load_bytes),
+        ]
+    }
+
+    /// The same fields as a summary stores them.
+    pub fn of_summary(s: &Summary) -> LedgerFields {
+        LedgerFields {
+            spill_count: s.spill_count,
+            spilled_bytes: s.spilled_bytes,
+            reloaded_bytes: s.reloaded_bytes,
+            streamed_in_bytes: s.streamed_in_bytes,
+            streamed_out_bytes: s.streamed_out_bytes,
+            traffic_bytes: s.traffic_bytes,
+            weight_traffic_bytes: s.weight_traffic_bytes,
+            input_load_bytes: s.input_load_bytes,
+        }
+    }
+
+    /// Writes these fields into `s` (and `streamed_bytes`, their stream sum).
+    pub fn write_to(&self, s: &mut Summary) {
+        s.spill_count = self.spill_count;
+        s.spilled_bytes = self.spilled_bytes;
+        s.reloaded_bytes = self.reloaded_bytes;
+        s.streamed_in_bytes = self.streamed_in_bytes;
+        s.streamed_out_bytes = self.streamed_out_bytes;
+        s.traffic_bytes = self.traffic_bytes;
+        s.weight_traffic_bytes = self.weight_traffic_bytes;
+        s.input_load_bytes = self.input_load_bytes;
+        s.streamed_bytes = self.streamed_in_bytes + self.streamed_out_bytes;
+    }
+}
+
+/// A summary field that disagrees with the events.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Mismatch {
+    pub field: &'static str,
+    pub stored: u64,
+    pub events: u64,
+}
+
+impl Ledger {
+    /// The ledger of `tr`, from its events (and, for traces without stream
+    /// events, its ops' `streamed` lists).
+    pub fn of(tr: &Trace) -> Ledger {
+        let derived = derived_streams(tr);
+        let mut replay = Replay::new(tr);
+        let mut next = derived.iter().peekable();
+        for (i, e) in tr.events.iter().enumerate() {
+            while let Some(d) = next.next_if(|d| d.t_ns < e.t_ns) {
+                replay.derived(d);
+            }
+            replay.event(i, e);
+        }
+        for d in next {
+            replay.derived(d);
+        }
+        replay.ledger.derived_streams = derived;
+        replay.ledger
+    }
+
+    /// The summary's ledger fields, from the events.
+    pub fn fields(&self) -> LedgerFields {
+        let t = &self.total;
+        LedgerFields {
+            spill_count: t.get(Part::EvictedOut).count,
+            spilled_bytes: t.get(Part::EvictedOut).bytes,
+            reloaded_bytes: t.get(Part::Reloaded).bytes,
+            streamed_in_bytes: t.get(Part::StreamedIn).bytes,
+            streamed_out_bytes: t.get(Part::StreamedOut).bytes,
+            traffic_bytes: t.traffic_bytes(),
+            weight_traffic_bytes: t.get(Part::Weights).bytes,
+            input_load_bytes: t.get(Part::InputLoads).bytes,
+        }
+    }
+
+    /// The summary fields of `s` that differ from the events.
+    pub fn mismatches(&self, s: &Summary) -> Vec<Mismatch> {
+        let stored = LedgerFields::of_summary(s).named();
+        self.fields()
+            .named()
+            .into_iter()
+            .zip(stored)
+            .filter(|((_, a), (_, b))| a != b)
+            .map(|((field, events), (_, stored))| Mismatch {
+                field,
+                stored,
+                events,
+            })
+            .collect()
+    }
+
+    /// Tallies per op (by op id): the parts of the events and derived
+    /// streams that belong to each op.
+    pub fn per_op(&self, tr: &Trace) -> Vec<Parts> {
+        let mut v = vec![Parts::default(); tr.ops.len()];
+        self.each(tr, |part, _tensor, op, bytes| {
+            if let Some(p) = op.and_then(|o| v.get_mut(o)) {
+                p.add(part, bytes);
+            }
+        });
+        v
+    }
+
+    /// Tallies per tensor (by tensor id).
+    pub fn per_tensor(&self, tr: &Trace) -> Vec<Parts> {
+        let mut v = vec![Parts::default(); tr.tensors.len()];
+        self.each(tr, |part, tensor, _op, bytes| {
+            if let Some(p) = v.get_mut(tensor) {
+                p.add(part, bytes);
+            }
+        });
+        v
+    }
+
+    /// The bytes an event adds to the ledger: an eviction's write-back
+    /// (`written_bytes`, or for traces without it the size when it has
+    /// DMA times), any other event's bytes.
+    pub fn bytes(e: &Event) -> u64 {
+        match e.kind {
+            EventKind::Evict => {
+                e.written_bytes
+                    .unwrap_or(if e.dma_start_ns.is_some() { e.bytes } else { 0 })
+            }
+            _ => e.bytes,
+        }
+    }
+
+    /// The part event `i` adds to, if any.
+    pub fn part(&self, i: usize) -> Option<Part> {
+        self.event_part.get(i).copied().flatten()
+    }
+
+    /// Calls `f(part, tensor, op, bytes)` for every ledger entry.
+    fn each(&self, tr: &Trace, mut f: impl FnMut(Part, usize, Option<usize>, u64)) {
+        for (i, e) in tr.events.iter().enumerate() {
+            if let Some(part) = self.part(i) {
+                f(part, e.tensor, e.op, Ledger::bytes(e));
+            }
+        }
+        for d in &self.derived_streams {
+            f(d.part, d.tensor, Some(d.op), d.bytes);
+        }
+    }
+}
+
+/// What the replay knows of each tensor.
+struct Replay<'a> {
+    tr: &'a Trace,
+    /// Has been evicted or streamed out: its DRAM copy comes from a spill.
+    spilled: Vec<bool>,
+    ledger: Ledger,
+}
+
+impl<'a> Replay<'a> {
+    fn new(tr: &'a Trace) -> Replay<'a> {
+        Replay {
+            tr,
+            spilled: vec![false; tr.tensors.len()],
+            ledger: Ledger {
+                event_part: Vec::with_capacity(tr.events.len()),
+                ..Ledger::default()
+            },
+        }
+    }
+
+    fn kind(&self, t: usize) -> TensorKind {
+        self.tr
+            .tensors
+            .get(t)
+            .map(|x| x.kind)
+            .unwrap_or(TensorKind::Activation)
+    }
+
+    /// The part a transfer from DRAM of `t` belongs to.
+    fn inbound(&self, t: usize, spill_part: Part) -> Option<Part> {
+        match self.kind(t) {
+            TensorKind::Weight => Some(Part::Weights),
+            _ if self.spilled.get(t).copied().unwrap_or(false) => Some(spill_part),
+            TensorKind::Input => Some(Part::InputLoads),
+            // An activation coming from DRAM it was never written to:
+            // not traffic the ledger can place (verify flags it).
+            _ => None,
+        }
+    }
+
+    fn event(&mut self, i: usize, e: &Event) {
+        let t = e.tensor;
+        let weight = self.kind(t) == TensorKind::Weight;
+        let loaded = matches!(self.kind(t), TensorKind::Weight | TensorKind::Input);
+        let part = match e.kind {
+            EventKind::Evict if weight => None,
+            EventKind::Evict => {
+                if e.written_bytes.is_none() {
+                    self.ledger.derived_writes += 1;
+                }
+                Some(Part::EvictedOut)
+            }
+            EventKind::StreamOut => Some(Part::StreamedOut),
+            EventKind::Reload => self.inbound(t, Part::Reloaded),
+            EventKind::StreamIn => self.inbound(t, Part::StreamedIn),
+            // An alloc with a transfer of a weight or graph input is a load.
+            EventKind::Alloc if e.dma_start_ns.is_some() && loaded => {
+                self.inbound(t, Part::Reloaded)
+            }
+            EventKind::Alloc | EventKind::Free | EventKind::Recompute => None,
+        };
+        let bytes = Ledger::bytes(e);
+        if matches!(e.kind, EventKind::Evict | EventKind::StreamOut) && !weight {
+            if let Some(s) = self.spilled.get_mut(t) {
+                *s = true;
+            }
+        }
+        if let Some(p) = part {
+            self.ledger.total.add(p, bytes);
+            self.ledger
+                .per_pool
+                .entry(e.pool.to_string())
+                .or_default()
+                .add(p, bytes);
+        }
+        debug_assert_eq!(self.ledger.event_part.len(), i);
+        self.ledger.event_part.push(part);
+    }
+
+    fn derived(&mut self, d: &DerivedStream) {
+        let part = match d.part {
+            Part::StreamedIn => self.inbound(d.tensor, Part::StreamedIn),
+            p => {
+                if self.kind(d.tensor) != TensorKind::Weight {
+                    if let Some(s) = self.spilled.get_mut(d.tensor) {
+                        *s = true;
+                    }
+                }
+                Some(p)
+            }
+        };
+        if let Some(p) = part {
+            self.ledger.total.add(p, d.bytes);
+            let pool = self
+                .tr
+                .tensors
+                .get(d.tensor)
+                .map(|t| t.pool.clone())
+                .unwrap_or_default();
+            self.ledger
+                .per_pool
+                .entry(pool)
+                .or_default()
+                .add(p, d.bytes);
+        }
+    }
+}
+
+/// Stream parts implied by ops' `streamed` lists where the trace has no
+/// stream event of that op and tensor (traces from before stream events),
+/// in op-start order.
+fn derived_streams(tr: &Trace) -> Vec<DerivedStream> {
+    if tr.ops.iter().all(|o| o.streamed.is_empty()) {
+        return Vec::new();
+    }
+    let have: HashSet<(usize, usize)> = tr
+        .events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::StreamIn | EventKind::StreamOut))
+        .filter_map(|e| e.op.map(|o| (o, e.tensor)))
+        .collect();
+    let mut v: Vec<DerivedStream> = Vec::new();
+    for o in &tr.ops {
+        for &t in &o.streamed {
+            if have.contains(&(o.id, t)) {
+                continue;
+            }
+            let part = if o.inputs.contains(&t) {
+                Part::StreamedIn
+            } else {
+                Part::StreamedOut
+            };
+            let bytes = tr.tensors.get(t).map(|x| x.bytes).unwrap_or(0);
+            v.push(DerivedStream {
+                op: o.id,
+                tensor: t,
+                part,
+                bytes,
+                t_ns: o.start_ns,
+            });
+        }
+    }
+    v.sort_by_key(|d| d.t_ns);
+    v
+}
+
+impl Trace {
+    /// Sets the summary's ledger fields to the events' sums (for traces
+    /// just built, which have no stored figures to compare).
+    pub fn fill_ledger(&mut self) {
+        Ledger::of(self).fields().write_to(&mut self.summary);
+    }
+
+    /// Makes the summary agree with the events: each ledger field is set to
+    /// the events' sum, and a trace from before the ledger (no bound
+    /// method) gets its per-op bound recomputed with today's accounting.
+    /// What changed is kept in [`Trace::recomputed`] for readers to say so.
+    pub fn reconcile(&mut self) {
+        let ledger = Ledger::of(self);
+        let mut changed = ledger.mismatches(&self.summary);
+        ledger.fields().write_to(&mut self.summary);
+        let s = &self.summary;
+        let stale_bound =
+            s.lower_bound_method == super::BoundMethod::None && s.lower_bound_traffic_bytes > 0;
+        if stale_bound || s.lower_bound_traffic_bytes > s.traffic_bytes {
+            let bound = self.per_op_bound();
+            let (bytes, method) = match bound {
+                Some(b) => (b, super::BoundMethod::PerOp),
+                None => (0, super::BoundMethod::None),
+            };
+            if bytes != self.summary.lower_bound_traffic_bytes {
+                changed.push(Mismatch {
+                    field: "lower_bound_traffic_bytes",
+                    stored: self.summary.lower_bound_traffic_bytes,
+                    events: bytes,
+                });
+            }
+            self.summary.lower_bound_traffic_bytes = bytes;
+            self.summary.lower_bound_method = method;
+        }
+        self.recomputed = changed;
+    }
+
+    /// The per-op bound of this trace's graph at its capacity (simulator
+    /// traces with a capacity only).
+    fn per_op_bound(&self) -> Option<u64> {
+        if self.source != super::Source::Simulator || self.summary.capacity_bytes == 0 {
+            return None;
+        }
+        let g = self.graph().ok()?;
+        Some(crate::graph::bounds::lower_bound_traffic(
+            &g,
+            self.summary.capacity_bytes,
+        ))
+    }
+}
+
+impl Trace {
+    /// One line naming the summary fields the reader recomputed (none when
+    /// the file's summary agreed with its events).
+    pub fn recomputed_note(&self) -> Option<String> {
+        if self.recomputed.is_empty() {
+            return None;
+        }
+        let fields: Vec<String> = self
+            .recomputed
+            .iter()
+            .map(|m| {
+                format!(
+                    "{} {} -> {}",
+                    m.field,
+                    crate::units::fmt_bytes_or_count(m.field, m.stored),
+                    crate::units::fmt_bytes_or_count(m.field, m.events)
+                )
+            })
+            .collect();
+        Some(format!(
+            "summary recomputed from the events (the file predates the ledger or disagrees): {}",
+            fields.join(", ")
+        ))
+    }
+}
