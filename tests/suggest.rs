@@ -2,6 +2,7 @@
 //! independent simulation, and the capacity suggestion matches the whatif knee.
 #![cfg(feature = "cli")] // drives the binary or the explorer
 
+mod common;
 use spillscope::analysis::suggest::{suggest, to_fp16, Change};
 use spillscope::analysis::whatif::{grid, knees, run, search_knees};
 use spillscope::cost::HardwareProfile;
@@ -322,4 +323,60 @@ fn suggest_from_a_simulator_trace_matches_suggest_from_the_model() {
         .unwrap_err()
         .to_string()
         .contains("simulator trace"));
+}
+
+/// The knee, on the shared models: the capacity `suggest` proposes has no
+/// spill traffic and 1 % less has some, and it is the number `whatif`
+/// prints as its knee.
+#[cfg(feature = "onnx")]
+#[test]
+fn suggested_capacity_is_the_knee_on_the_shared_models() {
+    let Some(dir) = common::shared_data("models") else {
+        return;
+    };
+    for name in [
+        "resnet18.shapes.onnx",
+        "mobilenet_v2.shapes.onnx",
+        "squeezenet1_1.shapes.onnx",
+    ] {
+        let model = dir.join(name);
+        let g = spillscope::graph::load(&model, &Default::default()).unwrap();
+        let peak = spillscope::graph::Liveness::compute(&g).peak_bytes;
+        let cap = peak / 2;
+        let hw = HardwareProfile::preset("seed-npu")
+            .unwrap()
+            .with_capacity(cap)
+            .unwrap();
+        let base = SimConfig::with_policy(EvictionPolicy::Lru);
+        let s = suggest(&g, &hw, &base).unwrap();
+        let c = s
+            .suggestions
+            .iter()
+            .find(|x| x.kind().as_str() == "capacity")
+            .unwrap_or_else(|| panic!("{name}: no capacity suggestion"));
+        let Change::Capacity { bytes } = c.change else {
+            unreachable!()
+        };
+        let at = |c: u64| {
+            simulate(&g, &hw.clone().with_capacity(c).unwrap(), &base)
+                .unwrap()
+                .summary
+                .traffic_bytes
+        };
+        assert_eq!(at(bytes), 0, "{name}: traffic at the suggested {bytes}");
+        assert!(at(bytes * 99 / 100) > 0, "{name}: none 1 % below {bytes}");
+        // `whatif` prints the same knee.
+        let o = common::run_ok(&[
+            "whatif",
+            model.to_str().unwrap(),
+            "--capacity",
+            &format!("{cap},{}", cap * 3),
+        ]);
+        let text = String::from_utf8_lossy(&o.stdout);
+        let knee = format!(
+            "lru: spill traffic drops to 0 at {}",
+            spillscope::units::fmt_bytes(bytes)
+        );
+        assert!(text.contains(&knee), "{name}: {knee}\n{text}");
+    }
 }

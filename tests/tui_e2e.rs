@@ -337,3 +337,79 @@ fn saves_faster_than_the_debounce_end_on_the_last_one() {
     assert!(t.screen().contains("[belady]"), "{s}");
     t.send(&["q"]);
 }
+
+/// One run, the same figures everywhere: `sim --format json`, the trace's
+/// summary, `report --format json` and the explorer's Overview at 80x24
+/// (read off the screen) agree on every ledger figure and the bound.
+#[test]
+fn one_run_shows_the_same_figures_in_every_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = root().join("tests/data/encoder_decoder.json");
+    let trace = dir.path().join("t.json");
+    let m = model.to_str().unwrap();
+    let flags = ["--capacity", "768KiB", "--policy", "lru"];
+    let sim = common::run_ok(
+        &[
+            &["sim", m][..],
+            &flags,
+            &["-o", trace.to_str().unwrap(), "--format", "json"],
+        ]
+        .concat(),
+    );
+    let sim: serde_json::Value = serde_json::from_slice(&sim.stdout).unwrap();
+    let run = &sim["runs"][0];
+    let file: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&trace).unwrap()).unwrap();
+    let report = common::run_ok(&[&["report", m][..], &flags, &["--format", "json"]].concat());
+    let report: serde_json::Value = serde_json::from_slice(&report.stdout).unwrap();
+    let fields = [
+        "spill_count",
+        "spilled_bytes",
+        "reloaded_bytes",
+        "streamed_in_bytes",
+        "streamed_out_bytes",
+        "traffic_bytes",
+        "lower_bound_traffic_bytes",
+        "lower_bound_method",
+        "latency_ns",
+        "stall_ns",
+        "peak_live_bytes",
+    ];
+    for f in fields {
+        assert_eq!(run[f], file["summary"][f], "sim json vs trace: {f}");
+        assert_eq!(run[f], report["summary"][f], "sim json vs report: {f}");
+    }
+    assert!(run["traffic_bytes"].as_u64().unwrap() > 0, "a run that spills");
+    // The explorer's Overview, as a user reads it.
+    let cmd = format!("{} view {}; sleep 3", bin().display(), trace.display());
+    let Some(t) = Tmux::start("same-figures", &cmd, 80, 24) else {
+        return;
+    };
+    let s = t
+        .wait_for(Duration::from_secs(10), |s| s.contains("evicted out"))
+        .expect("overview");
+    let b = |f: &str| spillscope::units::fmt_bytes(run[f].as_u64().unwrap());
+    let expect = [
+        format!(
+            "evicted out {} ({})",
+            b("spilled_bytes"),
+            spillscope::units::count(run["spill_count"].as_u64().unwrap(), "eviction")
+        ),
+        format!("reloaded    {}", b("reloaded_bytes")),
+        format!(
+            "streamed    in {}, out {}",
+            b("streamed_in_bytes"),
+            b("streamed_out_bytes")
+        ),
+        format!("traffic     {}", b("traffic_bytes")),
+        format!(
+            "{} {}",
+            b("lower_bound_traffic_bytes"),
+            run["lower_bound_method"].as_str().unwrap()
+        ),
+    ];
+    for e in &expect {
+        assert!(s.contains(e.as_str()), "Overview lacks {e:?}:\n{s}");
+    }
+    t.send(&["q"]);
+}

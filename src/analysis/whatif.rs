@@ -203,13 +203,32 @@ pub fn zero_traffic_capacity(
         if below <= lo || hi - lo <= 1 {
             let b = run_at(below.max(1))?;
             if b.traffic_bytes > 0 || guard >= 64 {
-                return Ok(Some(ZeroTraffic {
+                let mut found = ZeroTraffic {
                     capacity_bytes: hi,
                     below_bytes: below,
                     below_traffic_bytes: b.traffic_bytes,
                     run: hi_run,
-                    simulations: sims,
-                }));
+                    simulations: 0,
+                };
+                // A capacity people can type: up to a whole KiB, kept only
+                // if it still has no traffic and 1 % less still has some.
+                let snapped = hi.div_ceil(1024) * 1024;
+                if snapped != hi && hi >= 64 * 1024 {
+                    let at = run_at(snapped)?;
+                    let below = ((snapped as f64) * (1.0 - KNEE_TOLERANCE)).floor() as u64;
+                    let under = run_at(below)?;
+                    if at.traffic_bytes == 0 && under.traffic_bytes > 0 {
+                        found = ZeroTraffic {
+                            capacity_bytes: snapped,
+                            below_bytes: below,
+                            below_traffic_bytes: under.traffic_bytes,
+                            run: at,
+                            simulations: 0,
+                        };
+                    }
+                }
+                found.simulations = sims;
+                return Ok(Some(found));
             }
             // The curve bends back (fragmentation): go on below.
             hi = below.max(1);
