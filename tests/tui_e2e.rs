@@ -358,8 +358,7 @@ fn one_run_shows_the_same_figures_in_every_output() {
     );
     let sim: serde_json::Value = serde_json::from_slice(&sim.stdout).unwrap();
     let run = &sim["runs"][0];
-    let file: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&trace).unwrap()).unwrap();
+    let file: serde_json::Value = serde_json::from_slice(&std::fs::read(&trace).unwrap()).unwrap();
     let report = common::run_ok(&[&["report", m][..], &flags, &["--format", "json"]].concat());
     let report: serde_json::Value = serde_json::from_slice(&report.stdout).unwrap();
     let fields = [
@@ -379,7 +378,10 @@ fn one_run_shows_the_same_figures_in_every_output() {
         assert_eq!(run[f], file["summary"][f], "sim json vs trace: {f}");
         assert_eq!(run[f], report["summary"][f], "sim json vs report: {f}");
     }
-    assert!(run["traffic_bytes"].as_u64().unwrap() > 0, "a run that spills");
+    assert!(
+        run["traffic_bytes"].as_u64().unwrap() > 0,
+        "a run that spills"
+    );
     // The explorer's Overview, as a user reads it.
     let cmd = format!("{} view {}; sleep 3", bin().display(), trace.display());
     let Some(t) = Tmux::start("same-figures", &cmd, 80, 24) else {

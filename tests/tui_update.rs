@@ -386,3 +386,18 @@ fn suggestions_arrive_for_the_current_trace_only_and_pin_opens_the_tensor() {
         SuggestState::Unavailable("no graph".into())
     );
 }
+
+/// A trace written before the ledger opens with its summary recomputed, and
+/// the banner says which fields changed.
+#[test]
+fn a_trace_from_before_the_ledger_says_what_was_recomputed() {
+    let legacy = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/legacy/edge-resnet50-b3.lru.v0.json");
+    let source = spillscope::tui::runtime::Source::Traces(vec![legacy]);
+    let (data, _) = source.load_quick().unwrap();
+    let a = App::new(data);
+    let banner = a.banner.clone().expect("a banner");
+    assert!(banner.contains("summary recomputed"), "{banner}");
+    assert!(banner.contains("spilled_bytes"), "{banner}");
+    assert!(banner.contains("reloaded_bytes"), "{banner}");
+}

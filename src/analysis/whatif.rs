@@ -320,7 +320,9 @@ pub fn knees(rows: &[RunRow], searched: &[(EvictionPolicy, Option<ZeroTraffic>)]
                     fmt_bytes(z.capacity_bytes),
                     fmt_bytes(z.below_traffic_bytes)
                 ),
-                None => format!("{policy}: spill traffic at every capacity up to 256x the peak; {near}"),
+                None => {
+                    format!("{policy}: spill traffic at every capacity up to 256x the peak; {near}")
+                }
             };
             Some(Knee {
                 policy,
