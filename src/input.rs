@@ -82,6 +82,19 @@ impl Format {
         matches!(self, Format::Onnx | Format::GraphJson)
     }
 
+    /// What the file is, for messages (`a spillscope trace`, ...).
+    pub fn label(self) -> &'static str {
+        match self {
+            Format::Onnx => "ONNX model",
+            Format::GraphJson => "graph JSON model",
+            Format::Spillscope => "spillscope trace",
+            Format::Ort => "ONNX Runtime profile",
+            Format::Torch => "PyTorch profiler trace",
+            Format::Chrome => "Chrome trace",
+            Format::Jsonl => "JSONL event stream",
+        }
+    }
+
     /// The name users see and pass to `--from`.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -138,13 +151,68 @@ pub fn detect(path: &Path) -> Result<Format> {
     }
     let mut head = vec![0u8; DETECT_PREFIX_BYTES];
     let n = read_prefix(path, &mut head)?;
-    detect_bytes(&head[..n]).ok_or_else(|| {
+    let found = detect_bytes(&head[..n]).ok_or_else(|| {
         Error::parse(
             path,
             "trace",
             "not JSON, JSONL or a Chrome trace (use --from to say which)",
         )
-    })
+    })?;
+    // An object whose telling key comes after its first 64 KiB (compact
+    // JSON written with sorted keys puts `schema` after `events`): look
+    // through the rest of the file for it.
+    let undecided =
+        found == Format::Chrome && n == DETECT_PREFIX_BYTES && !contains(&head, b"\"traceEvents\"");
+    if undecided {
+        return Ok(scan_for_markers(path)?.unwrap_or(found));
+    }
+    Ok(found)
+}
+
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    memchr::memmem::find(hay, needle).is_some()
+}
+
+/// The format named by a marker anywhere in `path`: the spillscope schema,
+/// a Chrome `traceEvents` array, or a graph's `tensors` list. One
+/// sequential read in 1 MiB chunks, no parsing.
+fn scan_for_markers(path: &Path) -> Result<Option<Format>> {
+    use std::io::Read;
+    const MARKERS: [(&[u8], Format); 3] = [
+        (b"\"spillscope.trace/", Format::Spillscope),
+        (b"\"traceEvents\"", Format::Chrome),
+        (b"\"tensors\"", Format::GraphJson),
+    ];
+    let keep = MARKERS.iter().map(|m| m.0.len()).max().unwrap_or(0);
+    let mut f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let mut buf = vec![0u8; 1 << 20];
+    let mut filled = 0;
+    let mut seen_schema = false;
+    let mut graph = false;
+    loop {
+        let k = match f.read(&mut buf[filled..]) {
+            Ok(0) => break,
+            Ok(k) => k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(Error::io(path, e)),
+        };
+        let end = filled + k;
+        let chunk = &buf[..end];
+        for (m, fmt) in MARKERS {
+            if contains(chunk, m) {
+                match fmt {
+                    Format::GraphJson => graph = true,
+                    other => return Ok(Some(other)),
+                }
+            }
+        }
+        seen_schema |= contains(chunk, b"\"schema\"");
+        // Keep the tail: a marker may straddle two reads.
+        let tail = end.saturating_sub(keep);
+        buf.copy_within(tail..end, 0);
+        filled = end - tail;
+    }
+    Ok((graph && !seen_schema).then_some(Format::GraphJson))
 }
 
 /// Fills `buf` from the start of `path` (fewer bytes at the end of the file).
@@ -204,4 +272,34 @@ pub fn detect_bytes(head: &[u8]) -> Option<Format> {
         return Some(Format::Chrome);
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    #[test]
+    fn a_telling_key_after_the_prefix_is_found() {
+        let dir = tempfile::tempdir().unwrap();
+        let pad = format!("[{}]", vec!["{\"kind\":\"alloc\"}"; 8000].join(","));
+        assert!(pad.len() > DETECT_PREFIX_BYTES);
+        let sorted = format!("{{\"events\":{pad},\"schema\":\"spillscope.trace/1\"}}");
+        let p = write(dir.path(), "t.json", &sorted);
+        assert_eq!(detect(&p).unwrap(), Format::Spillscope);
+        let graph = format!("{{\"ops\":{pad},\"tensors\":[]}}");
+        let p = write(dir.path(), "g.json", &graph);
+        assert_eq!(detect(&p).unwrap(), Format::GraphJson);
+        let chrome = format!("{{\"otherData\":{pad},\"traceEvents\":[]}}");
+        let p = write(dir.path(), "c.json", &chrome);
+        assert_eq!(detect(&p).unwrap(), Format::Chrome);
+        // Short files are decided by their prefix alone.
+        let p = write(dir.path(), "s.json", "{\"traceEvents\":[]}");
+        assert_eq!(detect(&p).unwrap(), Format::Chrome);
+    }
 }

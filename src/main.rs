@@ -97,6 +97,20 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// clap's message in one line: its first line, and for missing arguments
+/// the arguments it lists below it.
+fn one_line(e: &clap::Error) -> String {
+    let text = e.to_string();
+    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+    let first = lines.next().unwrap_or("invalid arguments");
+    let first = first.strip_prefix("error: ").unwrap_or(first);
+    if e.kind() != clap::error::ErrorKind::MissingRequiredArgument {
+        return first.to_string();
+    }
+    let missing: Vec<&str> = lines.take_while(|l| !l.starts_with("Usage:")).collect();
+    format!("{} {}", first.trim_end_matches(':'), missing.join(", "))
+}
+
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
@@ -110,11 +124,7 @@ fn main() -> ExitCode {
             ) {
                 e.exit();
             }
-            // One line: clap's first line names the flag and the problem.
-            let text = e.to_string();
-            let first = text.lines().next().unwrap_or("invalid arguments");
-            let first = first.strip_prefix("error: ").unwrap_or(first);
-            eprintln!("spillscope: error: {first} (see --help)");
+            eprintln!("spillscope: error: {} (see --help)", one_line(&e));
             return ExitCode::from(2);
         }
     };

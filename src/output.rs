@@ -9,7 +9,7 @@ use std::path::Path;
 
 /// Writes `text` to `path` atomically (temp file + rename); refuses to
 /// overwrite unless `force`.
-pub fn write_atomic(path: &Path, text: &str, force: bool) -> Result<()> {
+pub fn write_atomic(path: &Path, text: impl AsRef<[u8]>, force: bool) -> Result<()> {
     if path.exists() && !force {
         return Err(Error::Config(format!(
             "{} exists; pass --force to overwrite it",

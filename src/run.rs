@@ -245,3 +245,95 @@ fn import_linked(path: &Path, g: &Graph) -> Result<crate::trace::Trace> {
     };
     crate::trace::import::import(path, None, &opts).map(|x| x.0)
 }
+
+/// Writes a suggested `change` into the schedule config at `path` (created
+/// if absent), as one edit of the file (its comments and other keys kept),
+/// atomically, with the previous contents kept as `PATH.bak` for
+/// [`undo_change`]. Returns what was done, in one line. Changes a schedule
+/// config cannot make (capacity) are refused with the reason.
+pub fn apply_change(path: &Path, change: &crate::analysis::suggest::Change) -> Result<String> {
+    use crate::analysis::suggest::Change;
+    use toml_edit::{value, Array, DocumentMut};
+    let old = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(Error::io(path, e)),
+    };
+    let mut doc: DocumentMut = old.parse().map_err(|e: toml_edit::TomlError| {
+        Error::parse(path, "schedule config (TOML)", e.message())
+    })?;
+    let strings = |v: &[String]| Array::from_iter(v.iter().map(String::as_str));
+    match change {
+        Change::Capacity { .. } => {
+            return Err(Error::Config(
+                "a capacity is hardware, not a schedule choice: rerun with --capacity (or edit the hardware profile)"
+                    .into(),
+            ))
+        }
+        Change::Pin { tensor } => {
+            let mut pins: Vec<String> = doc
+                .get("pins")
+                .and_then(|p| p.as_array())
+                .map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect())
+                .unwrap_or_default();
+            if !pins.contains(tensor) {
+                pins.push(tensor.clone());
+            }
+            doc["pins"] = value(strings(&pins));
+        }
+        Change::Policy { policy } => doc["policy"] = value(policy.as_str()),
+        Change::Prefetch { distance } => doc["prefetch_distance"] = value(*distance as i64),
+        Change::Weights { mode } => {
+            doc["weights"] = value(match mode {
+                WeightMode::Stream => "stream",
+                WeightMode::Resident => "resident",
+                WeightMode::Ignore => "ignore",
+            })
+        }
+        Change::Fp16 => doc["dtype"] = value("fp16"),
+        Change::Fuse => doc["fuse"] = value(true),
+        Change::Recompute { tensors } => doc["recompute"] = value(strings(tensors)),
+        Change::Reorder { order } => {
+            doc["order"] = match order {
+                OrderSpec::Named(n) => value(match n {
+                    crate::sim::config::NamedOrder::File => "file",
+                    crate::sim::config::NamedOrder::Memory => "memory",
+                }),
+                OrderSpec::Ops(ops) => value(strings(ops)),
+            }
+        }
+    }
+    let text = doc.to_string();
+    // What is written must read back as a schedule config.
+    toml::from_str::<ScheduleFile>(&text)
+        .map_err(|e| Error::toml(path, "schedule config (TOML)", &text, &e))?;
+    let bak = backup_path(path);
+    crate::output::write_atomic(&bak, &old, true)?;
+    crate::output::write_atomic(path, &text, true)?;
+    Ok(format!(
+        "{}: {} (the previous file is {}; u restores it)",
+        path.display(),
+        crate::report::change::schedule_line(change).unwrap_or_default(),
+        bak.display()
+    ))
+}
+
+/// Restores the schedule config at `path` from `PATH.bak`, byte for byte.
+pub fn undo_change(path: &Path) -> Result<String> {
+    let bak = backup_path(path);
+    let old = std::fs::read(&bak).map_err(|e| Error::io(&bak, e))?;
+    crate::output::write_atomic(path, &old, true)?;
+    std::fs::remove_file(&bak).map_err(|e| Error::io(&bak, e))?;
+    Ok(format!(
+        "{}: restored from {}",
+        path.display(),
+        bak.display()
+    ))
+}
+
+/// `sched.toml` -> `sched.toml.bak`.
+pub fn backup_path(path: &Path) -> PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".bak");
+    path.with_file_name(name)
+}

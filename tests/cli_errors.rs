@@ -235,8 +235,8 @@ fn verify_flags_a_broken_trace_with_exit_code_1() {
     tr["pools"][0]["capacity_bytes"] = 4096.into();
     let bad = dir.path().join("bad.json");
     std::fs::write(&bad, tr.to_string()).unwrap();
-    let (code, text, _) = run(&["verify", bad.to_str().unwrap(), "--limit", "3"]);
-    assert_eq!(code, 1);
+    let (code, text, err) = run(&["verify", bad.to_str().unwrap(), "--limit", "3"]);
+    assert_eq!(code, 1, "{err}");
     assert!(
         text.contains("[capacity]") && text.contains("passes pool"),
         "{text}"
@@ -257,7 +257,75 @@ fn hw_lists_and_prints_presets() {
 fn no_arguments_off_a_terminal_prints_the_sample_table() {
     let (code, out, err) = run(&[]);
     assert_eq!(code, 0, "{err}");
-    for p in ["ideal", "lru", "belady", "lifetime", "resnet50"] {
+    for p in ["ideal", "lru", "belady", "lifetime", "ResNet-50 batch 3"] {
         assert!(out.contains(p), "{out}");
     }
+}
+
+/// First contact: each mistake a new user makes gets one line naming what
+/// is wrong and what to run instead, and exit code 2.
+#[test]
+fn first_contact_mistakes_get_one_line_and_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = |n: &str| dir.path().join(n).to_string_lossy().into_owned();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let model = root.join("tests/data/encoder_decoder.json");
+    let model = model.to_str().unwrap();
+    let trace = root.join("sample-traces/encdec-1mib.lru.json");
+    let trace = trace.to_str().unwrap();
+    let exit2 = |args: &[&str], needles: &[&str], never: &[&str]| {
+        let (code, _, err) = run(args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err:?}");
+        for n in needles {
+            assert!(err.contains(n), "{args:?}: {err:?} lacks {n:?}");
+        }
+        for n in never {
+            assert!(!err.contains(n), "{args:?}: {err:?} has {n:?}");
+        }
+    };
+    // A missing argument is named.
+    exit2(&["diff", trace], &["<B>"], &[]);
+    exit2(&["sim"], &["<MODEL>"], &[]);
+    // A trace where a model is expected, and the reverse, with the command.
+    exit2(
+        &["sim", trace],
+        &["a spillscope trace, not a model", "spillscope view"],
+        &["unknown field", "schema", "config:"],
+    );
+    exit2(
+        &["verify", model],
+        &["a model, not a trace", "spillscope sim"],
+        &["config:"],
+    );
+    exit2(&["diff", trace, model], &["a model, not a trace"], &[]);
+    exit2(&["view", trace, model], &["a model, not a trace"], &[]);
+    // A missing file: its path and the OS's reason.
+    exit2(
+        &["view", &d("missing.json")],
+        &["missing.json", "No such file or directory"],
+        &["entity not found"],
+    );
+    // TOML mistakes carry file:line:column.
+    std::fs::write(d("sched.toml"), "policy = \"lru\"\nfuse = tru\n").unwrap();
+    exit2(
+        &["sim", model, "--config", &d("sched.toml")],
+        &["sched.toml:2:8", "schedule config"],
+        &[],
+    );
+    std::fs::write(d("sched2.toml"), "policy = \"lru\"\nprefetch = 3\n").unwrap();
+    exit2(
+        &["sim", model, "--config", &d("sched2.toml")],
+        &["sched2.toml:2:1", "prefetch_distance"],
+        &[],
+    );
+    std::fs::write(
+        d("hw.toml"),
+        "name = \"x\"\n[memory]\ncapacity = 12\ncolour = 1\n",
+    )
+    .unwrap();
+    let (code, _, err) = run(&["sim", model, "--hw", &d("hw.toml")]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("hw.toml:"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err:?}");
 }

@@ -2,30 +2,12 @@
 //! ASCII mode), for a bundled trace and for the compare view.
 #![cfg(feature = "cli")] // drives the binary or the explorer
 
-use ratatui::backend::TestBackend;
-use ratatui::Terminal;
-use spillscope::trace::Trace;
+mod common;
+use common::sample_trace as trace;
+use common::screen::render;
+
 use spillscope::tui::app::{App, View};
 use spillscope::tui::data::Dataset;
-use spillscope::tui::theme::{ColorMode, Theme};
-use spillscope::tui::ui;
-use std::path::Path;
-
-fn trace(name: &str) -> Trace {
-    Trace::load(
-        &Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("sample-traces")
-            .join(name),
-    )
-    .unwrap()
-}
-
-fn render(app: &App, w: u16, h: u16) -> String {
-    let theme = Theme::load(None, ColorMode::None).unwrap();
-    let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
-    t.draw(|f| ui::draw(f, app, &theme)).unwrap();
-    t.backend().to_string()
-}
 
 fn single() -> App {
     let mut a = App::new(vec![Dataset::build(
@@ -80,7 +62,7 @@ fn compare_view_with_two_traces() {
     insta::assert_snapshot!("compare_pair_80x24", render(&a, 80, 24));
     let s = render(&a, 120, 40);
     assert!(
-        s.contains("tensors whose round trips changed: 10"),
+        s.contains("10 tensors whose round trips changed"),
         "per-tensor differences listed:\n{s}"
     );
     insta::assert_snapshot!("compare_pair_120x40", s);

@@ -1,21 +1,14 @@
 //! Explorer state logic without a terminal: key -> action -> new state.
 #![cfg(feature = "cli")] // drives the binary or the explorer
 
+mod common;
+use common::sample_trace as trace;
+
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use spillscope::trace::Trace;
 use spillscope::tui::app::{update, App, Effect, Msg, Target, View};
 use spillscope::tui::data::Dataset;
-use spillscope::tui::keys::{footer_hints, help_rows, BINDINGS};
+use spillscope::tui::keys::{footer_fit, footer_hints, help_rows, BINDINGS};
 use std::path::Path;
-
-fn trace(name: &str) -> Trace {
-    Trace::load(
-        &Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("sample-traces")
-            .join(name),
-    )
-    .unwrap()
-}
 
 fn app() -> App {
     App::new(vec![Dataset::build("lru", trace("encdec-1mib.lru.json"))])
@@ -158,20 +151,51 @@ fn help_overlay_and_footer_come_from_the_key_table() {
     assert!(a.help);
     key(&mut a, KeyCode::Esc);
     assert!(!a.help);
-    let rows = help_rows();
+    // Every binding's help shows in the view (and mode) it works in.
+    use spillscope::tui::keys::Scope;
+    let all = [
+        Scope::Live,
+        Scope::TimeAxis,
+        Scope::List,
+        Scope::Hotspots,
+        Scope::Memory,
+        Scope::Compare,
+        Scope::Suggest,
+    ];
+    let rows = help_rows(&all);
     for b in BINDINGS.iter().filter(|b| !b.help.is_empty()) {
         assert!(rows.iter().any(|r| r.1 == b.help));
     }
+    // And only there: the Overview lists no time-axis key.
+    assert!(!help_rows(View::Overview.scopes())
+        .iter()
+        .any(|r| r.2 == "time views"));
     let hints = footer_hints(View::Timeline.scopes());
     assert!(hints.iter().any(|h| h.1 == "zoom"));
     assert!(!footer_hints(View::Overview.scopes())
         .iter()
         .any(|h| h.1 == "zoom"));
+    // At 80 and 60 columns every footer fits, keeps `? help` and the view's
+    // own keys come before the global ones.
+    for v in View::ALL {
+        for w in [40usize, 60, 80] {
+            let fit = footer_fit(v.scopes(), w);
+            let used: usize = fit.iter().map(|(k, h)| k.len() + h.len() + 3).sum();
+            assert!(used <= w, "{v:?} at {w}: {fit:?}");
+            assert!(fit.iter().any(|h| h.1 == "help"), "{v:?} at {w}: {fit:?}");
+        }
+    }
+    let narrow = footer_fit(View::Timeline.scopes(), 60);
+    assert!(narrow.iter().any(|h| h.1 == "zoom"), "{narrow:?}");
 }
 
 #[test]
 fn live_updates_keep_the_last_good_view_and_pause_holds_new_data() {
     let mut a = app();
+    // `p` is a live key: outside live mode it does nothing.
+    chars(&mut a, "p");
+    assert!(!a.paused);
+    a.live = true;
     let before = a.primary().unwrap().trace.summary.latency_ns;
     assert_eq!(
         update(&mut a, Msg::FileChanged("x.toml".into())),

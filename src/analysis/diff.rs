@@ -21,11 +21,24 @@ pub struct OpDelta {
 }
 
 impl OpDelta {
-    /// Size of the change, for sorting: bytes plus stall in ns.
-    pub fn magnitude(&self) -> u64 {
-        self.a_traffic_bytes.abs_diff(self.b_traffic_bytes)
-            + self.a_stall_ns.abs_diff(self.b_stall_ns)
-            + self.a_duration_ns.abs_diff(self.b_duration_ns)
+    /// B - A of the op's spill traffic.
+    pub fn traffic_delta(&self) -> i64 {
+        self.b_traffic_bytes as i64 - self.a_traffic_bytes as i64
+    }
+    /// B - A of its duration.
+    pub fn duration_delta(&self) -> i64 {
+        self.b_duration_ns as i64 - self.a_duration_ns as i64
+    }
+    /// B - A of its stall.
+    pub fn stall_delta(&self) -> i64 {
+        self.b_stall_ns as i64 - self.a_stall_ns as i64
+    }
+}
+
+impl TensorDelta {
+    /// B - A of the bytes it moved.
+    pub fn moved_delta(&self) -> i64 {
+        self.b_bytes_moved as i64 - self.a_bytes_moved as i64
     }
 }
 
@@ -40,7 +53,9 @@ pub struct TensorDelta {
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TraceDiff {
+    /// By |traffic B-A|, then |duration B-A|, largest first.
     pub ops: Vec<OpDelta>,
+    /// By |bytes moved B-A|, largest first.
     pub tensors: Vec<TensorDelta>,
     /// Op names present in only one of the traces.
     pub only_in_a: Vec<String>,
@@ -92,7 +107,19 @@ pub fn diff_with(a: &Trace, la: &Ledger, b: &Trace, lb: &Ledger) -> TraceDiff {
         .filter(|h| !ia.contains_key(h.name.as_str()))
         .map(|h| h.name.clone())
         .collect();
-    ops.sort_by(|x, y| y.magnitude().cmp(&x.magnitude()).then(x.name.cmp(&y.name)));
+    // Largest |traffic B-A| first, then largest |duration B-A|: the order
+    // the tables' titles name.
+    ops.sort_by(|x, y| {
+        y.traffic_delta()
+            .unsigned_abs()
+            .cmp(&x.traffic_delta().unsigned_abs())
+            .then(
+                y.duration_delta()
+                    .unsigned_abs()
+                    .cmp(&x.duration_delta().unsigned_abs()),
+            )
+            .then(x.name.cmp(&y.name))
+    });
     let ra = round_trips(a, la);
     let rb = round_trips(b, lb);
     let mut tm: HashMap<String, TensorDelta> = HashMap::new();

@@ -113,3 +113,48 @@ impl OccupancyIndex {
         None
     }
 }
+
+/// How many shades [`shades`] uses.
+pub const SHADES: u8 = 4;
+
+/// A shade per tensor (`0..SHADES`) such that blocks that touch on the map
+/// (one ends where the other starts, at overlapping times) mostly differ, so
+/// neighbouring tensors read as separate blocks. Greedy over placements in
+/// offset order; each offset's last 64 neighbours are checked (bounded
+/// work on any trace).
+pub fn shades(placements: &[Placement], tensors: usize) -> Vec<u8> {
+    let mut order: Vec<usize> = (0..placements.len()).collect();
+    order.sort_by_key(|&i| (placements[i].offset, placements[i].t0));
+    let mut shade: Vec<Option<u8>> = vec![None; tensors];
+    let mut ending: std::collections::HashMap<u64, Vec<usize>> = Default::default();
+    for i in order {
+        let p = &placements[i];
+        if p.tensor >= tensors {
+            continue;
+        }
+        if shade[p.tensor].is_none() {
+            let mut used = [false; SHADES as usize];
+            if let Some(below) = ending.get(&p.offset) {
+                for &j in below.iter().rev().take(64) {
+                    let q = &placements[j];
+                    if q.t0 < p.t1 && p.t0 < q.t1 {
+                        if let Some(s) = shade[q.tensor] {
+                            used[s as usize] = true;
+                        }
+                    }
+                }
+            }
+            let pick = (0..SHADES)
+                .map(|k| ((p.tensor as u8 % SHADES) + k) % SHADES)
+                .find(|&s| !used[s as usize])
+                .unwrap_or(p.tensor as u8 % SHADES);
+            shade[p.tensor] = Some(pick);
+        }
+        ending.entry(p.offset + p.bytes).or_default().push(i);
+    }
+    shade
+        .into_iter()
+        .enumerate()
+        .map(|(t, s)| s.unwrap_or(t as u8 % SHADES))
+        .collect()
+}

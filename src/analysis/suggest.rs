@@ -289,7 +289,10 @@ pub fn suggest(g: &Graph, hw: &HardwareProfile, cfg: &SimConfig) -> Result<Sugge
                 let r = RunRow::from_trace(&simulate(g, hw, &c)?);
                 consider(
                     Change::Prefetch { distance: d },
-                    format!("prefetch distance {current} -> {d} ops"),
+                    format!(
+                        "prefetch distance {current} -> {}",
+                        crate::units::count(d as u64, "op")
+                    ),
                     r,
                     Some(c),
                 );
@@ -376,9 +379,9 @@ pub fn suggest(g: &Graph, hw: &HardwareProfile, cfg: &SimConfig) -> Result<Sugge
                     tensors: names.clone(),
                 },
                 format!(
-                    "recompute {} instead of reloading ({} tensors, {} not reloaded)",
+                    "recompute {} instead of reloading ({}, {} not reloaded)",
                     shown.join(", ") + if names.len() > 3 { ", ..." } else { "" },
-                    names.len(),
+                    crate::units::count(names.len() as u64, "tensor"),
                     fmt_bytes(tr.summary.recompute_saved_bytes)
                 ),
                 RunRow::from_trace(&tr),
@@ -406,7 +409,8 @@ pub fn suggest(g: &Graph, hw: &HardwareProfile, cfg: &SimConfig) -> Result<Sugge
                 order: c.order.clone(),
             },
             format!(
-                "memory-aware op order ({moved} ops move): peak live {} -> {}",
+                "memory-aware op order ({} move): peak live {} -> {}",
+                crate::units::count(moved as u64, "op"),
                 fmt_bytes(baseline.peak_live_bytes),
                 fmt_bytes(crate::graph::Liveness::compute(&h).peak_bytes)
             ),

@@ -417,6 +417,17 @@ impl TimelineIndex {
         cols
     }
 
+    /// Every spill event (time, event index), in time order.
+    pub fn spill_events(&self) -> &[(u64, usize)] {
+        &self.spills
+    }
+
+    /// The position in [`TimelineIndex::spill_events`] of the first spill
+    /// event at or after `t`.
+    pub fn spill_position(&self, t: u64) -> usize {
+        self.spills.partition_point(|s| s.0 < t)
+    }
+
     /// The first spill event strictly after `t`: (time, event index).
     pub fn next_spill(&self, t: u64) -> Option<(u64, usize)> {
         let i = self.spills.partition_point(|s| s.0 <= t);

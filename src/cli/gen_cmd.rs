@@ -81,7 +81,7 @@ pub fn run(cmd: &GenCommand) -> Result<String> {
             let g = gen::transformer_like(blocks, 64, 128);
             let hw = crate::cost::HardwareProfile::preset("seed-npu")?.with_capacity(160 * 1024)?;
             let tr = crate::sim::simulate(&g, &hw, &crate::sim::SimConfig::default())?;
-            super::sim_cmd::write_atomic(&a.output, &tr.to_json(), a.force)?;
+            super::sim_cmd::write_atomic(&a.output, tr.to_json(), a.force)?;
             Ok(format!(
                 "{} ops, {} events -> {}\n",
                 tr.ops.len(),

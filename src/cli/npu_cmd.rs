@@ -164,8 +164,11 @@ fn parse_percent(s: &str) -> std::result::Result<f64, String> {
 
 fn metrics_text(name: &str, m: &Metrics) -> String {
     format!(
-        "{name}: peak residency {} | extra traffic {} ({} spills) | total cycles {}\n",
-        m.peak_residency, m.extra_traffic, m.spill_count, m.total_cycles
+        "{name}: peak residency {} | extra traffic {} ({}) | total cycles {}\n",
+        m.peak_residency,
+        m.extra_traffic,
+        crate::units::count(m.spill_count as u64, "spill"),
+        m.total_cycles
     )
 }
 
@@ -217,7 +220,7 @@ pub fn run(cmd: &NpuCommand) -> Result<(String, bool)> {
             );
             match &a.output {
                 Some(p) => {
-                    super::sim_cmd::write_atomic(p, &tr.to_json(), a.force)?;
+                    super::sim_cmd::write_atomic(p, tr.to_json(), a.force)?;
                     Ok((line + &format!("wrote {}\n", p.display()), true))
                 }
                 None => Ok((tr.to_json(), true)),

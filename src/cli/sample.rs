@@ -6,6 +6,9 @@ use crate::analysis::runs::{RunRow, RunsReport};
 use crate::trace::Trace;
 use crate::{Error, Result};
 
+/// What the sample is, as headers name it.
+pub const SAMPLE_NAME: &str = "sample: ResNet-50 batch 3, 16 MiB edge NPU";
+
 /// The sample traces (one per policy), embedded at build time. Regenerate
 /// with `scripts/regen-samples.sh`; a test checks they match a fresh run.
 pub const SAMPLE_TRACES: &[(&str, &str)] = &[
@@ -31,7 +34,7 @@ pub fn traces() -> Result<Vec<Trace>> {
     SAMPLE_TRACES
         .iter()
         .map(|(name, text)| {
-            serde_json::from_str::<Trace>(text).map_err(|e| Error::Trace {
+            Trace::from_slice(text.as_bytes()).map_err(|e| Error::Trace {
                 path: (*name).into(),
                 detail: e.to_string(),
             })
@@ -42,12 +45,8 @@ pub fn traces() -> Result<Vec<Trace>> {
 /// The sample's summary table.
 pub fn summary(format: Format) -> Result<String> {
     let trs = traces()?;
-    let model = trs
-        .first()
-        .map(|t| t.meta.model.clone())
-        .unwrap_or_default();
     let rep = RunsReport {
-        model,
+        model: SAMPLE_NAME.into(),
         runs: trs.iter().map(RunRow::from_trace).collect(),
         optimum: None,
     };

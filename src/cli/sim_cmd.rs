@@ -60,7 +60,11 @@ pub fn resolve_notes(r: &crate::run::Resolved, ops: usize) -> String {
         }
     }
     if let Some((p, n)) = &r.free_at_from {
-        notes += &format!("\nfree points from {}: {n} tensors\n", p.display());
+        notes += &format!(
+            "\nfree points from {}: {}\n",
+            p.display(),
+            crate::units::count(*n as u64, "tensor")
+        );
     }
     notes
 }
@@ -114,7 +118,7 @@ pub fn run(a: &SimArgs) -> Result<String> {
     }
     if let Some(out) = &a.output {
         for (tr, &p) in traces.iter().zip(&policies) {
-            write_atomic(&output_path_for(out, p, several), &tr.to_json(), a.force)?;
+            write_atomic(&output_path_for(out, p, several), tr.to_json(), a.force)?;
         }
     }
     let rep = RunsReport {

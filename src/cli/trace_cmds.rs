@@ -21,7 +21,7 @@ pub fn run_import(a: &ImportArgs) -> Result<String> {
     let (tr, warnings) = a.import.load(&a.file)?;
     warn_all(&warnings);
     if let Some(out) = &a.output {
-        write_atomic(out, &tr.to_json(), a.force)?;
+        write_atomic(out, tr.to_json(), a.force)?;
     }
     let rep = RunsReport {
         model: tr.meta.model.clone(),
@@ -44,7 +44,7 @@ pub fn run_export(a: &ExportArgs) -> Result<String> {
     let (tr, warnings) = a.import.load(&a.trace)?;
     warn_all(&warnings);
     let v = to_chrome(&tr);
-    write_atomic(&a.chrome, &v.to_string(), a.force)?;
+    write_atomic(&a.chrome, v.to_string(), a.force)?;
     Ok(format!(
         "wrote {} ({} trace events)\n",
         a.chrome.display(),
@@ -89,12 +89,14 @@ pub fn run_diff(a: &DiffArgs) -> Result<String> {
     );
     s += &format!(
         "{:<48} {:>12} {:>12} {:>12} {:>12}\n",
-        "op (largest change first)", "dur A", "dur B", "traffic A", "traffic B"
+        "op (by |traffic B-A|, then |dur B-A|)", "dur A", "dur B", "traffic A", "traffic B"
     );
-    for o in d.ops.iter().take(a.limit) {
+    let shown: Vec<_> = d.ops.iter().take(a.limit).collect();
+    let names: Vec<&str> = shown.iter().map(|o| o.name.as_str()).collect();
+    for (o, name) in shown.iter().zip(crate::names::elide_all(&names, 48, false)) {
         s += &format!(
             "{:<48} {:>12} {:>12} {:>12} {:>12}\n",
-            crate::tui::ui::truncate_left(&o.name, 48),
+            name,
             fmt_ms(o.a_duration_ns),
             fmt_ms(o.b_duration_ns),
             fmt_bytes(o.a_traffic_bytes),
@@ -110,12 +112,13 @@ pub fn run_diff(a: &DiffArgs) -> Result<String> {
     if !moved.is_empty() {
         s += &format!(
             "\n{:<48} {:>8} {:>8} {:>12} {:>12}\n",
-            "tensor", "trips A", "trips B", "moved A", "moved B"
+            "tensor (by |moved B-A|)", "trips A", "trips B", "moved A", "moved B"
         );
-        for t in moved {
+        let names: Vec<&str> = moved.iter().map(|t| t.name.as_str()).collect();
+        for (t, name) in moved.iter().zip(crate::names::elide_all(&names, 48, false)) {
             s += &format!(
                 "{:<48} {:>8} {:>8} {:>12} {:>12}\n",
-                crate::tui::ui::truncate_left(&t.name, 48),
+                name,
                 t.a_trips,
                 t.b_trips,
                 fmt_bytes(t.a_bytes_moved),

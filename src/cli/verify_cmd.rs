@@ -6,16 +6,30 @@ use crate::Result;
 
 /// Returns the report text and whether the trace passed.
 pub fn run(a: &VerifyArgs) -> Result<(String, bool)> {
-    let tr = Trace::load(&a.trace)?;
+    let tr = match crate::input::detect(&a.trace)? {
+        crate::input::Format::Spillscope => Trace::load(&a.trace)?,
+        f if f.is_model() => {
+            return Err(crate::Error::WrongInput {
+                path: a.trace.clone(),
+                what: "a model, not a trace".into(),
+                hint: format!(
+                    "verify replays traces: `spillscope sim {} -o t.json` writes one",
+                    a.trace.display()
+                ),
+            })
+        }
+        // Runtime traces are imported, then replayed.
+        f => crate::trace::import::import(&a.trace, Some(f), &Default::default())?.0,
+    };
     let rep = verify(&tr, a.limit);
     let text = match a.format {
         Format::Json => serde_json::to_string_pretty(&rep).unwrap_or_default() + "\n",
         _ => {
             let mut s = format!(
-                "{}: {} events, {} ops checked: {}\n",
+                "{}: {}, {} checked: {}\n",
                 a.trace.display(),
-                rep.events_checked,
-                rep.ops_checked,
+                crate::units::count(rep.events_checked as u64, "event"),
+                crate::units::count(rep.ops_checked as u64, "op"),
                 if rep.ok() { "OK" } else { "VIOLATIONS" }
             );
             for v in &rep.violations {

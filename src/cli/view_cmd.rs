@@ -14,20 +14,17 @@ pub fn is_model_file(p: &Path) -> bool {
 
 pub fn source_for(a: &ViewArgs) -> Result<Source> {
     for p in &a.inputs {
-        if !p.exists() {
-            return Err(Error::io(
-                p,
-                std::io::Error::from(std::io::ErrorKind::NotFound),
-            ));
-        }
+        // The OS's own words: "No such file or directory (os error 2)".
+        std::fs::metadata(p).map_err(|e| Error::io(p, e))?;
     }
     let first = &a.inputs[0];
     if !is_model_file(first) {
         if let Some(p) = a.inputs.iter().find(|p| is_model_file(p)) {
-            return Err(Error::Config(format!(
-                "{}: a model, not a trace (compare needs two traces)",
-                p.display()
-            )));
+            return Err(Error::WrongInput {
+                path: p.clone(),
+                what: "a model, not a trace".into(),
+                hint: "compare needs two traces; `spillscope sim MODEL -o t.json` makes one".into(),
+            });
         }
         return Ok(Source::Traces(a.inputs.clone()));
     }
@@ -79,6 +76,10 @@ pub fn run_sample(theme: Option<String>, ascii: bool) -> Result<()> {
         .collect();
     named.retain(|(n, _)| n.contains(".lru.") || n.contains(".ideal."));
     named.sort_by_key(|(n, _)| !n.contains(".lru."));
+    // The header names what the sample is, not the file it came from.
+    for (_, t) in &mut named {
+        t.meta.model = super::sample::SAMPLE_NAME.into();
+    }
     run(
         ViewOptions {
             source: Source::Embedded(named),

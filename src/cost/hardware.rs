@@ -135,9 +135,8 @@ impl HardwareProfile {
         base: Option<toml::Table>,
         origin: &Path,
     ) -> Result<HardwareProfile> {
-        let over: toml::Table = toml::from_str(text).map_err(|e| {
-            Error::parse(origin, "hardware profile (TOML)", e.message().to_string())
-        })?;
+        let over: toml::Table = toml::from_str(text)
+            .map_err(|e| Error::toml(origin, "hardware profile (TOML)", text, &e))?;
         let merged = match base {
             Some(mut b) => {
                 merge(&mut b, over);
@@ -149,7 +148,14 @@ impl HardwareProfile {
             toml::Value::Table(merged)
                 .try_into()
                 .map_err(|e: toml::de::Error| {
-                    Error::parse(origin, "hardware profile (TOML)", e.message().to_string())
+                    // The merged table has no spans: place an unknown key
+                    // by finding it in the file.
+                    let msg = e.message().trim().to_string();
+                    let pos = msg
+                        .split('`')
+                        .nth(1)
+                        .and_then(|key| crate::error::Pos::of_key(text, key));
+                    Error::parse_at(origin, pos, "hardware profile (TOML)", msg)
                 })?;
         hw.validate()
             .map_err(|m| Error::parse(origin, "hardware profile", m))?;

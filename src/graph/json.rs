@@ -128,7 +128,7 @@ pub fn graph_from_json(doc: GraphJson, origin: &str) -> Result<Graph> {
 pub fn load_graph_json(path: &Path) -> Result<Graph> {
     let text = crate::input::read(path)?;
     let doc: GraphJson =
-        serde_json::from_slice(&text).map_err(|e| Error::parse(path, "graph JSON", e))?;
+        serde_json::from_slice(&text).map_err(|e| Error::json(path, "graph JSON", &e))?;
     let origin = path
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())

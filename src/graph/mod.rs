@@ -134,6 +134,16 @@ pub fn load(path: &Path, opts: &LoadOptions) -> crate::Result<Graph> {
     if let Err(e) = std::fs::metadata(path) {
         return Err(crate::Error::io(path, e));
     }
+    // A trace given where a model is expected: say which command reads it.
+    if let Ok(f) = crate::input::detect(path) {
+        if !f.is_model() {
+            return Err(crate::Error::WrongInput {
+                path: path.to_path_buf(),
+                what: format!("{}, not a model", crate::units::with_article(f.label())),
+                hint: "open it with `spillscope view`, `report` or `verify`; `suggest` re-simulates a spillscope trace".into(),
+            });
+        }
+    }
     let is_onnx = path
         .extension()
         .map(|e| e.eq_ignore_ascii_case("onnx"))

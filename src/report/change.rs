@@ -73,7 +73,10 @@ pub fn label(c: &Change) -> String {
         Change::Weights { mode } => format!("weights {}", inline(mode).trim_matches('"')),
         Change::Fp16 => "fp16 activations".into(),
         Change::Fuse => "fuse".into(),
-        Change::Recompute { tensors } => format!("recompute {} tensors", tensors.len()),
+        Change::Recompute { tensors } => format!(
+            "recompute {}",
+            crate::units::count(tensors.len() as u64, "tensor")
+        ),
         Change::Reorder { .. } => "memory-aware order".into(),
     }
 }

@@ -200,9 +200,8 @@ pub struct ScheduleFile {
 impl ScheduleFile {
     pub fn load(path: &std::path::Path) -> crate::Result<ScheduleFile> {
         let text = std::fs::read_to_string(path).map_err(|e| crate::Error::io(path, e))?;
-        toml::from_str(&text).map_err(|e| {
-            crate::Error::parse(path, "schedule config (TOML)", e.message().to_string())
-        })
+        toml::from_str(&text)
+            .map_err(|e| crate::Error::toml(path, "schedule config (TOML)", &text, &e))
     }
 
     /// The file that reproduces `cfg` (the inverse of [`ScheduleFile::apply`]).

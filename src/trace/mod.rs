@@ -225,6 +225,45 @@ impl std::str::FromStr for EventKind {
     }
 }
 
+/// Why a trace's JSON did not parse, and where in the file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TraceParseError {
+    pub msg: String,
+    pub pos: Option<crate::error::Pos>,
+}
+
+impl TraceParseError {
+    /// A serde error `e` of text starting at byte `at` of the whole file.
+    fn json(prefix: &str, e: &serde_json::Error, at: usize, file: &[u8]) -> TraceParseError {
+        let local = crate::error::Pos {
+            line: e.line(),
+            column: e.column(),
+        };
+        let pos = (e.line() > 0).then(|| {
+            let section = &file[at..];
+            crate::error::Pos::of_byte(file, at + local.byte_in(section))
+        });
+        let msg = e.to_string();
+        let msg = match msg.rfind(" at line ") {
+            Some(i) if pos.is_some() => msg[..i].to_string(),
+            _ => msg,
+        };
+        TraceParseError {
+            msg: format!("{prefix}{msg}"),
+            pos,
+        }
+    }
+}
+
+impl std::fmt::Display for TraceParseError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.pos {
+            Some(p) => write!(f, "{} (line {}, column {})", self.msg, p.line, p.column),
+            None => f.write_str(&self.msg),
+        }
+    }
+}
+
 /// Which bound `lower_bound_traffic_bytes` is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -418,7 +457,8 @@ impl Trace {
             return Trace::parse_stream(path);
         }
         let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
-        let t = Trace::from_slice(&bytes).map_err(|e| Error::parse(path, "spillscope trace", e))?;
+        let t = Trace::from_slice(&bytes)
+            .map_err(|e| Error::parse_at(path, e.pos, "spillscope trace", e.msg))?;
         drop(bytes);
         Trace::checked_schema(path, t)
     }
@@ -434,10 +474,10 @@ impl Trace {
     fn parse_stream(path: &Path) -> Result<Trace> {
         let f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
         let mut t: Trace = serde_json::from_reader(std::io::BufReader::with_capacity(1 << 20, f))
-            .map_err(|e| Error::parse(path, "spillscope trace", e))?;
-        t.settle();
+            .map_err(|e| Error::json(path, "spillscope trace", &e))?;
         t.check_refs()
             .map_err(|e| Error::parse(path, "spillscope trace", e))?;
+        t.settle();
         Trace::checked_schema(path, t)
     }
 
@@ -476,7 +516,7 @@ impl Trace {
     /// Parses a trace, the large sections (events, ops, tensors) in
     /// parallel: the top level is split with `RawValue` (a fast scan), then
     /// each section is deserialised on its own thread.
-    pub fn from_slice(bytes: &[u8]) -> std::result::Result<Trace, String> {
+    pub fn from_slice(bytes: &[u8]) -> std::result::Result<Trace, TraceParseError> {
         use serde_json::value::RawValue;
         #[derive(Deserialize)]
         struct Split<'a> {
@@ -494,24 +534,34 @@ impl Trace {
             counters: Option<&'a RawValue>,
             summary: Summary,
         }
-        let s: Split = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
-        let section = |name: &str, e: serde_json::Error| format!("in `{name}`: {e}");
+        let s: Split =
+            serde_json::from_slice(bytes).map_err(|e| TraceParseError::json("", &e, 0, bytes))?;
+        // A section's error is placed in the whole file: the section's text
+        // is a slice of `bytes`.
+        let section = |name: &str, raw: &RawValue, e: serde_json::Error| {
+            let at = raw.get().as_ptr() as usize - bytes.as_ptr() as usize;
+            TraceParseError::json(&format!("in `{name}`: "), &e, at, bytes)
+        };
         let (events, rest) = std::thread::scope(|sc| {
             let ev = sc.spawn(|| {
-                serde_json::from_str::<Vec<Event>>(s.events.get()).map_err(|e| section("events", e))
+                serde_json::from_str::<Vec<Event>>(s.events.get())
+                    .map_err(|e| section("events", s.events, e))
             });
             let tensors = serde_json::from_str::<Vec<TraceTensor>>(s.tensors.get())
-                .map_err(|e| section("tensors", e));
-            let ops =
-                serde_json::from_str::<Vec<TraceOp>>(s.ops.get()).map_err(|e| section("ops", e));
+                .map_err(|e| section("tensors", s.tensors, e));
+            let ops = serde_json::from_str::<Vec<TraceOp>>(s.ops.get())
+                .map_err(|e| section("ops", s.ops, e));
             let counters = match s.counters {
                 Some(c) => serde_json::from_str::<Vec<Counter>>(c.get())
-                    .map_err(|e| section("counters", e)),
+                    .map_err(|e| section("counters", c, e)),
                 None => Ok(Vec::new()),
             };
-            let events = ev
-                .join()
-                .unwrap_or_else(|_| Err("events: parser thread panicked".into()));
+            let events = ev.join().unwrap_or_else(|_| {
+                Err(TraceParseError {
+                    msg: "events: parser thread panicked".into(),
+                    pos: None,
+                })
+            });
             (events, (tensors, ops, counters))
         });
         let mut t = Trace {
@@ -526,7 +576,8 @@ impl Trace {
             summary: s.summary,
             recomputed: Vec::new(),
         };
-        t.check_refs()?;
+        t.check_refs()
+            .map_err(|msg| TraceParseError { msg, pos: None })?;
         t.settle();
         Ok(t)
     }

@@ -6,8 +6,10 @@ use super::data::{compare, Dataset};
 use super::keys::{action_for, Action, Scope};
 pub use super::views::compare::CompareView;
 pub use super::views::hotspots::HotspotsView;
+pub use super::views::memory::MemoryView;
 pub use super::views::suggest::{SuggestState, SuggestView};
 pub use super::views::tensor::TensorView;
+pub use super::views::timeline::TimelineView;
 use crate::analysis::diff::TraceDiff;
 use crate::analysis::suggest::Suggestions;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
@@ -49,16 +51,17 @@ impl View {
             View::Suggest => "Suggest",
         }
     }
-    fn index(self) -> usize {
+    pub fn index(self) -> usize {
         View::ALL.iter().position(|&v| v == self).unwrap_or(0)
     }
-    /// Which key scopes apply in this view.
+    /// Which key scopes apply in this view (before the live ones).
     pub fn scopes(self) -> &'static [Scope] {
         match self {
             View::Overview => &[],
-            View::Timeline | View::Memory => &[Scope::TimeAxis],
+            View::Timeline | View::Tensor => &[Scope::TimeAxis, Scope::List],
+            View::Memory => &[Scope::Memory, Scope::TimeAxis],
             View::Hotspots => &[Scope::List, Scope::Hotspots],
-            View::Tensor | View::Compare => &[Scope::TimeAxis, Scope::List],
+            View::Compare => &[Scope::TimeAxis, Scope::List, Scope::Compare],
             View::Suggest => &[Scope::List],
         }
     }
@@ -114,13 +117,23 @@ pub enum Msg {
     Tick,
     /// SIGTERM, SIGINT or SIGHUP (an SSH drop): leave cleanly.
     Terminate,
+    /// The runtime wrote a suggestion into the watched config (or says why
+    /// not).
+    ConfigApplied(Result<String, String>),
+    /// The runtime restored the watched config from its backup.
+    ConfigRestored(Result<String, String>),
 }
 
 /// Work for the runtime to do.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Effect {
     /// Re-run the simulation (live mode) or reload the watched trace.
     Refresh,
+    /// Write a suggested change into the watched schedule config (the
+    /// previous file kept as `NAME.bak`).
+    Apply(crate::analysis::suggest::Change),
+    /// Restore the watched config from `NAME.bak`.
+    Undo,
 }
 
 /// The whole explorer state.
@@ -137,6 +150,20 @@ pub struct App {
     pub tensors: TensorView,
     pub compare: CompareView,
     pub suggest: SuggestView,
+    pub timeline: TimelineView,
+    pub memory: MemoryView,
+    /// Live: the run before the newest one (the delta line, and Compare's
+    /// "previous run vs now").
+    pub previous: Option<Box<Dataset>>,
+    /// Live, with `--config`: the watched schedule config suggestions are
+    /// applied to.
+    pub config: Option<PathBuf>,
+    /// Whether `u` has a backup to restore.
+    pub can_undo: bool,
+    /// A line of guidance under the tabs (not an error).
+    pub info: Option<String>,
+    /// The source is a model the explorer re-simulates (live tuning).
+    pub resimulates: bool,
     pub search: Option<Search>,
     pub help: bool,
     pub paused: bool,
@@ -171,6 +198,13 @@ impl App {
             tensors: TensorView::default(),
             compare: CompareView::default(),
             suggest: SuggestView::default(),
+            timeline: TimelineView::default(),
+            memory: MemoryView::default(),
+            previous: None,
+            config: None,
+            can_undo: false,
+            info: None,
+            resimulates: false,
             search: None,
             help: false,
             paused: false,
@@ -191,6 +225,19 @@ impl App {
         }
         app.window = (0, app.end_ns());
         app
+    }
+
+    /// The key scopes that apply now: the view's, live refresh when
+    /// following files, applying suggestions when a config is watched.
+    pub fn scopes(&self) -> Vec<Scope> {
+        let mut v = self.view.scopes().to_vec();
+        if self.live {
+            v.push(Scope::Live);
+        }
+        if self.view == View::Suggest && self.config.is_some() {
+            v.push(Scope::Suggest);
+        }
+        v
     }
 
     pub fn end_ns(&self) -> u64 {
@@ -217,15 +264,28 @@ impl App {
         if new_primary {
             self.suggest.state = SuggestState::Pending;
         }
-        if slot < self.data.len() {
-            self.data[slot] = d;
+        // The same run again (a save that changed nothing the simulator
+        // reads, or one save seen twice) is not a new "before".
+        let repeat = self.data.get(slot).is_some_and(|old| {
+            old.trace.meta == d.trace.meta && old.trace.summary == d.trace.summary
+        });
+        let old = if slot < self.data.len() {
+            Some(std::mem::replace(&mut self.data[slot], d))
         } else {
             self.data.push(d);
-        }
-        self.diff = if self.data.len() >= 2 {
-            Some(compare(&self.data[0], &self.data[1]))
-        } else {
             None
+        };
+        // A re-simulation: the run before it stays, for the delta line and
+        // Compare's "previous run vs now".
+        if self.resimulates && new_primary && !repeat {
+            if let Some(old) = old {
+                self.previous = Some(Box::new(old));
+            }
+        }
+        self.diff = match (self.data.as_slice(), &self.previous) {
+            ([a, b, ..], _) => Some(compare(a, b)),
+            ([now], Some(before)) => Some(compare(before, now)),
+            _ => None,
         };
         self.resort_hotspots();
         let end = self.end_ns();
@@ -359,6 +419,10 @@ impl App {
             View::Tensor => self.tensor_list().len(),
             View::Compare => self.diff.as_ref().map(|d| d.ops.len()).unwrap_or(0),
             View::Suggest => self.suggest.len(),
+            View::Timeline => self
+                .primary()
+                .map(|d| d.index.spill_events().len())
+                .unwrap_or(0),
             _ => 0,
         }
     }
@@ -367,6 +431,9 @@ impl App {
         let len = self.list_len();
         if len == 0 {
             return;
+        }
+        if self.view == View::Timeline {
+            return self.move_event(delta, len);
         }
         let sel = match self.view {
             View::Hotspots => &mut self.hot.sel,
@@ -378,7 +445,121 @@ impl App {
         *sel = (*sel as i64 + delta).clamp(0, len as i64 - 1) as usize;
         if self.view == View::Tensor {
             self.tensors.tensor = self.tensor_list().get(self.tensors.sel).copied();
+            self.tensors.trip = None;
         }
+        // Names in lists are shortened: the selected row's whole name.
+        if let Some(name) = self.selected_name() {
+            self.status = name;
+        }
+    }
+
+    /// The whole name of the selected row of the current list view.
+    pub fn selected_name(&self) -> Option<String> {
+        let d = self.primary()?;
+        match self.view {
+            View::Hotspots => self
+                .hot
+                .selected_op()
+                .and_then(|o| d.trace.ops.get(o))
+                .map(|o| o.name.clone()),
+            View::Tensor => self
+                .tensors
+                .tensor
+                .and_then(|t| d.trace.tensors.get(t))
+                .map(|t| t.name.clone()),
+            View::Compare => self
+                .diff
+                .as_ref()
+                .and_then(|x| x.ops.get(self.compare.sel))
+                .map(|o| o.name.clone()),
+            View::Timeline => {
+                let &(_, ev) = d.index.spill_events().get(self.timeline.sel?)?;
+                let e = &d.trace.events[ev];
+                let t = d.trace.tensors.get(e.tensor)?;
+                Some(format!("{} of {}", e.kind.as_str(), t.name))
+            }
+            _ => None,
+        }
+    }
+
+    /// Timeline: selects the spill event `delta` away (from the one at the
+    /// cursor when none is selected) and puts the cursor on it.
+    fn move_event(&mut self, delta: i64, len: usize) {
+        let Some(d) = self.primary() else { return };
+        let from = match self.timeline.sel {
+            Some(i) => i as i64 + delta,
+            None => d.index.spill_position(self.cursor) as i64 + delta.min(0),
+        };
+        let i = from.clamp(0, len as i64 - 1) as usize;
+        let (t, _) = d.index.spill_events()[i];
+        self.timeline.sel = Some(i);
+        if t < self.window.0 || t >= self.window.1 {
+            self.center_on(t);
+        }
+        self.cursor = t;
+        if let Some(name) = self.selected_name() {
+            self.status = name;
+        }
+    }
+
+    /// Timeline Enter: the selected event's tensor, in the Tensor view, at
+    /// the round trip the event belongs to.
+    fn open_event(&mut self) {
+        let Some(d) = self.primary() else { return };
+        let Some(&(t_ns, ev)) = self
+            .timeline
+            .sel
+            .and_then(|i| d.index.spill_events().get(i))
+        else {
+            self.status = "select a spill event first (j/k)".into();
+            return;
+        };
+        let tensor = d.trace.events[ev].tensor;
+        let trip = d.trips_of(tensor).and_then(|x| {
+            x.trips
+                .iter()
+                .position(|r| r.out_t_ns <= t_ns && r.back_t_ns.is_none_or(|b| t_ns <= b))
+        });
+        let span = trip
+            .and_then(|i| d.trips_of(tensor).map(|x| &x.trips[i]))
+            .map(|r| (r.out_t_ns, r.back_t_ns.unwrap_or(r.out_t_ns)));
+        self.goto_tensor(tensor);
+        self.tensors.trip = trip;
+        if let Some((a, b)) = span {
+            self.show_span(a, b);
+        }
+    }
+
+    /// Tensor Enter: the Timeline at the selected tensor's first round trip,
+    /// its event selected.
+    fn open_first_trip(&mut self) {
+        let Some(d) = self.primary() else { return };
+        let Some(first) = self
+            .tensors
+            .tensor
+            .and_then(|t| d.trips_of(t))
+            .and_then(|x| x.trips.first())
+            .cloned()
+        else {
+            self.status = "this tensor never goes out to DRAM".into();
+            return;
+        };
+        let pos =
+            d.index.spill_events().iter().position(|&(t, ev)| {
+                t == first.out_t_ns && d.trace.events[ev].tensor == first.tensor
+            });
+        self.view = View::Timeline;
+        self.timeline.sel = pos;
+        self.show_span(first.out_t_ns, first.back_t_ns.unwrap_or(first.out_t_ns));
+        self.cursor = first.out_t_ns;
+    }
+
+    /// A window showing `[a, b]` with a margin, cursor at `a`.
+    fn show_span(&mut self, a: u64, b: u64) {
+        let len = b.saturating_sub(a).max(1);
+        let span = (len * 3 / 2).max(self.end_ns() / 200).max(8);
+        self.set_window(a as i128 - (span - len) as i128 / 2, span);
+        self.cursor = a;
     }
 
     fn run_search(&mut self) {
@@ -446,6 +627,62 @@ impl App {
         }
     }
 
+    /// Compare: whether each trace is drawn on its own axis (the user's
+    /// choice, else when their lengths differ by more than 2x).
+    pub fn compare_own_axes(&self) -> bool {
+        if let Some(own) = self.compare.axis {
+            return own;
+        }
+        let (a, b) = match (self.data.as_slice(), &self.previous) {
+            ([a, b, ..], _) => (a, b),
+            ([now], Some(before)) => (&**before, now),
+            _ => return false,
+        };
+        let (x, y) = (a.end_ns().max(1) as f64, b.end_ns().max(1) as f64);
+        x.max(y) / x.min(y) > 2.0
+    }
+
+    /// Memory map: moves the cursor a column in time or a band in offset.
+    fn memory_cursor(&mut self, dt: i64, doff: i64) {
+        let Some(d) = self.primary() else { return };
+        let cap = d.capacity.max(1);
+        let (cols, rows) = super::views::memory::grid_size(self);
+        if dt != 0 {
+            let step = (self.window.1 - self.window.0) / cols.max(1) as u64;
+            let t = (self.cursor as i128 + dt as i128 * step.max(1) as i128)
+                .clamp(0, self.end_ns() as i128 - 1) as u64;
+            if t < self.window.0 || t >= self.window.1 {
+                self.pan(dt as i128);
+            }
+            self.cursor = t;
+        }
+        if doff != 0 {
+            let band = (cap / rows.max(1) as u64).max(1);
+            self.memory.offset = (self.memory.offset as i128 + doff as i128 * band as i128)
+                .clamp(0, cap as i128 - 1) as u64;
+        }
+    }
+
+    /// `a` in Suggest: the selected change, to be written into the watched
+    /// config; changes a config cannot express say why not.
+    fn apply_selected(&mut self) -> Option<Effect> {
+        use crate::analysis::suggest::Change;
+        let Some(x) = self.suggest.selected() else {
+            self.status = "no suggestion selected".into();
+            return None;
+        };
+        if self.config.is_none() {
+            self.status = "to apply suggestions, open the model with --config SCHED.toml".into();
+            return None;
+        }
+        if let Change::Capacity { .. } = x.change {
+            self.status =
+                "a capacity is hardware: rerun with --capacity (the config cannot set it)".into();
+            return None;
+        }
+        Some(Effect::Apply(x.change.clone()))
+    }
+
     fn act(&mut self, a: Action) -> Option<Effect> {
         match a {
             Action::Quit => self.quit = true,
@@ -486,6 +723,9 @@ impl App {
                             .and_then(|d| d.trace.tensors.iter().position(|t| t.name == n))
                     }) {
                         self.goto_tensor(t);
+                    } else if let Some(x) = self.suggest.selected() {
+                        // Other changes: how to make it, in full.
+                        self.status = crate::report::change::how(&x.change);
                     }
                 }
                 View::Compare => {
@@ -501,8 +741,31 @@ impl App {
                         self.goto_op(o);
                     }
                 }
+                View::Timeline => self.open_event(),
+                View::Tensor => self.open_first_trip(),
                 _ => {}
             },
+            Action::CursorLeft => self.memory_cursor(-1, 0),
+            Action::CursorRight => self.memory_cursor(1, 0),
+            Action::CursorUp => self.memory_cursor(0, 1),
+            Action::CursorDown => self.memory_cursor(0, -1),
+            Action::ToggleAxis => {
+                let own = self.compare_own_axes();
+                self.compare.axis = Some(!own);
+                self.status = if own {
+                    "compare: one shared time axis".into()
+                } else {
+                    "compare: each trace on its own axis (normalised to its run)".into()
+                };
+            }
+            Action::Apply => return self.apply_selected(),
+            Action::Undo => {
+                if self.can_undo {
+                    return Some(Effect::Undo);
+                }
+                self.status =
+                    "nothing to undo: no change applied since the explorer started".into();
+            }
             Action::SortCycle => {
                 self.hot.key = self.hot.key.next();
                 self.resort_hotspots();
@@ -582,7 +845,7 @@ pub fn update(app: &mut App, msg: Msg) -> Option<Effect> {
                 return None;
             }
             app.status.clear();
-            match action_for(&k, app.view.scopes()) {
+            match action_for(&k, &app.scopes()) {
                 Some(a) => app.act(a),
                 None => None,
             }
@@ -646,6 +909,26 @@ pub fn update(app: &mut App, msg: Msg) -> Option<Effect> {
         Msg::Tick => None,
         Msg::Terminate => {
             app.quit = true;
+            None
+        }
+        Msg::ConfigApplied(r) => {
+            match r {
+                Ok(text) => {
+                    app.status = text;
+                    app.can_undo = true;
+                }
+                Err(e) => app.status = format!("not applied: {e}"),
+            }
+            None
+        }
+        Msg::ConfigRestored(r) => {
+            match r {
+                Ok(text) => {
+                    app.status = text;
+                    app.can_undo = false;
+                }
+                Err(e) => app.status = format!("not restored: {e}"),
+            }
             None
         }
     }

@@ -76,6 +76,8 @@ pub struct Dataset {
     /// Placements sorted by start time, and the longest one (for windowed queries).
     pub placements: Vec<Placement>,
     pub placement_max_len: u64,
+    /// Per tensor, the shade the memory map draws it in (neighbours differ).
+    pub shades: Vec<u8>,
     pub occupancy: OccupancyIndex,
     /// Live bytes per op step (from the `live_bytes` counter).
     pub live_by_step: Vec<u64>,
@@ -156,6 +158,7 @@ impl Dataset {
             bus: None,
             placements: Vec::new(),
             placement_max_len: 0,
+            shades: Vec::new(),
             occupancy: OccupancyIndex::build(&[], end_ns, capacity),
             live_by_step,
             live_is_resident,
@@ -221,6 +224,7 @@ impl Dataset {
             .unwrap_or(0);
         let capacity = trace.pools.first().map(|p| p.capacity_bytes).unwrap_or(0);
         let occupancy = OccupancyIndex::build(&placements, index.end_ns, capacity);
+        let shades = crate::analysis::memmap::shades(&placements, trace.tensors.len());
         Dataset {
             label: label.into(),
             complete: true,
@@ -232,6 +236,7 @@ impl Dataset {
             bus,
             placements,
             placement_max_len,
+            shades,
             occupancy,
             live_by_step,
             live_is_resident,

@@ -28,17 +28,35 @@ pub enum Action {
     Help,
     Close,
     Pause,
+    /// Memory map cursor: earlier / later, lower / higher offset.
+    CursorLeft,
+    CursorRight,
+    CursorUp,
+    CursorDown,
+    /// Compare: each trace on its own axis, or one shared axis.
+    ToggleAxis,
+    /// Suggest: write the selected change into the watched config.
+    Apply,
+    /// Suggest: restore the config as it was before the last apply.
+    Undo,
 }
 
 /// Where a binding applies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scope {
     Global,
+    /// Only when the explorer follows files (live refresh).
+    Live,
     /// Time-axis views: timeline, tensor, memory map, compare.
     TimeAxis,
     /// Views with a selectable list.
     List,
     Hotspots,
+    /// The memory map's cursor.
+    Memory,
+    Compare,
+    /// Suggestions applied to a watched schedule config.
+    Suggest,
 }
 
 /// One row of the key table.
@@ -183,7 +201,43 @@ pub const BINDINGS: &[Binding] = &[
         key_label: "p",
         hint: "pause",
         help: "Pause/resume live refresh (a badge shows new data)",
-        scope: Scope::Global,
+        scope: Scope::Live,
+        footer: false,
+    },
+    Binding {
+        action: Action::CursorLeft,
+        keys: &[(KeyCode::Left, N)],
+        key_label: "arrows",
+        hint: "cursor",
+        help: "Move the cursor in time (Left/Right) and offset (Up/Down)",
+        scope: Scope::Memory,
+        footer: true,
+    },
+    Binding {
+        action: Action::CursorRight,
+        keys: &[(KeyCode::Right, N)],
+        key_label: "Right",
+        hint: "",
+        help: "",
+        scope: Scope::Memory,
+        footer: false,
+    },
+    Binding {
+        action: Action::CursorUp,
+        keys: &[(KeyCode::Up, N)],
+        key_label: "Up",
+        hint: "",
+        help: "",
+        scope: Scope::Memory,
+        footer: false,
+    },
+    Binding {
+        action: Action::CursorDown,
+        keys: &[(KeyCode::Down, N)],
+        key_label: "Down",
+        hint: "",
+        help: "",
+        scope: Scope::Memory,
         footer: false,
     },
     Binding {
@@ -294,9 +348,37 @@ pub const BINDINGS: &[Binding] = &[
         keys: &[(KeyCode::Enter, N)],
         key_label: "Enter",
         hint: "open",
-        help: "Open the selection (hotspot: op in the timeline)",
+        help:
+            "Open the selection (an op in the timeline, a tensor's round trip, an event's tensor)",
         scope: Scope::List,
         footer: true,
+    },
+    Binding {
+        action: Action::ToggleAxis,
+        keys: &[(KeyCode::Char('n'), N)],
+        key_label: "n",
+        hint: "axis",
+        help: "Each trace on its own axis (normalised) or one shared axis",
+        scope: Scope::Compare,
+        footer: true,
+    },
+    Binding {
+        action: Action::Apply,
+        keys: &[(KeyCode::Char('a'), N)],
+        key_label: "a/u",
+        hint: "apply/undo",
+        help: "Write the selected change into the watched schedule config (u restores it)",
+        scope: Scope::Suggest,
+        footer: true,
+    },
+    Binding {
+        action: Action::Undo,
+        keys: &[(KeyCode::Char('u'), N)],
+        key_label: "u",
+        hint: "",
+        help: "",
+        scope: Scope::Suggest,
+        footer: false,
     },
     Binding {
         action: Action::SortCycle,
@@ -349,19 +431,64 @@ pub fn footer_hints(scopes: &[Scope]) -> Vec<(&'static str, &'static str)> {
         .collect()
 }
 
-/// Help overlay rows: (keys, description, scope label).
-pub fn help_rows() -> Vec<(String, &'static str, &'static str)> {
+/// The footer hints that fit in `width` columns, in table order: `? help`
+/// always, then the view's own keys, then the global ones, each only when
+/// it fits whole (a hint is `KEY hint` and two spaces).
+pub fn footer_fit(scopes: &[Scope], width: usize) -> Vec<(&'static str, &'static str)> {
+    let all: Vec<&Binding> = BINDINGS
+        .iter()
+        .filter(|b| b.footer && (b.scope == Scope::Global || scopes.contains(&b.scope)))
+        .collect();
+    let cost = |b: &Binding| b.key_label.chars().count() + b.hint.chars().count() + 3;
+    let mut keep = vec![false; all.len()];
+    let mut used = 0;
+    let tiers = [
+        |b: &Binding| b.action == Action::Help,
+        |b: &Binding| b.scope != Scope::Global,
+        |b: &Binding| b.scope == Scope::Global,
+    ];
+    for tier in tiers {
+        for (i, b) in all.iter().enumerate() {
+            if !keep[i] && tier(b) && used + cost(b) <= width {
+                keep[i] = true;
+                used += cost(b);
+            }
+        }
+    }
+    all.iter()
+        .zip(keep)
+        .filter(|(_, k)| *k)
+        .map(|(b, _)| (b.key_label, b.hint))
+        .collect()
+}
+
+/// Help overlay rows for a view with these scopes: (keys, description,
+/// scope label). Only keys that do something there are listed.
+pub fn help_rows(scopes: &[Scope]) -> Vec<(String, &'static str, &'static str)> {
     BINDINGS
         .iter()
         .filter(|b| !b.help.is_empty())
+        .filter(|b| b.scope == Scope::Global || scopes.contains(&b.scope))
         .map(|b| {
             let scope = match b.scope {
                 Scope::Global => "",
+                Scope::Live => "live",
                 Scope::TimeAxis => "time views",
                 Scope::List => "lists",
                 Scope::Hotspots => "hotspots",
+                Scope::Memory => "memory map",
+                Scope::Compare => "compare",
+                Scope::Suggest => "live, with --config",
             };
             (b.key_label.to_string(), b.help, scope)
         })
         .collect()
+}
+
+/// The legend of the time views' glyphs, one line (also in `?`).
+pub fn legend(g: &super::glyphs::Glyphs) -> String {
+    format!(
+        "{} evict  {} reload  {} stream  {} several  {} stall  {} cursor",
+        g.evict, g.reload, g.stream, g.both, g.stall, g.cursor
+    )
 }

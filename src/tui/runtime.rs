@@ -496,6 +496,19 @@ pub fn run(opts: ViewOptions, initial: Option<(Vec<Dataset>, Tails)>) -> Result<
     app.ascii = opts.ascii;
     app.live = live;
     app.refreshing = !preloaded;
+    if let Source::Model(spec) = &opts.source {
+        app.resimulates = true;
+        app.config = spec.schedule.clone();
+        app.can_undo = spec
+            .schedule
+            .as_deref()
+            .is_some_and(|c| crate::run::backup_path(c).exists());
+    }
+    if matches!(opts.source, Source::Embedded(_)) {
+        app.info = Some(
+            "the bundled sample; your model: spillscope view MODEL.onnx --capacity 4MiB".into(),
+        );
+    }
     let size = terminal.size().map_err(|e| Error::Config(e.to_string()))?;
     app.width = size.width;
     app.height = size.height;
@@ -518,8 +531,25 @@ pub fn run(opts: ViewOptions, initial: Option<(Vec<Dataset>, Tails)>) -> Result<
             panic!("test panic (SPILLSCOPE_TEST_PANIC_ON_KEY)");
         }
         let redraw = !matches!(msg, Msg::Tick);
-        if let Some(Effect::Refresh) = update(&mut app, msg) {
-            request(&worker);
+        match update(&mut app, msg) {
+            Some(Effect::Refresh) => request(&worker),
+            // Config edits are small writes: done here, the watcher then
+            // re-simulates as for any save.
+            Some(Effect::Apply(change)) => {
+                let r = match &app.config {
+                    Some(c) => crate::run::apply_change(c, &change).map_err(|e| e.to_string()),
+                    None => Err("no schedule config is watched".into()),
+                };
+                update(&mut app, Msg::ConfigApplied(r));
+            }
+            Some(Effect::Undo) => {
+                let r = match &app.config {
+                    Some(c) => crate::run::undo_change(c).map_err(|e| e.to_string()),
+                    None => Err("no schedule config is watched".into()),
+                };
+                update(&mut app, Msg::ConfigRestored(r));
+            }
+            None => {}
         }
         dirty |= redraw;
         if app.quit {

@@ -200,9 +200,8 @@ impl Theme {
                     )
                 }
             };
-            let f: ThemeFile = toml::from_str(&text).map_err(|e| {
-                crate::Error::parse(origin.clone(), "theme (TOML)", e.message().to_string())
-            })?;
+            let f: ThemeFile = toml::from_str(&text)
+                .map_err(|e| crate::Error::toml(origin.clone(), "theme (TOML)", &text, &e))?;
             pal.patch(&f.colors)
                 .map_err(|e| crate::Error::parse(origin.clone(), "theme", e))?;
             name = f.name.unwrap_or(origin);

@@ -1,9 +1,10 @@
-//! The frame: tab bar, optional banner, the active view, footer hints from
+//! The frame: tab bar, optional banner (wrapped, up to three lines), the
+//! live delta line or a line of guidance, the active view, footer hints from
 //! the key table, and the search/help overlays. Rendering only reads state.
 
 use super::app::{App, Target, View};
 use super::glyphs::Glyphs;
-use super::keys::{footer_hints, help_rows};
+use super::keys::{footer_fit, help_rows};
 use super::theme::Theme;
 use super::views;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -11,6 +12,110 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 use ratatui::Frame;
+
+/// Banner lines shown at most; the rest is counted and readable under `?`.
+const BANNER_LINES: usize = 3;
+
+/// `text` wrapped at word boundaries into lines of at most `width` columns
+/// (words longer than a line are cut).
+pub fn wrap(text: &str, width: usize) -> Vec<String> {
+    let width = width.max(8);
+    let mut lines = Vec::new();
+    let mut cur = String::new();
+    for word in text.split(' ') {
+        let mut word = word.to_string();
+        loop {
+            let need = if cur.is_empty() { 0 } else { 1 } + word.chars().count();
+            if cur.chars().count() + need <= width {
+                if !cur.is_empty() {
+                    cur.push(' ');
+                }
+                cur.push_str(&word);
+                break;
+            }
+            if cur.is_empty() {
+                // A word longer than the line: cut it.
+                let head: String = word.chars().take(width).collect();
+                word = word.chars().skip(width).collect();
+                lines.push(head);
+                if word.is_empty() {
+                    break;
+                }
+            } else {
+                lines.push(std::mem::take(&mut cur));
+            }
+        }
+    }
+    if !cur.is_empty() {
+        lines.push(cur);
+    }
+    lines
+}
+
+/// The banner as shown: wrapped, at most [`BANNER_LINES`], the last saying
+/// how many more there are.
+fn banner_lines(text: &str, width: usize) -> Vec<String> {
+    let body = format!("! {text}");
+    let mut lines = wrap(&body, width.saturating_sub(1));
+    if lines.len() > BANNER_LINES {
+        let more = lines.len() - (BANNER_LINES - 1);
+        lines.truncate(BANNER_LINES - 1);
+        lines.push(format!("  (+{more} more lines: ? shows all, Esc hides)"));
+    } else if let Some(last) = lines.last_mut() {
+        if last.chars().count() + 13 <= width {
+            last.push_str("  (Esc hides)");
+        }
+    }
+    lines
+}
+
+/// The live delta line: what the newest re-simulation changed against the
+/// run before it, with arrows; spaced out when `width` allows, compact
+/// (units joined to their numbers) when not.
+pub fn delta_line(app: &App, ascii: bool, width: usize) -> Option<String> {
+    let (before, now) = (app.previous.as_ref()?, app.primary()?);
+    let (a, b) = (&before.trace.summary, &now.trace.summary);
+    let arrow = |d: i64| match (d.signum(), ascii) {
+        (1, false) => "↑",
+        (-1, false) => "↓",
+        (1, true) => "^",
+        (-1, true) => "v",
+        _ => "=",
+    };
+    let d = |x: u64, y: u64| y as i64 - x as i64;
+    let (dl, dt, dn, ds) = (
+        d(a.latency_ns, b.latency_ns),
+        d(a.traffic_bytes, b.traffic_bytes),
+        d(a.spill_count, b.spill_count),
+        d(a.stall_ns, b.stall_ns),
+    );
+    let (lat, traffic, stall) = (
+        crate::units::fmt_ms_delta(dl),
+        crate::units::fmt_bytes_delta(dt),
+        crate::units::fmt_ms_delta(ds),
+    );
+    let full = format!(
+        "vs previous run: latency {lat} {}, traffic {traffic} {}, evictions {dn:+} {}, stall {stall} {}",
+        arrow(dl),
+        arrow(dt),
+        arrow(dn),
+        arrow(ds)
+    );
+    if full.chars().count() <= width {
+        return Some(full);
+    }
+    let tight = |s: &str| s.replace(' ', "");
+    Some(format!(
+        "vs previous: latency {}{} traffic {}{} evictions {dn:+}{} stall {}{}",
+        tight(&lat),
+        arrow(dl),
+        tight(&traffic),
+        arrow(dt),
+        arrow(dn),
+        tight(&stall),
+        arrow(ds)
+    ))
+}
 
 /// Draws everything.
 pub fn draw(f: &mut Frame, app: &App, theme: &Theme) {
@@ -20,22 +125,33 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme) {
         return;
     }
     let g = Glyphs::get(app.ascii);
-    let banner_h = if app.banner.is_some() { 1 } else { 0 };
-    let [tabs, banner, body, footer] = Layout::vertical([
+    let w = area.width as usize;
+    let banner = app
+        .banner
+        .as_deref()
+        .map(|b| banner_lines(b, w))
+        .unwrap_or_default();
+    let note = delta_line(app, app.ascii, w).or_else(|| app.info.clone());
+    let [tabs, banner_area, note_area, body, footer] = Layout::vertical([
         Constraint::Length(1),
-        Constraint::Length(banner_h),
+        Constraint::Length(banner.len() as u16),
+        Constraint::Length(u16::from(note.is_some())),
         Constraint::Min(1),
         Constraint::Length(1),
     ])
     .areas(area);
     draw_tabs(f, app, theme, tabs);
-    if let Some(b) = &app.banner {
+    if !banner.is_empty() {
         let style = theme
             .strong(theme.c.banner)
             .add_modifier(Modifier::REVERSED);
+        let lines: Vec<Line> = banner.into_iter().map(|l| Line::styled(l, style)).collect();
+        f.render_widget(Paragraph::new(lines).style(style), banner_area);
+    }
+    if let Some(n) = note {
         f.render_widget(
-            Paragraph::new(format!(" ! {b}  (Esc hides)")).style(style),
-            banner,
+            Paragraph::new(truncate(&n, w)).style(theme.fg(theme.c.accent)),
+            note_area,
         );
     }
     match app.primary() {
@@ -55,6 +171,7 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme) {
             f.render_widget(
                 Paragraph::new(msg)
                     .style(theme.fg(theme.c.muted))
+                    .wrap(Wrap { trim: true })
                     .block(block(format!(" {} ", app.view.title()), theme, g)),
                 body,
             );
@@ -71,35 +188,40 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme) {
     }
     draw_footer(f, app, theme, footer);
     if app.help {
-        draw_help(f, theme, g, body);
+        draw_help(f, app, theme, g, body);
     }
     if app.search.is_some() {
         draw_search(f, app, theme, g, body);
     }
 }
 
+/// The rows above the view body (tabs, banner, delta or info line), as
+/// [`draw`] lays them out: views that size themselves from the terminal
+/// (the memory map's cursor steps) use it.
+pub fn rows_above_body(app: &App) -> u16 {
+    let banner = app
+        .banner
+        .as_deref()
+        .map(|b| banner_lines(b, app.width as usize).len())
+        .unwrap_or(0);
+    let note = delta_line(app, app.ascii, app.width as usize).is_some() || app.info.is_some();
+    1 + banner as u16 + u16::from(note)
+}
+
+/// The tab bar. Whatever the width (down to 60 columns), it keeps the
+/// active view's name, PAUSED / LIVE and the "new data" badge; the model
+/// label is cut first, then the other views shrink to their numbers.
 fn draw_tabs(f: &mut Frame, app: &App, theme: &Theme, area: Rect) {
-    let mut right: Vec<Span> = Vec::new();
-    if let Some(d) = app.primary() {
-        right.push(Span::styled(
-            format!("{} [{}]", d.trace.meta.model, d.trace.meta.policy),
-            theme.fg(theme.c.accent),
-        ));
-    }
-    if app.data.len() > 1 {
-        right.push(Span::styled(
-            format!(" vs [{}]", app.data[1].trace.meta.policy),
-            theme.fg(theme.c.accent),
-        ));
-    }
+    let width = area.width as usize;
+    let mut badges: Vec<Span> = Vec::new();
     if app.live {
-        right.push(Span::styled(
+        badges.push(Span::styled(
             if app.paused { " PAUSED" } else { " LIVE" },
             theme.strong(theme.c.accent),
         ));
     }
     if app.pending.is_some() {
-        right.push(Span::styled(
+        badges.push(Span::styled(
             " new data",
             theme
                 .strong(theme.c.highlight)
@@ -107,23 +229,41 @@ fn draw_tabs(f: &mut Frame, app: &App, theme: &Theme, area: Rect) {
         ));
     }
     if app.refreshing {
-        right.push(Span::styled(" ...", theme.fg(theme.c.muted)));
+        badges.push(Span::styled(" ...", theme.fg(theme.c.muted)));
     }
-    // Full view names when they fit beside the right-hand label.
-    let right_w: usize = right.iter().map(|s| s.content.chars().count()).sum();
-    let full_w: usize = View::ALL
-        .iter()
-        .enumerate()
-        .map(|(i, v)| format!("{} {} ", i + 1, v.title()).chars().count())
-        .sum();
-    let narrow = full_w + right_w + 1 > area.width as usize;
+    let badges_w: usize = badges.iter().map(|s| s.content.chars().count()).sum();
+    let label = app.primary().map(|d| {
+        let mut l = format!("{} [{}]", d.trace.meta.model, d.trace.meta.policy);
+        if app.data.len() > 1 {
+            l += &format!(" vs [{}]", app.data[1].trace.meta.policy);
+        }
+        l
+    });
+    // Tab labels at three widths: full, short, number only (the active
+    // view always by name).
+    let tab = |i: usize, v: View, level: usize| -> String {
+        if v == app.view {
+            return format!("{} {}", i + 1, v.title());
+        }
+        match level {
+            0 => format!("{} {}", i + 1, v.title()),
+            1 => format!("{}:{}", i + 1, &v.title()[..4]),
+            _ => format!("{}", i + 1),
+        }
+    };
+    let tabs_w = |level: usize| -> usize {
+        View::ALL
+            .iter()
+            .enumerate()
+            .map(|(i, &v)| tab(i, v, level).chars().count() + 1)
+            .sum()
+    };
+    let min_label = label.as_ref().map_or(0, |l| l.chars().count().min(12) + 1);
+    let level = (0..3)
+        .find(|&l| tabs_w(l) + badges_w + min_label <= width)
+        .unwrap_or(2);
     let mut spans: Vec<Span> = Vec::new();
     for (i, v) in View::ALL.iter().enumerate() {
-        let label = if narrow {
-            format!("{}:{}", i + 1, &v.title()[..4.min(v.title().len())])
-        } else {
-            format!("{} {}", i + 1, v.title())
-        };
         let style = if *v == app.view {
             theme
                 .strong(theme.c.tab_active)
@@ -131,17 +271,22 @@ fn draw_tabs(f: &mut Frame, app: &App, theme: &Theme, area: Rect) {
         } else {
             theme.fg(theme.c.muted)
         };
-        spans.push(Span::styled(label, style));
+        spans.push(Span::styled(tab(i, *v, level), style));
         spans.push(Span::raw(" "));
     }
     let left_w: usize = spans.iter().map(|s| s.content.chars().count()).sum();
-    let right_w: usize = right.iter().map(|s| s.content.chars().count()).sum();
-    if left_w + right_w < area.width as usize {
-        spans.push(Span::raw(
-            " ".repeat(area.width as usize - left_w - right_w),
-        ));
-        spans.extend(right);
+    let room = width.saturating_sub(left_w + badges_w);
+    if let Some(l) = label {
+        if room > 2 {
+            let l = crate::names::elide(&l, room - 1, app.ascii);
+            let pad = room - l.chars().count();
+            spans.push(Span::raw(" ".repeat(pad)));
+            spans.push(Span::styled(l, theme.fg(theme.c.accent)));
+        }
+    } else {
+        spans.push(Span::raw(" ".repeat(room)));
     }
+    spans.extend(badges);
     f.render_widget(Paragraph::new(Line::from(spans)), area);
 }
 
@@ -153,7 +298,10 @@ fn draw_footer(f: &mut Frame, app: &App, theme: &Theme, area: Rect) {
             theme.fg(theme.c.muted),
         ));
     } else {
-        for (k, h) in footer_hints(app.view.scopes()) {
+        // The status (the selected row's full name) gets up to half the row.
+        let status_w = app.status.chars().count().min(area.width as usize / 2);
+        let room = (area.width as usize).saturating_sub(status_w);
+        for (k, h) in footer_fit(&app.scopes(), room) {
             spans.push(Span::styled(k, theme.strong(theme.c.accent)));
             spans.push(Span::styled(format!(" {h}  "), theme.fg(theme.c.muted)));
         }
@@ -201,6 +349,34 @@ pub fn scroll_offset(sel: usize, len: usize, rows: usize) -> usize {
     sel.saturating_sub(rows / 2).min(len - rows)
 }
 
+/// Which of a table's columns fit beside a name column at least
+/// `min_name` wide in `width` columns (borders and one space between
+/// columns included). `widths` are in priority order; column `must` stays
+/// whatever the room. Returns the kept indices (ascending) and the name's
+/// width.
+pub fn fit_columns(
+    width: usize,
+    min_name: usize,
+    widths: &[u16],
+    must: Option<usize>,
+) -> (Vec<usize>, usize) {
+    let cost = |i: usize| widths[i] as usize + 1;
+    let mut keep: Vec<usize> = Vec::new();
+    let mut used = 2; // borders
+    if let Some(m) = must.filter(|&m| m < widths.len()) {
+        keep.push(m);
+        used += cost(m);
+    }
+    for i in 0..widths.len() {
+        if Some(i) != must && used + cost(i) + min_name <= width {
+            keep.push(i);
+            used += cost(i);
+        }
+    }
+    keep.sort_unstable();
+    (keep, width.saturating_sub(used).max(min_name.min(8)))
+}
+
 pub fn truncate(s: &str, n: usize) -> String {
     if s.chars().count() <= n {
         s.to_string()
@@ -213,24 +389,22 @@ pub fn truncate(s: &str, n: usize) -> String {
     }
 }
 
-/// Keeps the end of long names (ONNX names differ at the end).
-pub fn truncate_left(s: &str, n: usize) -> String {
-    let c = s.chars().count();
-    if c <= n {
-        s.to_string()
-    } else if n <= 2 {
-        s.chars().skip(c - n).collect()
-    } else {
-        let tail: String = s.chars().skip(c - (n - 2)).collect();
-        format!("..{tail}")
-    }
-}
-
-fn draw_help(f: &mut Frame, theme: &Theme, g: &Glyphs, body: Rect) {
-    let rows = help_rows();
-    let r = centered(body, 76, rows.len() as u16 + 4);
-    f.render_widget(Clear, r);
+fn draw_help(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, body: Rect) {
+    let rows = help_rows(&app.scopes());
+    let w = body.width.saturating_sub(4).min(96);
+    let inner_w = w.saturating_sub(2) as usize;
     let mut lines: Vec<Line> = Vec::new();
+    // The whole banner, when one is up: it may be cut above.
+    if let Some(b) = &app.banner {
+        for l in wrap(b, inner_w) {
+            lines.push(Line::styled(l, theme.strong(theme.c.banner)));
+        }
+        lines.push(Line::raw(""));
+    }
+    lines.push(Line::styled(
+        format!("{} keys in this view", app.view.title()),
+        theme.strong(theme.c.muted),
+    ));
     for (k, h, scope) in rows {
         lines.push(Line::from(vec![
             Span::styled(format!("{k:>8}  "), theme.strong(theme.c.accent)),
@@ -245,6 +419,18 @@ fn draw_help(f: &mut Frame, theme: &Theme, g: &Glyphs, body: Rect) {
             ),
         ]));
     }
+    if matches!(
+        app.view,
+        View::Timeline | View::Tensor | View::Memory | View::Compare
+    ) {
+        lines.push(Line::raw(""));
+        lines.push(Line::styled(
+            format!("legend: {}", super::keys::legend(g)),
+            theme.fg(theme.c.muted),
+        ));
+    }
+    let r = centered(body, w, lines.len() as u16 + 2);
+    f.render_widget(Clear, r);
     let p = Paragraph::new(lines)
         .block(block(" keys (Esc closes) ", theme, g))
         .wrap(Wrap { trim: false });

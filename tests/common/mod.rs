@@ -2,11 +2,23 @@
 //! Shared helpers for the integration tests.
 
 pub mod replay;
+#[cfg(feature = "tui")]
+pub mod screen;
 pub mod tmux;
 
 use spillscope::cost::HardwareProfile;
 use spillscope::graph::{Graph, GraphBuilder, OpSpec, TensorKind, TensorSpec};
 use std::path::PathBuf;
+
+/// A bundled trace from `sample-traces/`.
+pub fn sample_trace(name: &str) -> spillscope::trace::Trace {
+    spillscope::trace::Trace::load(
+        &PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("sample-traces")
+            .join(name),
+    )
+    .unwrap()
+}
 
 /// `../shared/data/<sub>` if present; otherwise prints why the test is skipped.
 pub fn shared_data(sub: &str) -> Option<PathBuf> {

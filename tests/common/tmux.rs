@@ -63,6 +63,19 @@ impl Tmux {
         std::thread::sleep(Duration::from_millis(300));
         Some(t)
     }
+    /// As [`Tmux::open`], in a `w` x `h` pane.
+    pub fn open_at(
+        name: &str,
+        cmd: &str,
+        (w, h): (u16, u16),
+        ready: impl Fn(&str) -> bool,
+    ) -> Option<Tmux> {
+        let t = Tmux::start(name, cmd, w, h)?;
+        t.wait_for(Duration::from_secs(20), ready)
+            .expect("first frame");
+        std::thread::sleep(Duration::from_millis(300));
+        Some(t)
+    }
     /// Polls the screen until `pred` holds or `timeout` passes.
     pub fn wait_for(
         &self,

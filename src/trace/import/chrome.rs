@@ -418,7 +418,10 @@ fn drive<'de, R: serde_json::de::Read<'de>>(
     match (&mut sink).deserialize(de) {
         Ok(()) => {}
         Err(e) if e.is_eof() && count > 0 => {
-            report.warnings.push(format!("the file ends before its closing bracket (after {count} events); read what was there"));
+            report.warnings.push(format!(
+                "the file ends before its closing bracket (after {}); read what was there",
+                crate::units::count(count as u64, "event")
+            ));
         }
         Err(e) => {
             return Err(Error::parse(

@@ -75,8 +75,8 @@ impl JsonlState {
         let mut out = self.warnings.clone();
         if self.dropped > 0 {
             out.push(format!(
-                "the runtime dropped {} events (its buffer was full)",
-                self.dropped
+                "the runtime dropped {} (its buffer was full)",
+                crate::units::count(self.dropped, "event")
             ));
         }
         out

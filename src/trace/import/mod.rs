@@ -58,10 +58,11 @@ pub fn import(
         Format::Torch => torch::import(path, opts),
         Format::Chrome => generic::import(path, opts),
         Format::Jsonl => jsonl::import(path, opts),
-        Format::Onnx | Format::GraphJson => Err(Error::Config(format!(
-            "{}: a model, not a trace (simulate it with `spillscope sim` or open it with `spillscope view`)",
-            path.display()
-        ))),
+        Format::Onnx | Format::GraphJson => Err(Error::WrongInput {
+            path: path.to_path_buf(),
+            what: "a model, not a trace".into(),
+            hint: "simulate it with `spillscope sim` or open it with `spillscope view`".into(),
+        }),
     }
 }
 

@@ -54,9 +54,9 @@ pub fn import(path: &Path, opts: &ImportOptions) -> Result<(Trace, Vec<String>)>
         let n = opts.run.unwrap_or(all_runs.len());
         if n == 0 || n > all_runs.len() {
             return Err(Error::Config(format!(
-                "{}: --run {n}: the profile has {} run(s)",
+                "{}: --run {n}: the profile has {}",
                 path.display(),
-                all_runs.len()
+                crate::units::count(all_runs.len() as u64, "run")
             )));
         }
         (n, all_runs[n - 1])

@@ -1,57 +1,57 @@
-//! Compare: two traces on a shared time axis, and the differences per op and
-//! per tensor, largest change first.
+//! Compare: two traces (or, live, the previous run and the newest) on one
+//! time axis, or each on its own when their lengths differ by more than 2x,
+//! and the differences per op and per tensor, each table sorted by the
+//! column its title names.
 
 use super::lanes::{self, LABEL_W};
 use crate::analysis::timeline::Lane;
 use crate::tui::app::App;
+use crate::tui::data::Dataset;
 use crate::tui::glyphs::Glyphs;
 use crate::tui::theme::Theme;
-use crate::tui::ui::{block, scroll_offset, truncate_left};
-use crate::units::{fmt_bytes, fmt_ms};
+use crate::tui::ui::{block, fit_columns, scroll_offset};
+use crate::units::{count, fmt_bytes, fmt_bytes_delta, fmt_ms, fmt_ms_delta};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::Line;
 use ratatui::widgets::{Cell, Paragraph, Row, Table, TableState};
 use ratatui::Frame;
 
-fn signed_ms(ns: i64) -> String {
-    format!(
-        "{}{:.3} ms",
-        if ns >= 0 { "+" } else { "-" },
-        ns.unsigned_abs() as f64 / 1e6
-    )
-}
-
-fn signed_bytes(b: i64) -> String {
-    format!(
-        "{}{}",
-        if b >= 0 { "+" } else { "-" },
-        fmt_bytes(b.unsigned_abs())
-    )
-}
-
-/// The Compare view's own state: the selected op row.
+/// The Compare view's own state: the selected op row, and the axis choice
+/// (`None`: own axes when the runs' lengths differ by more than 2x).
 #[derive(Debug, Clone, Default)]
 pub struct CompareView {
     pub sel: usize,
+    pub axis: Option<bool>,
+}
+
+/// The pair compared, with their labels: two traces, or live the previous
+/// run and the newest.
+fn pair(app: &App) -> Option<(&Dataset, &Dataset, &'static str, &'static str)> {
+    match (app.data.as_slice(), &app.previous) {
+        ([a, b, ..], _) => Some((a, b, "A", "B")),
+        ([now], Some(before)) => Some((before, now, "A: previous run", "B: now")),
+        _ => None,
+    }
 }
 
 pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
-    if app.data.len() < 2 {
+    let Some((a, b, ta, tb)) = pair(app) else {
         let msg = vec![
             Line::raw("Compare needs two traces:"),
             Line::raw("  spillscope view A.json B.json"),
             Line::styled(
-                "(LRU vs planned, simulated vs measured, before vs after)",
+                "(LRU vs planned, simulated vs measured, before vs after; live, an edit of the config compares the run before it with the new one)",
                 theme.fg(theme.c.muted),
             ),
         ];
         f.render_widget(
-            Paragraph::new(msg).block(block(" Compare ", theme, g)),
+            Paragraph::new(msg)
+                .wrap(ratatui::widgets::Wrap { trim: true })
+                .block(block(" Compare ", theme, g)),
             area,
         );
         return;
-    }
-    let (a, b) = (&app.data[0], &app.data[1]);
+    };
     let strip_h = 5u16.min(area.height / 3).max(3);
     let [sa, sb, table] = Layout::vertical([
         Constraint::Length(strip_h),
@@ -59,51 +59,23 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
         Constraint::Min(3),
     ])
     .areas(area);
-    for (d, r, tag) in [(a, sa, "A"), (b, sb, "B")] {
-        let s = &d.trace.summary;
-        let title = format!(
-            " {tag}: {} [{}] {} traffic {} ",
-            d.label,
-            d.trace.meta.policy,
-            fmt_ms(s.latency_ns),
-            fmt_bytes(s.traffic_bytes)
-        );
-        let outer = block(title, theme, g);
-        let inner = outer.inner(r);
-        f.render_widget(outer, r);
-        if inner.width <= LABEL_W + 4 || inner.height == 0 {
-            continue;
-        }
-        let w = inner.width - LABEL_W;
-        let x = inner.x + LABEL_W;
-        let cols = d.index.columns(app.window.0, app.window.1, w as usize);
-        let buf = f.buffer_mut();
-        let muted = theme.fg(theme.c.muted);
-        let rows: [(&str, u8); 3] = [("ops", 0), ("dma", 1), ("spill", 2)];
-        for (i, (name, kind)) in rows.iter().enumerate() {
-            let y = inner.y + i as u16;
-            if y >= inner.y + inner.height {
-                break;
-            }
-            lanes::label(buf, inner.x, y, name, muted);
-            match kind {
-                0 => lanes::ops_lane(buf, x, y, &cols, theme, g, None),
-                // The spill lanes share one row here: the busiest wins.
-                1 => lanes::busiest_lane(
-                    buf,
-                    x,
-                    y,
-                    &cols,
-                    &[Lane::Evict, Lane::Reload, Lane::Stream],
-                    theme,
-                    g,
-                ),
-                _ => lanes::event_lane(buf, x, y, &cols, theme, g),
-            }
-        }
+    let own = app.compare_own_axes();
+    let end = a.end_ns().max(b.end_ns()).max(1);
+    for (d, r, tag) in [(a, sa, ta), (b, sb, tb)] {
+        // Own axis: the same fraction of this run as the window is of the
+        // longer one.
+        let window = if own {
+            let scale = d.end_ns() as f64 / end as f64;
+            (
+                (app.window.0 as f64 * scale) as u64,
+                ((app.window.1 as f64 * scale) as u64).max(1),
+            )
+        } else {
+            app.window
+        };
+        draw_strip(f, app, theme, g, d, r, tag, window, own);
     }
     let Some(diff) = &app.diff else { return };
-    // Ops on top, tensors whose round trips changed below (when there is room).
     let changed: Vec<_> = diff
         .tensors
         .iter()
@@ -117,106 +89,205 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
     let [table, tensor_area] =
         Layout::vertical([Constraint::Min(3), Constraint::Length(tensor_h)]).areas(table);
     if tensor_h > 0 {
-        let name_w = (tensor_area.width as usize)
-            .saturating_sub(9 * 4 + 8)
-            .max(10);
-        let rows: Vec<Row> = changed
-            .iter()
-            .take(tensor_h.saturating_sub(3) as usize)
-            .map(|t| {
-                Row::new(vec![
-                    Cell::from(truncate_left(&t.name, name_w)),
-                    Cell::from(t.a_trips.to_string()),
-                    Cell::from(t.b_trips.to_string()),
-                    Cell::from(fmt_bytes(t.a_bytes_moved)),
-                    Cell::from(fmt_bytes(t.b_bytes_moved)),
-                ])
-            })
-            .collect();
-        let header = Row::new(vec![
-            "tensor (biggest change first)",
-            "trips A",
-            "trips B",
-            "moved A",
-            "moved B",
-        ])
-        .style(theme.strong(theme.c.muted));
-        let widths = [
-            Constraint::Min(16),
-            Constraint::Length(9),
-            Constraint::Length(9),
-            Constraint::Length(10),
-            Constraint::Length(10),
-        ];
-        let title = format!(" tensors whose round trips changed: {} ", changed.len());
-        f.render_widget(
-            Table::new(rows, widths)
-                .header(header)
-                .block(block(title, theme, g)),
-            tensor_area,
-        );
+        draw_tensors(f, app, theme, g, &changed, tensor_area);
     }
-    let header = Row::new(vec![
-        "op (biggest change first)",
-        "traffic A",
-        "traffic B",
-        "stall A",
-        "stall B",
-        "dur B-A",
-    ])
-    .style(theme.strong(theme.c.muted));
-    let name_w = (table.width as usize)
-        .saturating_sub(9 * 4 + 11 + 8)
-        .max(10);
-    let visible = table.height.saturating_sub(3) as usize;
-    let offset = scroll_offset(app.compare.sel, diff.ops.len(), visible);
-    let rows: Vec<Row> = diff
-        .ops
+    draw_ops(f, app, theme, g, diff, table);
+}
+
+/// One run's strip: ops, the spill lanes (busiest wins), spill markers.
+#[allow(clippy::too_many_arguments)]
+fn draw_strip(
+    f: &mut Frame,
+    app: &App,
+    theme: &Theme,
+    g: &Glyphs,
+    d: &Dataset,
+    r: Rect,
+    tag: &str,
+    window: (u64, u64),
+    own: bool,
+) {
+    let s = &d.trace.summary;
+    let title = format!(
+        " {tag}: {} [{}] {} traffic {}{} ",
+        d.label,
+        d.trace.meta.policy,
+        fmt_ms(s.latency_ns),
+        fmt_bytes(s.traffic_bytes),
+        if own { " (own axis)" } else { "" }
+    );
+    let outer = block(title, theme, g);
+    let inner = outer.inner(r);
+    f.render_widget(outer, r);
+    if inner.width <= LABEL_W + 4 || inner.height == 0 {
+        return;
+    }
+    let w = inner.width - LABEL_W;
+    let x = inner.x + LABEL_W;
+    let cols = d.index.columns(window.0, window.1, w as usize);
+    let buf = f.buffer_mut();
+    let muted = theme.fg(theme.c.muted);
+    for (i, name) in ["ops", "dma", "spills"].iter().enumerate() {
+        let y = inner.y + i as u16;
+        if y >= inner.y + inner.height {
+            break;
+        }
+        lanes::label(buf, inner.x, y, name, muted);
+        match i {
+            0 => lanes::ops_lane(buf, x, y, &cols, theme, g, None),
+            // The spill lanes share one row here: the busiest wins.
+            1 => lanes::busiest_lane(
+                buf,
+                x,
+                y,
+                &cols,
+                &[Lane::Evict, Lane::Reload, Lane::Stream],
+                theme,
+                g,
+            ),
+            _ => lanes::event_lane(buf, x, y, &cols, theme, g),
+        }
+    }
+    let _ = app;
+}
+
+/// Tensors whose round trips changed, by |moved B-A|.
+fn draw_tensors(
+    f: &mut Frame,
+    app: &App,
+    theme: &Theme,
+    g: &Glyphs,
+    changed: &[&crate::analysis::diff::TensorDelta],
+    area: Rect,
+) {
+    // Priority order: what changed first.
+    const COLS: [(&str, u16); 5] = [
+        ("moved B-A", 11),
+        ("moved A", 10),
+        ("moved B", 10),
+        ("trips A", 7),
+        ("trips B", 7),
+    ];
+    let widths: Vec<u16> = COLS.iter().map(|c| c.1).collect();
+    let (kept, name_w) = fit_columns(area.width as usize, 16, &widths, Some(0));
+    // Shown as trips A, trips B, moved A, moved B, moved B-A.
+    let order: Vec<usize> = [3, 4, 1, 2, 0]
+        .into_iter()
+        .filter(|i| kept.contains(i))
+        .collect();
+    let shown: Vec<_> = changed
         .iter()
-        .skip(offset)
-        .take(visible)
-        .map(|o| {
-            Row::new(vec![
-                Cell::from(truncate_left(&o.name, name_w)),
-                Cell::from(fmt_bytes(o.a_traffic_bytes)),
-                Cell::from(fmt_bytes(o.b_traffic_bytes)),
-                Cell::from(fmt_ms(o.a_stall_ns)),
-                Cell::from(fmt_ms(o.b_stall_ns)),
-                Cell::from(signed_ms(o.b_duration_ns as i64 - o.a_duration_ns as i64)),
-            ])
+        .take(area.height.saturating_sub(3) as usize)
+        .collect();
+    let names: Vec<&str> = shown.iter().map(|t| t.name.as_str()).collect();
+    let names = crate::names::elide_all(&names, name_w, app.ascii);
+    let rows: Vec<Row> = shown
+        .iter()
+        .zip(names)
+        .map(|(t, name)| {
+            let mut cells = vec![Cell::from(name)];
+            cells.extend(order.iter().map(|&i| {
+                Cell::from(match i {
+                    0 => fmt_bytes_delta(t.moved_delta()),
+                    1 => fmt_bytes(t.a_bytes_moved),
+                    2 => fmt_bytes(t.b_bytes_moved),
+                    3 => t.a_trips.to_string(),
+                    _ => t.b_trips.to_string(),
+                })
+            }));
+            Row::new(cells)
         })
         .collect();
-    let trips_changed = diff
-        .tensors
-        .iter()
-        .filter(|t| t.a_trips != t.b_trips)
-        .count();
+    let mut head = vec!["tensor"];
+    head.extend(order.iter().map(|&i| COLS[i].0));
+    let header = Row::new(head).style(theme.strong(theme.c.muted));
+    let mut widths = vec![Constraint::Min(10)];
+    widths.extend(order.iter().map(|&i| Constraint::Length(COLS[i].1)));
     let title = format!(
-        " B-A: latency {}, traffic {}; {} tensors changed round trips{} ",
-        signed_ms(diff.latency_delta_ns),
-        signed_bytes(diff.traffic_delta_bytes),
-        trips_changed,
-        if diff.only_in_a.len() + diff.only_in_b.len() > 0 {
-            format!(
-                "; {} ops unmatched",
-                diff.only_in_a.len() + diff.only_in_b.len()
-            )
-        } else {
-            String::new()
-        }
+        " {} whose round trips changed, by |moved B-A| ",
+        count(changed.len() as u64, "tensor")
     );
-    let widths = [
-        Constraint::Min(16),
-        Constraint::Length(9),
-        Constraint::Length(9),
-        Constraint::Length(9),
-        Constraint::Length(9),
-        Constraint::Length(11),
+    f.render_widget(
+        Table::new(rows, widths)
+            .header(header)
+            .block(block(title, theme, g)),
+        area,
+    );
+}
+
+/// Ops by |traffic B-A|, then |duration B-A|.
+fn draw_ops(
+    f: &mut Frame,
+    app: &App,
+    theme: &Theme,
+    g: &Glyphs,
+    diff: &crate::analysis::diff::TraceDiff,
+    table: Rect,
+) {
+    // Priority order: what changed first.
+    const COLS: [(&str, u16); 5] = [
+        ("traffic B-A", 11),
+        ("dur B-A", 11),
+        ("stall B-A", 11),
+        ("traffic A", 10),
+        ("traffic B", 10),
     ];
+    let widths: Vec<u16> = COLS.iter().map(|c| c.1).collect();
+    let (kept, name_w) = fit_columns(table.width as usize, 16, &widths, Some(0));
+    // Shown as traffic B-A, traffic A, traffic B, dur B-A, stall B-A.
+    let order: Vec<usize> = [0, 3, 4, 1, 2]
+        .into_iter()
+        .filter(|i| kept.contains(i))
+        .collect();
+    let mut head = vec!["op"];
+    head.extend(order.iter().map(|&i| COLS[i].0));
+    let header = Row::new(head).style(theme.strong(theme.c.muted));
+    let visible = table.height.saturating_sub(3) as usize;
+    let offset = scroll_offset(app.compare.sel, diff.ops.len(), visible);
+    let shown: Vec<_> = diff.ops.iter().skip(offset).take(visible).collect();
+    let names: Vec<&str> = shown.iter().map(|o| o.name.as_str()).collect();
+    let names = crate::names::elide_all(&names, name_w, app.ascii);
+    let rows: Vec<Row> = shown
+        .iter()
+        .zip(names)
+        .map(|(o, name)| {
+            let mut cells = vec![Cell::from(name)];
+            cells.extend(order.iter().map(|&i| {
+                Cell::from(match i {
+                    0 => fmt_bytes_delta(o.traffic_delta()),
+                    1 => fmt_ms_delta(o.duration_delta()),
+                    2 => fmt_ms_delta(o.stall_delta()),
+                    3 => fmt_bytes(o.a_traffic_bytes),
+                    _ => fmt_bytes(o.b_traffic_bytes),
+                })
+            }));
+            Row::new(cells)
+        })
+        .collect();
+    let unmatched = diff.only_in_a.len() + diff.only_in_b.len();
+    let unmatched = if unmatched > 0 {
+        format!("; {} unmatched", count(unmatched as u64, "op"))
+    } else {
+        String::new()
+    };
+    let head = format!(
+        " B-A: latency {}, traffic {}",
+        fmt_ms_delta(diff.latency_delta_ns),
+        fmt_bytes_delta(diff.traffic_delta_bytes),
+    );
+    // The sort order is named in full when it fits, else its first key.
+    let full = format!("{head}; ops by |traffic B-A|, then |dur B-A|{unmatched} ");
+    let title = if full.chars().count() + 2 <= table.width as usize {
+        full
+    } else {
+        format!("{head}; ops by |traffic B-A|{unmatched} ")
+    };
+    let mut widths = vec![Constraint::Min(10)];
+    widths.extend(order.iter().map(|&i| Constraint::Length(COLS[i].1)));
     let t = Table::new(rows, widths)
         .header(header)
         .block(block(title, theme, g))
         .row_highlight_style(theme.selected());
-    let mut st = TableState::default().with_selected(Some(app.compare.sel - offset));
+    let mut st = TableState::default().with_selected(Some(app.compare.sel.saturating_sub(offset)));
     f.render_stateful_widget(t, table, &mut st);
 }

@@ -4,7 +4,7 @@ use crate::analysis::hotspots::{order_hotspots, Hotspot, HotspotKey};
 use crate::tui::app::App;
 use crate::tui::glyphs::Glyphs;
 use crate::tui::theme::Theme;
-use crate::tui::ui::{block, scroll_offset, truncate_left};
+use crate::tui::ui::{block, scroll_offset};
 use crate::units::{count, fmt_bytes, fmt_ms};
 use ratatui::layout::{Constraint, Rect};
 use ratatui::style::Modifier;
@@ -38,16 +38,66 @@ impl HotspotsView {
     }
 }
 
-/// The table's columns after the op name: sort key, header, width.
-const COLUMNS: [(HotspotKey, &str, u16); 7] = [
-    (HotspotKey::OpType, "type", 8),
+/// The table's columns after the op name: sort key, header, width, in the
+/// order they are dropped from the right when the name would get too
+/// narrow (the sort column always stays).
+const COLUMNS: [(HotspotKey, &str, u16); 8] = [
     (HotspotKey::Traffic, "traffic", 9),
-    (HotspotKey::Evicted, "evict", 9),
-    (HotspotKey::Reloaded, "reload", 9),
-    (HotspotKey::Streamed, "stream", 9),
     (HotspotKey::Stall, "stall", 9),
+    (HotspotKey::Reloaded, "reload", 9),
+    (HotspotKey::Evicted, "evict", 9),
+    (HotspotKey::Streamed, "stream", 9),
+    (HotspotKey::OpType, "type", 8),
     (HotspotKey::Share, "share", 7),
+    (HotspotKey::Bound, "bound", 7),
 ];
+
+/// The order the kept columns are shown in.
+const SHOWN_ORDER: [HotspotKey; 8] = [
+    HotspotKey::OpType,
+    HotspotKey::Bound,
+    HotspotKey::Traffic,
+    HotspotKey::Evicted,
+    HotspotKey::Reloaded,
+    HotspotKey::Streamed,
+    HotspotKey::Stall,
+    HotspotKey::Share,
+];
+
+/// Names narrower than this lose their layer indices on deep graphs.
+const MIN_NAME_W: usize = 18;
+
+/// The columns that fit beside a name at least [`MIN_NAME_W`] wide in
+/// `width` (borders included), in display order, and the name's width.
+fn columns(width: usize, sort: HotspotKey) -> (Vec<(HotspotKey, &'static str, u16)>, usize) {
+    let widths: Vec<u16> = COLUMNS.iter().map(|c| c.2).collect();
+    let must = COLUMNS.iter().position(|c| c.0 == sort);
+    let (kept, name_w) = crate::tui::ui::fit_columns(width, MIN_NAME_W, &widths, must);
+    let mut keep: Vec<_> = kept.into_iter().map(|i| COLUMNS[i]).collect();
+    keep.sort_by_key(|c| SHOWN_ORDER.iter().position(|k| *k == c.0));
+    (keep, name_w)
+}
+
+fn cell(k: HotspotKey, h: &Hotspot) -> String {
+    let bytes = |b: u64| {
+        if b == 0 {
+            "-".to_string()
+        } else {
+            fmt_bytes(b)
+        }
+    };
+    match k {
+        HotspotKey::OpType => h.op_type.clone(),
+        HotspotKey::Traffic => bytes(h.traffic_bytes),
+        HotspotKey::Evicted => bytes(h.evicted_bytes),
+        HotspotKey::Reloaded => bytes(h.reloaded_bytes),
+        HotspotKey::Streamed => bytes(h.streamed_in_bytes + h.streamed_out_bytes),
+        HotspotKey::Stall => fmt_ms(h.stall_ns),
+        HotspotKey::Share => format!("{:.1}%", h.latency_share * 100.0),
+        // Which roof the op sits under (roofline).
+        HotspotKey::Bound => h.bound.map(|b| b.as_str()).unwrap_or("-").to_string(),
+    }
+}
 
 pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
     let Some(d) = app.primary() else { return };
@@ -68,53 +118,49 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
             Cell::from(text.to_string()).style(theme.strong(theme.c.muted))
         }
     };
+    let (cols, name_w) = columns(area.width as usize, app.hot.key);
     let mut header = vec![Cell::from("op").style(theme.strong(theme.c.muted))];
-    header.extend(COLUMNS.iter().map(|&(k, t, _)| head(k, t)));
+    header.extend(cols.iter().map(|&(k, t, _)| head(k, t)));
     let header = Row::new(header);
-    let fixed: usize = COLUMNS.iter().map(|c| c.2 as usize + 1).sum();
-    let name_w = (area.width as usize).saturating_sub(fixed + 2).max(8);
     let visible = area.height.saturating_sub(3) as usize;
     let offset = scroll_offset(app.hot.sel, app.hot.order.len(), visible);
-    let rows: Vec<Row> = app
+    let shown: Vec<_> = app
         .hot
         .order
         .iter()
         .skip(offset)
         .take(visible)
         .filter_map(|&o| d.hotspots.get(o))
-        .map(|h| {
+        .collect();
+    let names: Vec<&str> = shown.iter().map(|h| h.name.as_str()).collect();
+    let names = crate::names::elide_all(&names, name_w, app.ascii);
+    let rows: Vec<Row> = shown
+        .iter()
+        .zip(names)
+        .map(|(h, name)| {
             let hot = h.traffic_bytes > 0 || h.stall_ns > 0;
             let style = if hot {
                 theme.fg(theme.c.text)
             } else {
                 theme.fg(theme.c.muted)
             };
-            let bytes = |b: u64| {
-                if b == 0 {
-                    "-".to_string()
-                } else {
-                    fmt_bytes(b)
-                }
-            };
-            Row::new(vec![
-                Cell::from(truncate_left(&h.name, name_w)),
-                Cell::from(h.op_type.clone()),
-                Cell::from(bytes(h.traffic_bytes)),
-                Cell::from(bytes(h.evicted_bytes)),
-                Cell::from(bytes(h.reloaded_bytes)),
-                Cell::from(bytes(h.streamed_in_bytes + h.streamed_out_bytes)),
-                Cell::from(fmt_ms(h.stall_ns)),
-                Cell::from(format!("{:.1}%", h.latency_share * 100.0)),
-            ])
-            .style(style)
+            let mut cells = vec![Cell::from(name)];
+            cells.extend(cols.iter().map(|c| Cell::from(cell(c.0, h))));
+            Row::new(cells).style(style)
         })
         .collect();
     let mut widths = vec![Constraint::Min(8)];
-    widths.extend(COLUMNS.iter().map(|c| Constraint::Length(c.2)));
+    widths.extend(cols.iter().map(|c| Constraint::Length(c.2)));
+    let hidden = COLUMNS.len() - cols.len();
     let title = format!(
-        " Hotspots: {}, sorted by {} ",
+        " Hotspots: {}, sorted by {}{} ",
         count(app.hot.order.len() as u64, "op"),
-        app.hot.key.label()
+        app.hot.key.label(),
+        if hidden > 0 {
+            format!(" ({} when wider)", count(hidden as u64, "more column"))
+        } else {
+            String::new()
+        }
     );
     let table = Table::new(rows, widths)
         .header(header)

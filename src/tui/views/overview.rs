@@ -180,13 +180,22 @@ fn draw_live_chart(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Re
     if live.is_empty() || inner.width < 12 || inner.height < 2 {
         return;
     }
-    let label_w = 10u16;
-    let w = inner.width - label_w;
-    let h = inner.height;
     let peak = live.iter().copied().max().unwrap_or(0);
     let cap = d.capacity;
     let top = peak.max(cap).max(1) as f64 * 1.05;
     let n = live.len();
+    // Labels whole: as wide as the longest of them.
+    let labels = [
+        fmt_bytes(top as u64),
+        format!("0..{}", n.saturating_sub(1)),
+        format!("cap {}", fmt_bytes(cap)),
+    ];
+    let label_w = (labels.iter().map(|l| l.chars().count()).max().unwrap_or(8) + 1) as u16;
+    if inner.width <= label_w + 4 {
+        return;
+    }
+    let w = inner.width - label_w;
+    let h = inner.height;
     let buf = f.buffer_mut();
     let muted = theme.fg(theme.c.muted);
     buf.set_stringn(

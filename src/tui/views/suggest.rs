@@ -1,6 +1,7 @@
 //! Suggestions: re-simulated counterfactuals for the primary trace, sorted
 //! by milliseconds saved; the selected one shows how to realise it.
 
+use crate::analysis::runs::RunRow;
 use crate::analysis::suggest::Suggestions;
 use crate::tui::app::App;
 use crate::tui::glyphs::Glyphs;
@@ -13,12 +14,20 @@ use ratatui::widgets::{Cell, Paragraph, Row, Table, TableState, Wrap};
 use ratatui::Frame;
 
 /// Keeps the start of `s` (descriptions lead with what to do).
-fn truncate_right(s: &str, w: usize) -> String {
+fn truncate_right(s: &str, w: usize, ascii: bool) -> String {
     if s.chars().count() <= w {
         return s.to_string();
     }
-    let mut t: String = s.chars().take(w.saturating_sub(2)).collect();
-    t.push_str("..");
+    let ell = if ascii {
+        crate::names::ELLIPSIS_ASCII
+    } else {
+        crate::names::ELLIPSIS
+    };
+    let mut t: String = s
+        .chars()
+        .take(w.saturating_sub(ell.chars().count()))
+        .collect();
+    t.push_str(ell);
     t
 }
 
@@ -92,18 +101,35 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
         }
         SuggestState::Ready(s) => s,
     };
-    let [list, detail] = Layout::vertical([Constraint::Min(4), Constraint::Length(6)]).areas(area);
+    // The detail pane grows to show the selected suggestion whole (up to
+    // half the view).
+    let detail_h = s
+        .suggestions
+        .get(app.suggest.sel)
+        .map(|x| {
+            let w = area.width.saturating_sub(2) as usize;
+            let rows: usize = detail_texts(app, x, &s.baseline)
+                .iter()
+                .map(|t| crate::tui::ui::wrap(t, w).len().max(1))
+                .sum();
+            (rows as u16 + 2).clamp(7, (area.height / 2).max(7))
+        })
+        .unwrap_or(7);
+    let [list, detail] =
+        Layout::vertical([Constraint::Min(4), Constraint::Length(detail_h)]).areas(area);
     let b = &s.baseline;
+    let floor = crate::analysis::suggest::noise_floor_ns(b.latency_ns);
     let title = format!(
-        " Suggestions: {} that save time (baseline {} [{}], {} traffic) ",
-        s.suggestions.len(),
+        " {} saving over {}; baseline {} [{}], {} traffic ",
+        crate::units::count(s.suggestions.len() as u64, "suggestion"),
+        fmt_ms(floor),
         fmt_ms(b.latency_ns),
         b.policy,
         fmt_bytes(b.traffic_bytes)
     );
     if s.suggestions.is_empty() {
         f.render_widget(
-            Paragraph::new("no change tried lowers the latency")
+            Paragraph::new("no change tried saves more than that")
                 .style(theme.fg(theme.c.muted))
                 .block(block(title, theme, g)),
             area,
@@ -132,7 +158,7 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
                 Cell::from(fmt_ms(x.gain_ns.max(0) as u64)).style(theme.fg(theme.c.compute)),
                 Cell::from(format!("{:.1}", x.gain_pct)),
                 Cell::from(x.kind().as_str()),
-                Cell::from(truncate_right(&x.description, desc_w)),
+                Cell::from(truncate_right(&x.description, desc_w, app.ascii)),
             ])
             .style(theme.fg(theme.c.text))
         })
@@ -154,25 +180,16 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
     let mut state = TableState::default().with_selected(Some(app.suggest.sel - offset));
     f.render_stateful_widget(table, list, &mut state);
     if let Some(x) = s.suggestions.get(app.suggest.sel) {
-        let r = &x.run;
+        let [what, how, apply, then] = detail_texts(app, x, b);
+        let how = how.trim_start_matches("how: ").to_string();
         let lines = vec![
-            Line::from(x.description.clone()),
+            Line::from(what),
             Line::from(vec![
                 Span::styled("how: ", theme.strong(theme.c.muted)),
-                Span::styled(
-                    crate::report::change::how(&x.change),
-                    theme.fg(theme.c.accent),
-                ),
+                Span::styled(how, theme.fg(theme.c.accent)),
             ]),
-            Line::from(format!(
-                "then: {} ({} -> {}), {} spills, {} traffic, {} stall",
-                fmt_ms(r.latency_ns),
-                fmt_ms(b.latency_ns),
-                fmt_ms(r.latency_ns),
-                r.spill_count,
-                fmt_bytes(r.traffic_bytes),
-                fmt_ms(r.stall_ns)
-            )),
+            Line::styled(apply, theme.fg(theme.c.muted)),
+            Line::from(then),
         ];
         f.render_widget(
             Paragraph::new(lines).wrap(Wrap { trim: true }).block(block(
@@ -183,4 +200,36 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
             detail,
         );
     }
+}
+
+/// The detail pane's four texts for suggestion `x`: what it is, how to make
+/// it, how to apply it from here, and the re-simulated run.
+fn detail_texts(app: &App, x: &crate::analysis::suggest::Suggestion, b: &RunRow) -> [String; 4] {
+    let r = &x.run;
+    let apply = match (&app.config, &x.change) {
+        (_, crate::analysis::suggest::Change::Capacity { .. }) => {
+            "a capacity is hardware: rerun with --capacity".to_string()
+        }
+        (Some(c), _) => format!(
+            "a writes it into {} (u restores the file)",
+            c.file_name()
+                .map(|n| n.to_string_lossy())
+                .unwrap_or_default()
+        ),
+        (None, _) => "to apply from here, open the model with --config SCHED.toml".into(),
+    };
+    [
+        x.description.clone(),
+        format!("how: {}", crate::report::change::how(&x.change)),
+        apply,
+        format!(
+            "then: {} ({} -> {}), {}, {} traffic, {} stall",
+            fmt_ms(r.latency_ns),
+            fmt_ms(b.latency_ns),
+            fmt_ms(r.latency_ns),
+            crate::units::count(r.spill_count, "eviction"),
+            fmt_bytes(r.traffic_bytes),
+            fmt_ms(r.stall_ns)
+        ),
+    ]
 }

@@ -6,18 +6,20 @@ use crate::analysis::roundtrips::{Back, Out};
 use crate::tui::app::App;
 use crate::tui::glyphs::Glyphs;
 use crate::tui::theme::Theme;
-use crate::tui::ui::{block, scroll_offset, truncate_left};
+use crate::tui::ui::{block, scroll_offset};
 use crate::units::{count, fmt_bytes};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{List, ListItem, ListState, Paragraph};
 use ratatui::Frame;
 
-/// The Tensor view's own state: the tensor shown and its row in the list.
+/// The Tensor view's own state: the tensor shown, its row in the list, and
+/// the round trip opened from the Timeline (highlighted).
 #[derive(Debug, Clone, Default)]
 pub struct TensorView {
     pub tensor: Option<usize>,
     pub sel: usize,
+    pub trip: Option<usize>,
 }
 
 pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
@@ -33,15 +35,16 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
         .and_then(|t| d.trips.iter().position(|x| x.tensor == t));
     let visible = left.height.saturating_sub(2) as usize;
     let offset = scroll_offset(sel.unwrap_or(0), d.trips.len(), visible);
-    let items: Vec<ListItem> = d
-        .trips
+    let rows: Vec<_> = d.trips.iter().skip(offset).take(visible).collect();
+    let names: Vec<&str> = rows.iter().map(|t| t.name.as_str()).collect();
+    let name_w = inner_w.saturating_sub(6);
+    let names = crate::names::elide_all(&names, name_w, app.ascii);
+    let items: Vec<ListItem> = rows
         .iter()
-        .skip(offset)
-        .take(visible)
-        .map(|t| {
+        .zip(names)
+        .map(|(t, name)| {
             let flag = if t.oscillating { "*" } else { " " };
             let n = format!("{:>3}x", t.trips.len());
-            let name = truncate_left(&t.name, inner_w.saturating_sub(6));
             let style = if t.oscillating {
                 theme.fg(theme.c.oscillation)
             } else {
@@ -49,17 +52,18 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
             };
             ListItem::new(Line::from(vec![
                 Span::styled(flag, style),
-                Span::styled(name, style),
+                Span::styled(format!("{name:<name_w$}"), style),
                 Span::raw(" "),
                 Span::styled(n, theme.fg(theme.c.muted)),
             ]))
         })
         .collect();
     let osc = d.trips.iter().filter(|t| t.oscillating).count();
-    let title = if osc > 0 {
-        format!(" moved: {} (* oscillating: {osc}) ", d.trips.len())
-    } else {
-        format!(" moved: {} ", d.trips.len())
+    let moved = count(d.trips.len() as u64, "tensor");
+    let title = match osc {
+        0 => format!(" {moved} moved "),
+        _ if moved.len() + 20 <= list_w as usize => format!(" {moved} moved, {osc}* oscillate "),
+        _ => format!(" {} moved, {osc}* osc. ", d.trips.len()),
     };
     let list = List::new(items)
         .block(block(title, theme, g))
@@ -82,7 +86,7 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
     let outer = block(
         format!(
             " {} ",
-            truncate_left(&t.name, right.width.saturating_sub(4) as usize)
+            crate::names::elide(&t.name, right.width.saturating_sub(4) as usize, app.ascii)
         ),
         theme,
         g,
@@ -126,7 +130,14 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
             let name = d.trace.ops.get(op).map(|o| o.name.as_str()).unwrap_or("?");
             lines.push(Line::from(vec![
                 Span::styled("pushed by ", k),
-                Span::raw(format!("{} ({count}x)", truncate_left(name, 40))),
+                Span::raw(format!(
+                    "{} ({count}x)",
+                    crate::names::elide(
+                        name,
+                        (inner.width as usize).saturating_sub(10 + 4 + count.to_string().len()),
+                        app.ascii
+                    )
+                )),
             ]));
         }
     }
@@ -168,7 +179,12 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
         if y >= arrows.y + arrows.height {
             break;
         }
-        lanes::label(buf, arrows.x, y, &format!("#{}", i + 1), k);
+        let mark = if app.tensors.trip == Some(i) {
+            theme.selected()
+        } else {
+            k
+        };
+        lanes::label(buf, arrows.x, y, &format!("#{}", i + 1), mark);
         let a = rt.out_t_ns;
         let b = rt.back_t_ns.unwrap_or(app.window.1);
         if b < app.window.0 || a >= app.window.1 {

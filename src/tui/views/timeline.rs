@@ -7,6 +7,7 @@ use crate::analysis::timeline::Lane;
 use crate::trace::ledger::Ledger;
 use crate::tui::app::App;
 use crate::tui::glyphs::Glyphs;
+use crate::tui::keys::legend;
 use crate::tui::theme::Theme;
 use crate::tui::ui::{block, truncate};
 use crate::units::{count, fmt_bytes};
@@ -89,9 +90,13 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
         );
         y += 1;
     }
-    // Info lines at the bottom, sparkline in between.
-    let info_h: u16 = if bottom - y >= 5 { 2 } else { 0 };
-    let spark_h = (bottom - y).saturating_sub(info_h).min(6);
+    // Info lines, the legend and the event list at the bottom; the
+    // sparkline takes what is left, up to 6 rows (3 on small screens, so the
+    // event list keeps room).
+    let info_h: u16 = if bottom - y >= 6 { 3 } else { 0 };
+    let spark_max = if area.height <= 24 { 3 } else { 6 };
+    let spark_h = (bottom - y).saturating_sub(info_h + 4).clamp(1, spark_max);
+    let spark_h = spark_h.min(bottom - y);
     if spark_h > 0 {
         lanes::label(buf, inner.x, y, "bus", muted);
         if spark_h > 1 {
@@ -131,7 +136,10 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
     let line1 = match op.map(|i| &d.trace.ops[i]) {
         Some(o) => Line::from(vec![
             Span::styled("at cursor: ", muted),
-            Span::styled(truncate(&o.name, w / 2), theme.strong(theme.c.accent)),
+            Span::styled(
+                crate::names::elide(&o.name, w / 2, app.ascii),
+                theme.strong(theme.c.accent),
+            ),
             Span::raw(format!(
                 " {} {}..{} stall {}",
                 o.op_type,
@@ -145,79 +153,34 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
     let ev: u32 = cols.iter().map(|c| c.evicts).sum();
     let rl: u32 = cols.iter().map(|c| c.reloads).sum();
     let st: u32 = cols.iter().map(|c| c.streams).sum();
-    let line2 = Line::from(vec![Span::styled(
+    let line2 = Line::styled(
         format!(
-            "in view: {}, {}, {} | run: {} spill traffic, stall {}",
+            "in view: {}, {}, {} | run: {} traffic",
             count(ev, "eviction"),
             count(rl, "reload"),
-            count(st, "stream event"),
+            count(st, "stream"),
             fmt_bytes(d.ledger.total.traffic_bytes()),
-            lanes::ms(d.trace.summary.stall_ns)
         ),
         muted,
-    )]);
+    );
+    let line3 = Line::styled(format!("legend: {}", legend(g)), muted);
     f.render_widget(
-        Paragraph::new(vec![line1, line2]),
+        Paragraph::new(vec![line1, line2, line3]),
         Rect {
             x: inner.x,
             y,
             width: inner.width,
-            height: (bottom - y).min(2),
+            height: (bottom - y).min(3),
         },
     );
-    y += 2;
-    // Spill events around the cursor, when there is room.
-    if bottom.saturating_sub(y) < 3 {
+    y += 3;
+    if bottom.saturating_sub(y) < 2 {
         return;
     }
-    let room = (bottom - y - 1) as usize;
-    let evs = d.index.spills_around(app.cursor, room);
-    let mut lines = vec![Line::styled(
-        format!(
-            "{:>12}  {:<10} {:>10}  {}",
-            "time", "event", "bytes", "tensor  (during op)"
-        ),
-        theme.strong(theme.c.muted),
-    )];
-    for &(t, ei) in evs {
-        let e = &d.trace.events[ei];
-        let tname = d
-            .trace
-            .tensors
-            .get(e.tensor)
-            .map(|t| t.name.as_str())
-            .unwrap_or("?");
-        let oname =
-            e.op.and_then(|o| d.trace.ops.get(o))
-                .map(|o| o.name.as_str())
-                .unwrap_or("-");
-        let why = e
-            .reason
-            .as_deref()
-            .map(|r| format!(" [{r}]"))
-            .unwrap_or_default();
-        let color = d
-            .ledger
-            .part(ei)
-            .map(|p| lanes::lane_color(theme, Lane::of(p)))
-            .unwrap_or(theme.c.muted);
-        let mut style = theme.fg(color);
-        if t == app.cursor {
-            style = theme.selected();
-        }
-        let text = format!(
-            "{:>12}  {:<10} {:>10}  {tname}  ({oname}){why}",
-            lanes::ms(t),
-            e.kind.as_str(),
-            fmt_bytes(Ledger::bytes(e))
-        );
-        lines.push(Line::styled(truncate(&text, w), style));
-    }
-    if evs.is_empty() {
-        lines.push(Line::styled("no spill events", muted));
-    }
-    f.render_widget(
-        Paragraph::new(lines),
+    draw_events(
+        f,
+        app,
+        theme,
         Rect {
             x: inner.x,
             y,
@@ -225,4 +188,87 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
             height: bottom - y,
         },
     );
+}
+
+/// The spill events around the selection (or the cursor), selectable with
+/// j/k; Enter opens the selected event's tensor.
+fn draw_events(f: &mut Frame, app: &App, theme: &Theme, r: Rect) {
+    let Some(d) = app.primary() else { return };
+    let muted = theme.fg(theme.c.muted);
+    let all = d.index.spill_events();
+    let room = r.height.saturating_sub(1) as usize;
+    let at = app
+        .timeline
+        .sel
+        .unwrap_or_else(|| d.index.spill_position(app.cursor));
+    let from = at
+        .saturating_sub(room / 3)
+        .min(all.len().saturating_sub(room));
+    let shown = &all[from..(from + room).min(all.len())];
+    let w = r.width as usize;
+    // Fixed columns: time, event, bytes; the rest is "tensor (op)".
+    let fixed = 12 + 2 + 10 + 1 + 10 + 2;
+    let name_w = w.saturating_sub(fixed);
+    let tensor_names: Vec<&str> = shown
+        .iter()
+        .map(|&(_, ei)| {
+            let e = &d.trace.events[ei];
+            d.trace
+                .tensors
+                .get(e.tensor)
+                .map(|t| t.name.as_str())
+                .unwrap_or("?")
+        })
+        .collect();
+    let tnames = crate::names::elide_all(&tensor_names, (name_w * 3 / 5).max(8), app.ascii);
+    let mut lines = vec![Line::styled(
+        format!(
+            "{:>12}  {:<10} {:>10}  {}",
+            "time", "event", "bytes", "tensor  (during op)"
+        ),
+        theme.strong(theme.c.muted),
+    )];
+    for (k, &(t, ei)) in shown.iter().enumerate() {
+        let e = &d.trace.events[ei];
+        let oname =
+            e.op.and_then(|o| d.trace.ops.get(o))
+                .map(|o| o.name.as_str())
+                .unwrap_or("-");
+        let color = d
+            .ledger
+            .part(ei)
+            .map(|p| lanes::lane_color(theme, Lane::of(p)))
+            .unwrap_or(theme.c.muted);
+        let selected = app.timeline.sel == Some(from + k);
+        let style = if selected {
+            theme.selected()
+        } else {
+            theme.fg(color)
+        };
+        let rest = w.saturating_sub(fixed + tnames[k].chars().count() + 3);
+        let text = format!(
+            "{:>12}  {:<10} {:>10}  {}  ({})",
+            lanes::ms(t),
+            e.kind.as_str(),
+            // An eviction that writes nothing drops a copy DRAM still has.
+            match (e.kind, Ledger::bytes(e)) {
+                (crate::trace::EventKind::Evict, 0) => "clean".to_string(),
+                (_, b) => fmt_bytes(b),
+            },
+            tnames[k],
+            crate::names::elide(oname, rest.max(4), app.ascii)
+        );
+        lines.push(Line::styled(truncate(&text, w), style));
+    }
+    if shown.is_empty() {
+        lines.push(Line::styled("no spill events", muted));
+    }
+    f.render_widget(Paragraph::new(lines), r);
+}
+
+/// The Timeline's own state: the selected spill event (a position in the
+/// index's spill events), if any.
+#[derive(Debug, Clone, Default)]
+pub struct TimelineView {
+    pub sel: Option<usize>,
 }

@@ -1,0 +1,244 @@
+//! Lists on graphs whose names repeat deep paths (a ViT's 12 identical
+//! encoder layers, DenseNet's blocks of layers): at 80x24 and 60x20 every
+//! visible row of the Tensor, Hotspots and Compare views must read
+//! differently, and keep the index that tells the rows apart.
+#![cfg(feature = "cli")] // drives the explorer
+
+mod common;
+use common::screen::render;
+
+use common::test_hw;
+use spillscope::graph::{Graph, GraphBuilder, OpSpec, TensorSpec};
+use spillscope::sim::{simulate, EvictionPolicy, SimConfig};
+use spillscope::trace::Trace;
+use spillscope::tui::app::{App, View};
+use spillscope::tui::data::Dataset;
+use std::collections::BTreeMap;
+
+const K: u64 = 1024;
+
+struct G {
+    b: GraphBuilder,
+}
+
+impl G {
+    fn t(&mut self, name: &str, bytes: u64) -> String {
+        self.b.tensor(TensorSpec {
+            name: name.to_string(),
+            bytes,
+            kind: None,
+            shape: None,
+            dtype: None,
+        });
+        name.to_string()
+    }
+    /// An op named like an ONNX export, its output `{op}_output_0`.
+    fn op(&mut self, name: &str, ty: &str, ins: &[&str], bytes: u64) -> String {
+        let out = self.t(&format!("{name}_output_0"), bytes);
+        self.b.op(OpSpec {
+            name: name.to_string(),
+            op_type: ty.to_string(),
+            inputs: ins.iter().map(|s| s.to_string()).collect(),
+            outputs: vec![out.clone()],
+            flops: Some(2e6),
+        });
+        out
+    }
+}
+
+/// Twelve identical encoder layers named as torchvision's ViT exports them;
+/// each layer's residual is live across its MLP, which does not fit.
+fn vit() -> Graph {
+    let mut g = G {
+        b: GraphBuilder::new("vit_b_16"),
+    };
+    let d = 64 * K;
+    let mut x = g.t("input", d);
+    for i in 0..12 {
+        let p = format!("/encoder/layers/encoder_layer_{i}");
+        let ln1 = g.op(
+            &format!("{p}/ln_1/LayerNormalization"),
+            "LayerNormalization",
+            &[&x],
+            d,
+        );
+        let qkv = g.op(
+            &format!("{p}/self_attention/MatMul"),
+            "MatMul",
+            &[&ln1],
+            3 * d,
+        );
+        let sm = g.op(
+            &format!("{p}/self_attention/Softmax"),
+            "Softmax",
+            &[&qkv],
+            2 * d,
+        );
+        let ctx = g.op(
+            &format!("{p}/self_attention/MatMul_1"),
+            "MatMul",
+            &[&sm, &qkv],
+            d,
+        );
+        let add = g.op(&format!("{p}/Add"), "Add", &[&x, &ctx], d);
+        let ln2 = g.op(
+            &format!("{p}/ln_2/LayerNormalization"),
+            "LayerNormalization",
+            &[&add],
+            d,
+        );
+        let fc1 = g.op(&format!("{p}/mlp/mlp.0/MatMul"), "MatMul", &[&ln2], 4 * d);
+        let act = g.op(&format!("{p}/mlp/mlp.1/Gelu"), "Gelu", &[&fc1], 4 * d);
+        let fc2 = g.op(&format!("{p}/mlp/mlp.3/MatMul"), "MatMul", &[&act], d);
+        x = g.op(&format!("{p}/Add_1"), "Add", &[&add, &fc2], d);
+    }
+    g.b.output(x);
+    g.b.build().unwrap()
+}
+
+/// DenseNet-121-style: 4 dense blocks of 6 layers, each layer reading the
+/// concatenation of everything before it in its block.
+fn densenet() -> Graph {
+    let mut g = G {
+        b: GraphBuilder::new("densenet121"),
+    };
+    let c = 32 * K;
+    let mut x = g.t("input", 2 * c);
+    for b in 1..=4 {
+        let mut feats = vec![x.clone()];
+        for l in 1..=6 {
+            let p = format!("/features/denseblock{b}/denselayer{l}");
+            let refs: Vec<&str> = feats.iter().map(String::as_str).collect();
+            let cat = g.op(
+                &format!("{p}/Concat"),
+                "Concat",
+                &refs,
+                c * feats.len() as u64,
+            );
+            let n1 = g.op(
+                &format!("{p}/norm1/BatchNormalization"),
+                "BatchNormalization",
+                &[&cat],
+                c * feats.len() as u64,
+            );
+            let r1 = g.op(
+                &format!("{p}/relu1/Relu"),
+                "Relu",
+                &[&n1],
+                c * feats.len() as u64,
+            );
+            let c1 = g.op(&format!("{p}/conv1/Conv"), "Conv", &[&r1], 4 * c);
+            let r2 = g.op(&format!("{p}/relu2/Relu"), "Relu", &[&c1], 4 * c);
+            let c2 = g.op(&format!("{p}/conv2/Conv"), "Conv", &[&r2], c);
+            feats.push(c2);
+        }
+        let refs: Vec<&str> = feats.iter().map(String::as_str).collect();
+        let p = format!("/features/transition{b}");
+        let cat = g.op(
+            &format!("{p}/Concat"),
+            "Concat",
+            &refs,
+            c * feats.len() as u64,
+        );
+        x = g.op(&format!("{p}/conv/Conv"), "Conv", &[&cat], 2 * c);
+    }
+    g.b.output(x);
+    g.b.build().unwrap()
+}
+
+fn run(g: &Graph, capacity: u64) -> Trace {
+    let cfg = SimConfig {
+        policy: EvictionPolicy::Lru,
+        ..SimConfig::default()
+    };
+    simulate(g, &test_hw(capacity), &cfg).unwrap()
+}
+
+/// The names in the rows of each box of a rendered screen: the first word
+/// of each row, where it looks like a graph name. Keyed by (box, column).
+fn names_by_box(screen: &str) -> BTreeMap<(usize, usize), Vec<String>> {
+    let mut out: BTreeMap<(usize, usize), Vec<String>> = BTreeMap::new();
+    let mut boxes = 0;
+    for line in screen.lines() {
+        if line.contains('┌') {
+            boxes += 1;
+            continue;
+        }
+        for (col, cell) in line.split('│').enumerate().skip(1) {
+            let Some(word) = cell.split_whitespace().next() else {
+                continue;
+            };
+            let word = word.trim_start_matches('*');
+            let looks_like_name = word.contains('/') || word.starts_with('…');
+            if looks_like_name {
+                out.entry((boxes, col)).or_default().push(word.to_string());
+            }
+        }
+    }
+    out
+}
+
+fn assert_distinct(screen: &str, min_rows: usize, what: &str) {
+    let boxes = names_by_box(screen);
+    let most = boxes.values().map(Vec::len).max().unwrap_or(0);
+    assert!(most >= min_rows, "{what}: only {most} named rows\n{screen}");
+    for (k, names) in &boxes {
+        let mut seen = std::collections::BTreeSet::new();
+        for n in names {
+            assert!(
+                seen.insert(n),
+                "{what}: box {k:?} shows {n} twice\n{screen}"
+            );
+        }
+    }
+}
+
+fn views(name: &str, a: Trace, b: Trace) {
+    let single = || App::new(vec![Dataset::build(format!("{name}.lru.json"), a.clone())]);
+    let pair = || {
+        App::new(vec![
+            Dataset::build(format!("{name}.lru.json"), a.clone()),
+            Dataset::build(format!("{name}.bigger.lru.json"), b.clone()),
+        ])
+    };
+    for (w, h) in [(80u16, 24u16), (60, 20)] {
+        for view in [View::Tensor, View::Hotspots] {
+            let mut app = single();
+            app.view = view;
+            if view == View::Tensor {
+                app.tensors.tensor = app.tensor_list().first().copied();
+            }
+            let s = render(&app, w, h);
+            assert_distinct(&s, (h as usize) / 3, &format!("{name} {view:?} {w}x{h}"));
+            insta::assert_snapshot!(
+                format!("deep_{name}_{}_{w}x{h}", view.title().to_lowercase()),
+                s
+            );
+        }
+        let mut app = pair();
+        app.view = View::Compare;
+        let s = render(&app, w, h);
+        assert_distinct(&s, 2, &format!("{name} Compare {w}x{h}"));
+        insta::assert_snapshot!(format!("deep_{name}_compare_{w}x{h}"), s);
+    }
+}
+
+#[test]
+fn vit_layers_read_apart_in_every_list() {
+    let g = vit();
+    let a = run(&g, 400 * K);
+    let b = run(&g, 480 * K);
+    assert!(a.summary.traffic_bytes > 0, "{:?}", a.summary);
+    assert!(a.summary.traffic_bytes != b.summary.traffic_bytes);
+    views("vit", a, b);
+}
+
+#[test]
+fn dense_blocks_read_apart_in_every_list() {
+    let g = densenet();
+    let a = run(&g, 512 * K);
+    let b = run(&g, 640 * K);
+    assert!(a.summary.traffic_bytes > 0, "{:?}", a.summary);
+    assert!(a.summary.traffic_bytes != b.summary.traffic_bytes);
+    views("densenet", a, b);
+}

@@ -1,0 +1,243 @@
+//! Triage at 80x24 in tmux, as a user would: an invalid config save names
+//! `sched.toml:LINE:COL` and the valid keys; pause holds new data behind a
+//! badge; the Timeline's event list opens the Tensor view; the live delta
+//! line's signs agree with two `sim --format json` runs; a pin suggestion
+//! applied with `a` rewrites the watched config and `u` restores it byte
+//! for byte. Skips (with a message) where tmux or the shared models are
+//! missing.
+#![cfg(feature = "cli")] // drives the binary
+
+mod common;
+use common::tmux::Tmux;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+const SIZE: (u16, u16) = (80, 24);
+
+fn bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_spillscope"))
+}
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+const MODEL_FLAGS: &str = "--capacity 640KiB --weights ignore";
+
+/// The explorer simulating the encoder-decoder under a watched
+/// `sched.toml` (starting as `policy = "lru"`) at 80x24.
+fn live(name: &str) -> Option<(tempfile::TempDir, PathBuf, Tmux)> {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("sched.toml");
+    std::fs::write(&cfg, "policy = \"lru\"\n").unwrap();
+    // Run where the config is, as users do: it is named `sched.toml`.
+    let cmd = format!(
+        "cd {} && {} view {} {MODEL_FLAGS} --config sched.toml; sleep 3",
+        dir.path().display(),
+        bin().display(),
+        root().join("tests/data/encoder_decoder.json").display(),
+    );
+    let t = Tmux::open_at(name, &cmd, SIZE, |s| {
+        s.contains("[lru]") && s.contains("LIVE")
+    })?;
+    Some((dir, cfg, t))
+}
+
+const WAIT: Duration = Duration::from_secs(5);
+
+#[test]
+fn an_invalid_config_save_names_line_column_and_the_valid_keys() {
+    let Some((_dir, cfg, t)) = live("badkey") else {
+        return;
+    };
+    std::fs::write(&cfg, "policy = \"lru\"\nprefetch = 3\n").unwrap();
+    let s = t
+        .wait_for(WAIT, |s| s.contains("sched.toml:2:1"))
+        .expect("banner with the position");
+    assert!(s.contains("unknown field `prefetch`"), "{s}");
+    // The list of valid keys is on screen, wrapped, not cut.
+    for key in ["policy", "prefetch_distance", "recompute"] {
+        assert!(s.contains(&format!("`{key}`")), "{key} missing:\n{s}");
+    }
+    assert!(s.contains("[lru]"), "the last good view stays:\n{s}");
+    // `?` shows the whole message.
+    t.send(&["?"]);
+    let s = t.wait_for(WAIT, |s| s.contains("`dtype`")).expect("help");
+    assert!(s.contains("sched.toml:2:1"), "{s}");
+    t.send(&["q"]);
+}
+
+#[test]
+fn pause_then_edit_shows_paused_and_new_data_at_80_columns() {
+    let Some((_dir, cfg, t)) = live("pause") else {
+        return;
+    };
+    t.send(&["p"]);
+    t.wait_for(WAIT, |s| s.contains("PAUSED")).expect("paused");
+    std::fs::write(&cfg, "policy = \"belady\"\n").unwrap();
+    let s = t
+        .wait_for(WAIT, |s| s.contains("new data"))
+        .expect("new data badge");
+    let header = s.lines().next().unwrap_or("");
+    assert!(
+        header.contains("PAUSED") && header.contains("new data"),
+        "{s}"
+    );
+    assert!(
+        header.contains("Overview"),
+        "the active view keeps its name:\n{s}"
+    );
+    assert!(s.contains("[lru]"), "paused: the old run stays:\n{s}");
+    t.send(&["p"]);
+    t.wait_for(WAIT, |s| s.contains("[belady]"))
+        .expect("unpausing shows the new run");
+    t.send(&["q"]);
+}
+
+#[test]
+fn timeline_j_and_enter_open_the_tensor_of_that_event() {
+    let Some((_dir, _cfg, t)) = live("events") else {
+        return;
+    };
+    t.send(&["2"]);
+    t.wait_for(WAIT, |s| s.contains("legend:"))
+        .expect("timeline");
+    t.send(&["j", "j"]);
+    std::thread::sleep(Duration::from_millis(300));
+    // The selected event's tensor, from the status line (its full name).
+    let s = t.screen();
+    // The footer's status: "KIND of TENSOR".
+    let status = s.lines().last().unwrap_or("").to_string();
+    let tensor = status
+        .split(" of ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .map(str::to_string)
+        .unwrap_or_default();
+    assert!(
+        !tensor.is_empty(),
+        "the status names the selected event's tensor:\n{s}"
+    );
+    t.send(&["Enter"]);
+    let s = t
+        .wait_for(WAIT, |s| s.contains("4 Tensor"))
+        .expect("Enter opens the Tensor view");
+    // The detail pane is titled with that tensor.
+    let title = s.lines().find(|l| l.contains("┌") && l.contains(&tensor));
+    assert!(title.is_some(), "Tensor view on {tensor}:\n{s}");
+    t.send(&["q"]);
+}
+
+fn sim_json(policy: &str) -> serde_json::Value {
+    let out = Command::new(bin())
+        .arg("sim")
+        .arg(root().join("tests/data/encoder_decoder.json"))
+        .args(MODEL_FLAGS.split(' '))
+        .args(["--policy", policy, "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    v["runs"][0].clone()
+}
+
+#[test]
+fn the_delta_line_after_a_save_agrees_with_two_sim_runs() {
+    let (a, b) = (sim_json("lru"), sim_json("belady"));
+    let Some((_dir, cfg, t)) = live("delta") else {
+        return;
+    };
+    std::fs::write(&cfg, "policy = \"belady\"\n").unwrap();
+    let s = t
+        .wait_for(WAIT, |s| {
+            s.contains("[belady]") && s.contains("vs previous")
+        })
+        .expect("delta line");
+    let line = s.lines().find(|l| l.contains("vs previous")).unwrap();
+    let arrow = |field: &str| {
+        let d = b[field].as_i64().unwrap() - a[field].as_i64().unwrap();
+        match d.signum() {
+            1 => "↑",
+            -1 => "↓",
+            _ => "=",
+        }
+    };
+    // Each figure's arrow, in order: latency, traffic, evictions, stall.
+    let arrows: Vec<&str> = line
+        .split([',', ' '])
+        .flat_map(|w| ["↑", "↓", "="].into_iter().filter(move |a| w.ends_with(a)))
+        .collect();
+    let want = [
+        arrow("latency_ns"),
+        arrow("traffic_bytes"),
+        arrow("spill_count"),
+        arrow("stall_ns"),
+    ];
+    assert_eq!(arrows, want, "{line}");
+    let evictions = b["spill_count"].as_i64().unwrap() - a["spill_count"].as_i64().unwrap();
+    assert!(line.contains(&format!("evictions {evictions:+}")), "{line}");
+    t.send(&["q"]);
+}
+
+#[test]
+fn a_applies_a_pin_suggestion_and_u_restores_the_config_byte_for_byte() {
+    let model = root().join("../shared/data/models/squeezenet1_1.onnx");
+    if !model.exists() {
+        eprintln!("SKIP: {} is absent", model.display());
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("sched.toml");
+    let original = "# my schedule\npolicy = \"lru\"   # keep this comment\n";
+    std::fs::write(&cfg, original).unwrap();
+    let cmd = format!(
+        "{} view {} --capacity 1MiB --config {}; sleep 3",
+        bin().display(),
+        model.display(),
+        cfg.display()
+    );
+    let Some(t) = Tmux::open_at("apply", &cmd, SIZE, |s| s.contains("LIVE")) else {
+        return;
+    };
+    t.send(&["7"]);
+    t.wait_for(Duration::from_secs(60), |s| s.contains(" pin "))
+        .expect("suggestions with a pin");
+    // Down to the first pin suggestion.
+    for _ in 0..10 {
+        if t.screen().contains("how: --pin") {
+            break;
+        }
+        t.send(&["j"]);
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let s = t.screen();
+    assert!(s.contains("how: --pin"), "{s}");
+    assert!(s.contains("a writes it into sched.toml"), "{s}");
+    t.send(&["a"]);
+    let s = t
+        .wait_for(Duration::from_secs(30), |s| s.contains("vs previous"))
+        .expect("the re-simulated run");
+    let text = std::fs::read_to_string(&cfg).unwrap();
+    assert!(text.contains("pins = [\"/features/"), "{text}");
+    assert!(
+        text.contains("# keep this comment"),
+        "comments kept:\n{text}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("sched.toml.bak")).unwrap(),
+        original
+    );
+    // Pinning saves time: latency and traffic go down.
+    let line = s.lines().find(|l| l.contains("vs previous")).unwrap();
+    assert!(
+        line.contains("latency -") && line.contains("traffic -"),
+        "{line}"
+    );
+    t.send(&["u"]);
+    t.wait_for(Duration::from_secs(30), |s| s.contains("restored"))
+        .expect("undo");
+    assert_eq!(std::fs::read_to_string(&cfg).unwrap(), original);
+    assert!(!dir.path().join("sched.toml.bak").exists());
+    t.send(&["q"]);
+}
