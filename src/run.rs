@@ -240,7 +240,7 @@ impl RunSpec {
 /// A runtime trace imported with the model, so ORT nodes link to its tensors.
 fn import_linked(path: &Path, g: &Graph) -> Result<crate::trace::Trace> {
     let opts = crate::trace::import::ImportOptions {
-        model: Some(g.clone()),
+        model: Some(std::sync::Arc::new(g.clone())),
         ..Default::default()
     };
     crate::trace::import::import(path, None, &opts).map(|x| x.0)

@@ -167,7 +167,7 @@ fn noopt_ort_traces_match_the_onnx_nodes_one_to_one() {
             &p,
             Some(Format::Ort),
             &ImportOptions {
-                model: Some(g.clone()),
+                model: Some(std::sync::Arc::new(g.clone())),
                 ..Default::default()
             },
         )

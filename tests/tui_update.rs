@@ -161,6 +161,7 @@ fn help_overlay_and_footer_come_from_the_key_table() {
         Scope::Memory,
         Scope::Compare,
         Scope::Suggest,
+        Scope::Nested,
     ];
     let rows = help_rows(&all);
     for b in BINDINGS.iter().filter(|b| !b.help.is_empty()) {
@@ -417,7 +418,7 @@ fn suggestions_arrive_for_the_current_trace_only_and_pin_opens_the_tensor() {
 fn a_trace_from_before_the_ledger_says_what_was_recomputed() {
     let legacy = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/data/legacy/edge-resnet50-b3.lru.v0.json");
-    let source = spillscope::tui::runtime::Source::Traces(vec![legacy]);
+    let source = spillscope::tui::runtime::Source::Traces(vec![legacy], Default::default());
     let (data, _) = source.load_quick().unwrap();
     let a = App::new(data);
     let banner = a.banner.clone().expect("a banner");

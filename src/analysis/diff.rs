@@ -53,8 +53,12 @@ pub struct TensorDelta {
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TraceDiff {
-    /// By |traffic B-A|, then |duration B-A|, largest first.
+    /// By |traffic B-A|, then |duration B-A|, largest first; by |duration
+    /// B-A| alone when `by_time`.
     pub ops: Vec<OpDelta>,
+    /// One side records no spill events (a runtime profile): ops are
+    /// compared by time only.
+    pub by_time: bool,
     /// By |bytes moved B-A|, largest first.
     pub tensors: Vec<TensorDelta>,
     /// Op names present in only one of the traces.
@@ -108,11 +112,19 @@ pub fn diff_with(a: &Trace, la: &Ledger, b: &Trace, lb: &Ledger) -> TraceDiff {
         .map(|h| h.name.clone())
         .collect();
     // Largest |traffic B-A| first, then largest |duration B-A|: the order
-    // the tables' titles name.
+    // the tables' titles name. Against a profile without spill events, time
+    // alone.
+    let by_time = !crate::trace::caps::Capabilities::of(a).spill_events
+        || !crate::trace::caps::Capabilities::of(b).spill_events;
     ops.sort_by(|x, y| {
-        y.traffic_delta()
-            .unsigned_abs()
-            .cmp(&x.traffic_delta().unsigned_abs())
+        let traffic = if by_time {
+            std::cmp::Ordering::Equal
+        } else {
+            y.traffic_delta()
+                .unsigned_abs()
+                .cmp(&x.traffic_delta().unsigned_abs())
+        };
+        traffic
             .then(
                 y.duration_delta()
                     .unsigned_abs()
@@ -154,6 +166,7 @@ pub fn diff_with(a: &Trace, la: &Ledger, b: &Trace, lb: &Ledger) -> TraceDiff {
             .then(x.name.cmp(&y.name))
     });
     TraceDiff {
+        by_time,
         ops,
         tensors,
         only_in_a,

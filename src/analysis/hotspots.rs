@@ -1,6 +1,8 @@
 //! Per-operator (and per op type) ranking of where spill costs land, from
 //! the ledger: each op's evictions (write-backs), reloads, streamed bytes
-//! and stall, beside its share of the run.
+//! and stall, beside its share of the run; and, for runtime traces that
+//! record no spills, where time and memory go: self and total time, bytes
+//! and count of allocations, and bytes live at the peak.
 
 use crate::trace::ledger::{Ledger, Part};
 use crate::trace::{Bound, Trace};
@@ -24,6 +26,9 @@ pub struct Hotspot {
     /// The sum of its four spill parts.
     pub traffic_bytes: u64,
     pub stall_ns: u64,
+    /// When it started (ops of a runtime trace often share a name: this
+    /// tells them apart).
+    pub start_ns: u64,
     pub duration_ns: u64,
     /// Op duration / end-to-end latency.
     pub latency_share: f64,
@@ -31,6 +36,16 @@ pub struct Hotspot {
     pub bound: Option<Bound>,
     /// FLOPs per operand byte, if FLOPs are known.
     pub intensity: Option<f64>,
+    /// Time in the op outside the ops nested in it (= `duration_ns` when
+    /// nothing is nested).
+    pub self_ns: u64,
+    /// Allocations made while it ran (`alloc` events naming it): bytes and
+    /// count.
+    pub alloc_bytes: u64,
+    pub allocs: u64,
+    /// Bytes it allocated that are still live at the trace's peak of live
+    /// bytes (its contribution to the peak; 0 without frees).
+    pub peak_bytes: u64,
 }
 
 /// Which column the hotspot table is sorted by.
@@ -49,10 +64,17 @@ pub enum HotspotKey {
     Share,
     OpType,
     Bound,
+    SelfTime,
+    TotalTime,
+    Allocated,
+    Allocs,
+    AtPeak,
+    /// Start time (trace order).
+    Start,
 }
 
 impl HotspotKey {
-    pub const ALL: [HotspotKey; 8] = [
+    pub const ALL: [HotspotKey; 14] = [
         HotspotKey::Traffic,
         HotspotKey::Evicted,
         HotspotKey::Reloaded,
@@ -61,6 +83,33 @@ impl HotspotKey {
         HotspotKey::Share,
         HotspotKey::OpType,
         HotspotKey::Bound,
+        HotspotKey::SelfTime,
+        HotspotKey::TotalTime,
+        HotspotKey::Allocated,
+        HotspotKey::Allocs,
+        HotspotKey::AtPeak,
+        HotspotKey::Start,
+    ];
+    /// The keys for a trace with spill events.
+    pub const SPILL: [HotspotKey; 8] = [
+        HotspotKey::Traffic,
+        HotspotKey::Evicted,
+        HotspotKey::Reloaded,
+        HotspotKey::Streamed,
+        HotspotKey::Stall,
+        HotspotKey::Share,
+        HotspotKey::OpType,
+        HotspotKey::Bound,
+    ];
+    /// The keys for a trace without spill events: time and memory.
+    pub const MEASURED: [HotspotKey; 7] = [
+        HotspotKey::SelfTime,
+        HotspotKey::TotalTime,
+        HotspotKey::Allocated,
+        HotspotKey::Allocs,
+        HotspotKey::AtPeak,
+        HotspotKey::Start,
+        HotspotKey::OpType,
     ];
     pub fn label(self) -> &'static str {
         match self {
@@ -72,11 +121,25 @@ impl HotspotKey {
             HotspotKey::Share => "share",
             HotspotKey::OpType => "type",
             HotspotKey::Bound => "bound",
+            HotspotKey::SelfTime => "self time",
+            HotspotKey::TotalTime => "total time",
+            HotspotKey::Allocated => "allocated",
+            HotspotKey::Allocs => "allocations",
+            HotspotKey::AtPeak => "at peak",
+            HotspotKey::Start => "start",
         }
     }
     pub fn next(self) -> Self {
         let i = Self::ALL.iter().position(|&k| k == self).unwrap_or(0);
         Self::ALL[(i + 1) % Self::ALL.len()]
+    }
+    /// The next key among `keys` (wrapping), the first when `self` is not
+    /// one of them.
+    pub fn next_in(self, keys: &[HotspotKey]) -> Self {
+        match keys.iter().position(|&k| k == self) {
+            Some(i) => keys[(i + 1) % keys.len()],
+            None => keys.first().copied().unwrap_or(self),
+        }
     }
 }
 
@@ -84,10 +147,12 @@ impl HotspotKey {
 pub fn hotspots(tr: &Trace, ledger: &Ledger) -> Vec<Hotspot> {
     let latency = tr.summary.latency_ns.max(1) as f64;
     let per_op = ledger.per_op(tr);
+    let mem = memory_by_op(tr);
     tr.ops
         .iter()
         .zip(per_op)
-        .map(|(o, p)| {
+        .zip(mem)
+        .map(|((o, p), m)| {
             let operand_bytes: u64 = o
                 .inputs
                 .iter()
@@ -107,6 +172,7 @@ pub fn hotspots(tr: &Trace, ledger: &Ledger) -> Vec<Hotspot> {
                 streamed_out_bytes: p.get(Part::StreamedOut).bytes,
                 traffic_bytes: p.traffic_bytes(),
                 stall_ns: o.stall_ns,
+                start_ns: o.start_ns,
                 duration_ns: o.end_ns.saturating_sub(o.start_ns),
                 latency_share: o.end_ns.saturating_sub(o.start_ns) as f64 / latency,
                 bound: o.bound,
@@ -114,9 +180,82 @@ pub fn hotspots(tr: &Trace, ledger: &Ledger) -> Vec<Hotspot> {
                     .flops
                     .filter(|_| operand_bytes > 0)
                     .map(|f| f / operand_bytes as f64),
+                self_ns: o
+                    .self_ns
+                    .unwrap_or_else(|| o.end_ns.saturating_sub(o.start_ns)),
+                alloc_bytes: m.alloc_bytes,
+                allocs: m.allocs,
+                peak_bytes: m.peak_bytes,
             }
         })
         .collect()
+}
+
+/// An op's allocations and what of them is live at the peak.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct OpMemory {
+    alloc_bytes: u64,
+    allocs: u64,
+    peak_bytes: u64,
+}
+
+/// Per op: the allocations naming it, and the bytes of them still live at
+/// the first instant live bytes (allocations minus frees, all pools) peak.
+/// Two passes over the events (in time order), no per-event search.
+fn memory_by_op(tr: &Trace) -> Vec<OpMemory> {
+    use crate::trace::EventKind;
+    let mut out = vec![OpMemory::default(); tr.ops.len()];
+    // Pass 1: where the peak is (the number of events up to it).
+    let (mut live, mut peak, mut upto) = (0i128, 0i128, 0usize);
+    // Weights (initializers) are not live tensors: left out, as from the
+    // peak of live bytes.
+    let weight = |t: usize| {
+        tr.tensors
+            .get(t)
+            .is_some_and(|x| x.kind == crate::trace::TensorKind::Weight)
+    };
+    for (i, e) in tr.events.iter().enumerate() {
+        if weight(e.tensor) {
+            continue;
+        }
+        match e.kind {
+            EventKind::Alloc => {
+                live += e.bytes as i128;
+                if let Some(m) = e.op.and_then(|o| out.get_mut(o)) {
+                    m.alloc_bytes += e.bytes;
+                    m.allocs += 1;
+                }
+            }
+            EventKind::Free => live -= e.bytes as i128,
+            _ => continue,
+        }
+        if live > peak {
+            (peak, upto) = (live, i + 1);
+        }
+    }
+    let frees = tr.events.iter().any(|e| e.kind == EventKind::Free);
+    if !frees {
+        return out;
+    }
+    // Pass 2: which allocations are live there, and whose they are.
+    let mut holder: std::collections::HashMap<usize, (u64, Option<usize>)> = Default::default();
+    for e in tr.events[..upto].iter().filter(|e| !weight(e.tensor)) {
+        match e.kind {
+            EventKind::Alloc => {
+                holder.insert(e.tensor, (e.bytes, e.op));
+            }
+            EventKind::Free => {
+                holder.remove(&e.tensor);
+            }
+            _ => {}
+        }
+    }
+    for (bytes, op) in holder.into_values() {
+        if let Some(m) = op.and_then(|o| out.get_mut(o)) {
+            m.peak_bytes += bytes;
+        }
+    }
+    out
 }
 
 /// Sorts hotspots by `key`, largest first unless `ascending`.
@@ -146,6 +285,12 @@ fn compare(a: &Hotspot, b: &Hotspot, key: HotspotKey, ascending: bool) -> std::c
                 .unwrap_or(std::cmp::Ordering::Equal),
             HotspotKey::OpType => a.op_type.cmp(&b.op_type),
             HotspotKey::Bound => a.bound.cmp(&b.bound),
+            HotspotKey::SelfTime => a.self_ns.cmp(&b.self_ns),
+            HotspotKey::TotalTime => a.duration_ns.cmp(&b.duration_ns),
+            HotspotKey::Allocated => a.alloc_bytes.cmp(&b.alloc_bytes),
+            HotspotKey::Allocs => a.allocs.cmp(&b.allocs),
+            HotspotKey::AtPeak => a.peak_bytes.cmp(&b.peak_bytes),
+            HotspotKey::Start => a.start_ns.cmp(&b.start_ns),
         };
         let o = if ascending { o } else { o.reverse() };
         o.then(a.op.cmp(&b.op))

@@ -11,6 +11,7 @@ pub mod calibrate;
 pub mod classify;
 pub mod diff;
 pub mod hotspots;
+pub mod measured;
 pub mod memmap;
 pub mod optimum;
 pub mod report;

@@ -5,6 +5,7 @@
 
 use super::classify::classify_with_causes;
 use super::hotspots::{by_op_type, hotspots, order_hotspots, Hotspot, HotspotKey, TypeHotspot};
+use super::measured::{summary as measured_summary, MeasuredSummary};
 use super::optimum::{optimal_traffic, Optimum, OptimumLimits};
 use super::roundtrips::{round_trips, Back, Out, TensorTrips};
 use super::runs::RunRow;
@@ -12,8 +13,9 @@ use super::suggest::{inputs_of_trace, suggest, Suggestions};
 use super::whatif::{grid, knees, run as sweep, search_knees, Knee};
 use crate::analysis::residency::first_pool_resident_by_step;
 use crate::sim::prepare_graph;
+use crate::trace::caps::Capabilities;
 use crate::trace::ledger::Ledger;
-use crate::trace::Trace;
+use crate::trace::{Source, Trace};
 use serde::Serialize;
 
 /// How many rows each ranked section keeps.
@@ -74,18 +76,95 @@ pub struct WhatifCurve {
     pub knees: Vec<Knee>,
 }
 
+/// The run's figures, without those the trace cannot support: serialized
+/// as the [`RunRow`] minus the fields named in `hidden`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GatedRow {
+    pub row: RunRow,
+    pub hidden: Vec<&'static str>,
+}
+
+impl Serialize for GatedRow {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut v = serde_json::to_value(&self.row).map_err(serde::ser::Error::custom)?;
+        if let Some(m) = v.as_object_mut() {
+            for k in &self.hidden {
+                m.remove(*k);
+            }
+        }
+        v.serialize(s)
+    }
+}
+
+impl std::ops::Deref for GatedRow {
+    type Target = RunRow;
+    fn deref(&self) -> &RunRow {
+        &self.row
+    }
+}
+
+/// The summary fields a trace with `caps` cannot support.
+pub fn unsupported_fields(caps: &Capabilities) -> Vec<&'static str> {
+    let mut v = Vec::new();
+    if !caps.capacity {
+        v.extend([
+            "capacity_bytes",
+            "lower_bound_traffic_bytes",
+            "lower_bound_method",
+            "gap_to_bound_bytes",
+        ]);
+    }
+    if !caps.frees {
+        v.extend(["peak_live_bytes", "peak_resident_bytes"]);
+    }
+    if !caps.spill_events {
+        v.extend([
+            "spill_count",
+            "spilled_bytes",
+            "reloaded_bytes",
+            "streamed_in_bytes",
+            "streamed_out_bytes",
+            "traffic_bytes",
+            "stall_ns",
+            "lower_bound_traffic_bytes",
+            "lower_bound_method",
+            "gap_to_bound_bytes",
+            "energy_uj",
+            "read_bandwidth",
+            "write_bandwidth",
+        ]);
+    }
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Report {
     pub model: String,
     pub source: crate::trace::Source,
     pub policy: String,
-    pub summary: RunRow,
+    /// What the trace records; sections it cannot support are left out.
+    pub capabilities: Capabilities,
+    /// For runtime traces: the figures they support, what is missing and how
+    /// to get it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub measured: Option<MeasuredSummary>,
+    pub summary: GatedRow,
     pub op_count: usize,
     pub tensor_count: usize,
     pub event_count: usize,
+    /// The column the hotspots are ranked by (spill traffic; self time for
+    /// traces without spill events).
+    pub hotspots_by: HotspotKey,
     pub hotspots: Vec<Hotspot>,
+    /// Ops ranked by memory (bytes live at the peak, else allocated), for
+    /// traces that record allocations.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub memory_hotspots: Vec<Hotspot>,
     pub op_types: Vec<TypeHotspot>,
-    pub classification: ClassificationSummary,
+    /// Only where capacity and lifetimes are known.
+    pub classification: Option<ClassificationSummary>,
     pub oscillating: Vec<TensorTrips>,
     pub worst_round_trips: Vec<TripRow>,
     pub suggestions: Option<Suggestions>,
@@ -93,6 +172,10 @@ pub struct Report {
     pub optimum: Option<Optimum>,
     /// Why re-simulated sections are missing, if they are.
     pub notes: Vec<String>,
+    /// A runtime profile with op times: the command that simulates its
+    /// model with them (`PROFILE` until [`Report::with_profile_path`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub calibrate: Option<String>,
     pub series: Series,
 }
 
@@ -144,18 +227,53 @@ fn series_of(tr: &Trace) -> Series {
     }
 }
 
+impl Report {
+    /// Names the profile file in the calibration command.
+    pub fn with_profile_path(mut self, p: &std::path::Path) -> Report {
+        if self.calibrate.is_some() {
+            let model = self
+                .measured
+                .as_ref()
+                .and_then(|m| m.linked.as_ref().map(|l| l.model.clone()));
+            self.calibrate = Some(super::measured::calibrate_command(p, model.as_deref()));
+        }
+        self
+    }
+}
+
 /// Builds the report. `resimulate` allows the sections that re-run the
 /// simulator (suggestions, what-if curve, exact optimum) for simulator traces.
 pub fn build(tr: &Trace, resimulate: bool) -> Report {
+    let caps = Capabilities::of(tr);
     let ledger = Ledger::of(tr);
     let hs = hotspots(tr, &ledger);
-    let order = order_hotspots(&hs, HotspotKey::Traffic, false);
+    let by = if caps.spill_events {
+        HotspotKey::Traffic
+    } else {
+        HotspotKey::SelfTime
+    };
+    let order = order_hotspots(&hs, by, false);
     let top: Vec<Hotspot> = order
         .iter()
         .take(TOP)
         .map(|&i| hs[i].clone())
-        .filter(|h| h.traffic_bytes + h.stall_ns > 0)
+        .filter(|h| !caps.spill_events || h.traffic_bytes + h.stall_ns > 0)
         .collect();
+    let memory_key = if caps.frees {
+        HotspotKey::AtPeak
+    } else {
+        HotspotKey::Allocated
+    };
+    let memory_hotspots: Vec<Hotspot> = if hs.iter().any(|h| h.allocs > 0) {
+        order_hotspots(&hs, memory_key, false)
+            .iter()
+            .take(TOP)
+            .map(|&i| hs[i].clone())
+            .filter(|h| h.alloc_bytes > 0)
+            .collect()
+    } else {
+        Vec::new()
+    };
     let c = classify_with_causes(tr, &ledger);
     let mut causes: Vec<CauseRow> = Vec::new();
     for s in c
@@ -211,7 +329,19 @@ pub fn build(tr: &Trace, resimulate: bool) -> Report {
     worst.truncate(TOP);
     let mut notes = Vec::new();
     let (mut suggestions, mut whatif, mut optimum) = (None, None, None);
-    if resimulate {
+    let measured = (tr.source == Source::Instrumented).then(|| measured_summary(tr, &caps));
+    let calibrate = measured.as_ref().filter(|_| caps.op_times).map(|m| {
+        super::measured::calibrate_command(
+            std::path::Path::new("PROFILE"),
+            m.linked.as_ref().map(|l| l.model.as_str()),
+        )
+    });
+    if measured.is_some() {
+        // A profile records no hardware or schedule: nothing to re-run.
+        notes.push(
+            "suggestions, what-if and the exact optimum re-simulate a model: a measured profile records no hardware or schedule".into(),
+        );
+    } else if resimulate {
         match inputs_of_trace(tr) {
             Ok((g, hw, cfg)) => {
                 match suggest(&g, &hw, &cfg) {
@@ -263,23 +393,36 @@ pub fn build(tr: &Trace, resimulate: bool) -> Report {
     if let Some(o) = &optimum {
         summary.tighten_bound(o);
     }
+    let mut series = series_of(tr);
+    if !caps.frees {
+        // Without frees, "live" bytes only ever grow: not a figure.
+        series.live_bytes.clear();
+        series.resident_bytes.clear();
+    }
     Report {
         model: tr.meta.model.clone(),
         source: tr.source,
         policy: tr.meta.policy.clone(),
-        summary,
+        capabilities: caps,
+        measured,
+        summary: GatedRow {
+            row: summary,
+            hidden: unsupported_fields(&caps),
+        },
+        hotspots_by: by,
+        memory_hotspots,
         op_count: tr.ops.len(),
         tensor_count: tr.tensors.len(),
         event_count: tr.events.len(),
         op_types: by_op_type(&hs).into_iter().take(TOP).collect(),
         hotspots: top,
-        classification: ClassificationSummary {
+        classification: caps.capacity_figures().then_some(ClassificationSummary {
             capacity_count: c.capacity_count,
             lifetime_count: c.lifetime_count,
             capacity_bytes: c.capacity_bytes,
             lifetime_bytes: c.lifetime_bytes,
             lifetime_causes: causes,
-        },
+        }),
         oscillating: trips
             .into_iter()
             .filter(|t| t.oscillating)
@@ -290,6 +433,7 @@ pub fn build(tr: &Trace, resimulate: bool) -> Report {
         whatif,
         optimum,
         notes,
-        series: series_of(tr),
+        calibrate,
+        series,
     }
 }

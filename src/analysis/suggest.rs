@@ -438,9 +438,21 @@ pub fn inputs_of_trace(tr: &crate::trace::Trace) -> Result<(Graph, HardwareProfi
         Producer::Simulator { hardware, config } if tr.source == Source::Simulator => {
             ((**hardware).clone(), (**config).clone())
         }
-        Producer::Simulator { .. } | Producer::Instrumented(_) => {
+        Producer::Instrumented(i) => {
+            // Say what is missing: the run's hardware and schedule, which a
+            // measured profile does not record, linked model or not.
+            let model = i
+                .model
+                .as_deref()
+                .map(|m| format!("{m}.onnx"))
+                .unwrap_or_else(|| "MODEL.onnx".into());
+            return Err(Error::Unsupported(format!(
+                "a measured profile records no hardware or schedule to re-simulate; simulate the model with its measured op times: spillscope view {model} --capacity SIZE --calibrate PROFILE"
+            )));
+        }
+        Producer::Simulator { .. } => {
             return Err(Error::Config(
-                "suggestions re-simulate: they need a simulator trace (or the model)".into(),
+                "suggestions re-simulate a simulator trace; this one records a simulation but its source is not `simulator`".into(),
             ))
         }
         Producer::NpuCase(_) => {

@@ -154,6 +154,11 @@ pub struct ImportOpts {
     /// Refuse inputs with more events than this.
     #[arg(long, value_name = "N")]
     pub max_events: Option<usize>,
+    /// Nested ops (PyTorch's aten::conv2d > aten::convolution > ...): work
+    /// on the ops this many calls deep (1 = the top level, the default of
+    /// view, report and diff; `import` keeps every level unless given).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub op_depth: Option<u32>,
 }
 
 #[derive(Debug, Args)]
@@ -227,6 +232,9 @@ pub struct ViewArgs {
     /// Enable the mouse (wheel scrolls lists).
     #[arg(long)]
     pub mouse: bool,
+    /// How runtime traces are read (`--model` links a profile to its model).
+    #[command(flatten)]
+    pub import: ImportOpts,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -494,7 +502,10 @@ impl ImportOpts {
             None => None,
         };
         let model = match &self.model {
-            Some(m) => Some(crate::graph::load(m, &Default::default())?),
+            Some(m) => Some(std::sync::Arc::new(crate::graph::load(
+                m,
+                &Default::default(),
+            )?)),
             None => None,
         };
         let opts = import::ImportOptions {
@@ -503,6 +514,19 @@ impl ImportOpts {
             max_events: self.max_events,
         };
         import::import(path, format, &opts)
+    }
+
+    /// As [`ImportOpts::load`], nested ops folded to `--op-depth` (the top
+    /// level by default): what views, reports and diffs work on.
+    pub fn load_at_level(
+        &self,
+        path: &std::path::Path,
+    ) -> crate::Result<(crate::trace::Trace, Vec<String>)> {
+        let (tr, w) = self.load(path)?;
+        Ok((
+            crate::trace::nesting::collapse(&tr, self.op_depth.unwrap_or(1)),
+            w,
+        ))
     }
 }
 

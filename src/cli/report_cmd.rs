@@ -13,9 +13,9 @@ pub fn run(a: &ReportArgs) -> Result<String> {
         let (g, r) = super::single_run(&spec)?;
         simulate(&g, &r.hardware, &r.first_config())?
     } else {
-        a.import.load(&a.input)?.0
+        a.import.load_at_level(&a.input)?.0
     };
-    let r = build(&tr, !a.no_resimulate);
+    let r = build(&tr, !a.no_resimulate).with_profile_path(&a.input);
     let text = match a.format {
         ReportFormat::Markdown => crate::report::to_markdown(&r),
         ReportFormat::Json => crate::report::to_json(&r),

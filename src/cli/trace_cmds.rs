@@ -18,10 +18,21 @@ fn warn_all(warnings: &[String]) {
 }
 
 pub fn run_import(a: &ImportArgs) -> Result<String> {
-    let (tr, warnings) = a.import.load(&a.file)?;
+    // Every level of nested calls is kept unless --op-depth says which.
+    let (tr, warnings) = match a.import.op_depth {
+        Some(_) => a.import.load_at_level(&a.file)?,
+        None => a.import.load(&a.file)?,
+    };
     warn_all(&warnings);
     if let Some(out) = &a.output {
         write_atomic(out, tr.to_json(), a.force)?;
+    }
+    let caps = crate::trace::caps::Capabilities::of(&tr);
+    if tr.source == crate::trace::Source::Instrumented {
+        return Ok(render_measured(
+            &crate::analysis::measured::summary(&tr, &caps),
+            a.format,
+        ));
     }
     let rep = RunsReport {
         model: tr.meta.model.clone(),
@@ -31,13 +42,35 @@ pub fn run_import(a: &ImportArgs) -> Result<String> {
     let mut s = render(&rep, a.format);
     if a.format == Format::Table {
         s += &format!(
-            "{} ops, {} tensors, {} events imported\n",
-            tr.ops.len(),
-            tr.tensors.len(),
-            tr.events.len()
+            "{}, {}, {} imported\n",
+            crate::units::count(tr.ops.len() as u64, "op"),
+            crate::units::count(tr.tensors.len() as u64, "tensor"),
+            crate::units::count(tr.events.len() as u64, "event"),
         );
     }
     Ok(s)
+}
+
+/// A measured trace's summary as a table (label: value), markdown or JSON.
+pub fn render_measured(m: &crate::analysis::measured::MeasuredSummary, format: Format) -> String {
+    match format {
+        Format::Json => serde_json::to_string_pretty(m).unwrap_or_default() + "\n",
+        Format::Markdown => {
+            let mut s = format!("| {} | |\n|---|---|\n", m.model);
+            for (k, v) in m.rows() {
+                s += &format!("| {k} | {v} |\n");
+            }
+            s
+        }
+        Format::Table => {
+            let w = m.rows().iter().map(|r| r.0.len()).max().unwrap_or(0);
+            let mut s = format!("measured: {}\n", m.model);
+            for (k, v) in m.rows() {
+                s += &format!("  {k:<w$}  {v}\n");
+            }
+            s
+        }
+    }
 }
 
 pub fn run_export(a: &ExportArgs) -> Result<String> {
@@ -53,8 +86,8 @@ pub fn run_export(a: &ExportArgs) -> Result<String> {
 }
 
 pub fn run_diff(a: &DiffArgs) -> Result<String> {
-    let (ta, wa) = a.import.load(&a.a)?;
-    let (tb, wb) = a.import.load(&a.b)?;
+    let (ta, wa) = a.import.load_at_level(&a.a)?;
+    let (tb, wb) = a.import.load_at_level(&a.b)?;
     warn_all(&wa);
     warn_all(&wb);
     let d = diff(&ta, &tb);

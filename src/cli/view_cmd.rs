@@ -2,7 +2,7 @@
 
 use super::args::ViewArgs;
 use crate::sim::EvictionPolicy;
-use crate::tui::runtime::{run, Source, ViewOptions};
+use crate::tui::runtime::{run, Source, TraceOpts, ViewOptions};
 use crate::{Error, Result};
 use std::path::Path;
 
@@ -26,7 +26,29 @@ pub fn source_for(a: &ViewArgs) -> Result<Source> {
                 hint: "compare needs two traces; `spillscope sim MODEL -o t.json` makes one".into(),
             });
         }
-        return Ok(Source::Traces(a.inputs.clone()));
+        let format = match &a.import.from {
+            Some(f) => Some(f.parse::<crate::input::Format>().map_err(Error::Config)?),
+            None => None,
+        };
+        let model = match &a.import.model {
+            Some(m) => Some(std::sync::Arc::new(crate::graph::load(
+                m,
+                &a.model_opts.load_options(),
+            )?)),
+            None => None,
+        };
+        let opts = TraceOpts {
+            format,
+            import: crate::trace::import::ImportOptions {
+                run: a.import.run,
+                model,
+                max_events: a.import.max_events,
+            },
+            level: std::sync::Arc::new(std::sync::atomic::AtomicU32::new(
+                a.import.op_depth.unwrap_or(1),
+            )),
+        };
+        return Ok(Source::Traces(a.inputs.clone(), opts));
     }
     if a.inputs.len() > 1 {
         return Err(Error::Config(

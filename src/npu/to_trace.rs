@@ -50,6 +50,8 @@ pub fn to_trace(k: &Kernel, sol: &Solution) -> Result<Trace> {
                 flops: None,
                 bound: None,
                 unit: Some(Unit(pipe.as_str().into())),
+                parent: None,
+                self_ns: None,
             });
         }
     }

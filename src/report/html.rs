@@ -38,11 +38,16 @@ fn charts(r: &Report) -> String {
                     step: true,
                 },
             ],
-            hlines: vec![(
-                r.summary.capacity_bytes as f64,
-                format!("capacity {}", fmt_bytes(r.summary.capacity_bytes)),
-                "#d62728",
-            )],
+            // A capacity line only where the trace declares one.
+            hlines: if r.capabilities.capacity {
+                vec![(
+                    r.summary.capacity_bytes as f64,
+                    format!("capacity {}", fmt_bytes(r.summary.capacity_bytes)),
+                    "#d62728",
+                )]
+            } else {
+                Vec::new()
+            },
             marks: vec![],
             fmt_x: &ms,
             fmt_y: &bytes,

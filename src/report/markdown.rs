@@ -119,6 +119,10 @@ pub fn sections(r: &Report) -> Vec<Section> {
         crate::units::count(r.tensor_count as u64, "tensor"),
         crate::units::count(r.event_count as u64, "event")
     );
+    if let Some(m) = &r.measured {
+        measured_sections(&mut out, r, m);
+        return out.sections;
+    }
     out += "## Summary\n\n";
     out += table(
         &["metric", "value"],
@@ -208,8 +212,16 @@ pub fn sections(r: &Report) -> Vec<Section> {
                 .collect::<Vec<_>>(),
         );
     }
-    let c = &r.classification;
-    out += &format!(
+    if let Some(c) = &r.classification {
+        classification_section(&mut out, c);
+    }
+    round_trip_sections(&mut out, r);
+    resimulated_sections(&mut out, r);
+    out.sections
+}
+
+fn classification_section(out: &mut Builder, c: &crate::analysis::report::ClassificationSummary) {
+    *out += &format!(
         "\n## Spill classification\n\n{} capacity spills ({}): live bytes exceeded the pool.\n{} lifetime spills ({}): they would have fit (fragmentation, late free, order).\n",
         c.capacity_count,
         fmt_bytes(c.capacity_bytes),
@@ -217,7 +229,7 @@ pub fn sections(r: &Report) -> Vec<Section> {
         fmt_bytes(c.lifetime_bytes)
     );
     if !c.lifetime_causes.is_empty() {
-        out += table(
+        *out += table(
             &["lifetime cause", "spills", "example"],
             &c.lifetime_causes
                 .iter()
@@ -225,11 +237,14 @@ pub fn sections(r: &Report) -> Vec<Section> {
                 .collect::<Vec<_>>(),
         );
     }
-    out += "\n## Oscillating tensors\n\n";
+}
+
+fn round_trip_sections(out: &mut Builder, r: &Report) {
+    *out += "\n## Oscillating tensors\n\n";
     if r.oscillating.is_empty() {
-        out += "None: no tensor makes repeated evict -> reload round trips.\n";
+        *out += "None: no tensor makes repeated evict -> reload round trips.\n";
     } else {
-        out += table(
+        *out += table(
             &["tensor", "size", "round trips", "moved", "stall"],
             &r.oscillating
                 .iter()
@@ -245,11 +260,11 @@ pub fn sections(r: &Report) -> Vec<Section> {
                 .collect::<Vec<_>>(),
         );
     }
-    out += "\n## Worst round trips (by stall)\n\n";
+    *out += "\n## Worst round trips (by stall)\n\n";
     if r.worst_round_trips.is_empty() {
-        out += "No round trips.\n";
+        *out += "No round trips.\n";
     } else {
-        out += table(
+        *out += table(
             &[
                 "tensor",
                 "size",
@@ -288,12 +303,15 @@ pub fn sections(r: &Report) -> Vec<Section> {
                 .collect::<Vec<_>>(),
         );
     }
+}
+
+fn resimulated_sections(out: &mut Builder, r: &Report) {
     if let Some(sg) = &r.suggestions {
-        out += "\n## Suggestions (each re-simulated)\n\n";
+        *out += "\n## Suggestions (each re-simulated)\n\n";
         if sg.suggestions.is_empty() {
-            out += "No change tried lowers the latency.\n";
+            *out += "No change tried lowers the latency.\n";
         } else {
-            out += table(
+            *out += table(
                 &["#", "saves", "%", "suggestion", "how"],
                 &sg.suggestions
                     .iter()
@@ -312,8 +330,8 @@ pub fn sections(r: &Report) -> Vec<Section> {
         }
     }
     if let Some(w) = &r.whatif {
-        out += "\n## What-if: capacity\n\n";
-        out += table(
+        *out += "\n## What-if: capacity\n\n";
+        *out += table(
             &["capacity", "latency", "spill traffic", "evictions"],
             &w.rows
                 .iter()
@@ -328,11 +346,86 @@ pub fn sections(r: &Report) -> Vec<Section> {
                 .collect::<Vec<_>>(),
         );
         for k in &w.knees {
-            out += &format!("\n{}\n", k.text);
+            *out += &format!("\n{}\n", k.text);
         }
     }
     for n in &r.notes {
-        out += &format!("Note: {n}");
+        *out += &format!("Note: {n}");
     }
-    out.sections
+}
+
+/// A runtime profile: what it measured, what it lacks, where time and
+/// memory go; spill sections only when it records spills.
+fn measured_sections(
+    out: &mut Builder,
+    r: &Report,
+    m: &crate::analysis::measured::MeasuredSummary,
+) {
+    *out += "## Summary\n\n";
+    let rows: Vec<Vec<String>> = m
+        .rows()
+        .into_iter()
+        .filter(|(k, _)| !k.starts_with("no "))
+        .map(|(k, v)| vec![k, v])
+        .collect();
+    *out += table(&["metric", "value"], &rows);
+    if !m.missing.is_empty() {
+        *out += "\n## What this trace does not record\n\n";
+        *out += table(
+            &["missing", "not shown", "how to get it"],
+            &m.missing
+                .iter()
+                .map(|x| vec![x.what.to_string(), x.hides.to_string(), x.how.clone()])
+                .collect::<Vec<_>>(),
+        );
+    }
+    *out += &format!("\n## Hotspots (by {})\n\n", r.hotspots_by.label());
+    let time_row = |h: &crate::analysis::hotspots::Hotspot| {
+        vec![
+            h.name.clone(),
+            h.op_type.clone(),
+            fmt_ms(h.start_ns),
+            fmt_ms(h.self_ns),
+            fmt_ms(h.duration_ns),
+            format!("{:.1} %", h.latency_share * 100.0),
+            fmt_bytes(h.alloc_bytes),
+            h.allocs.to_string(),
+            fmt_bytes(h.peak_bytes),
+        ]
+    };
+    let head = [
+        "op",
+        "type",
+        "at",
+        "self",
+        "total",
+        "share",
+        "allocated",
+        "allocations",
+        "at peak",
+    ];
+    *out += table(&head, &r.hotspots.iter().map(time_row).collect::<Vec<_>>());
+    if !r.memory_hotspots.is_empty() {
+        *out += &format!(
+            "\n## Memory (by {})\n\n",
+            if r.capabilities.frees {
+                "bytes live at the peak"
+            } else {
+                "bytes allocated"
+            }
+        );
+        *out += table(
+            &head,
+            &r.memory_hotspots.iter().map(time_row).collect::<Vec<_>>(),
+        );
+    }
+    if r.capabilities.spill_events {
+        round_trip_sections(out, r);
+    }
+    if let Some(c) = &r.calibrate {
+        *out += &format!(
+            "\n## Simulate it\n\nTo simulate this model with the op times measured here (and compare the two per op): `{c}`\n\n"
+        );
+    }
+    resimulated_sections(out, r);
 }

@@ -780,6 +780,8 @@ impl<'a> Sim<'a> {
             flops: Some(op.flops),
             bound: Some(run.roof.bound),
             unit: None,
+            parent: None,
+            self_ns: None,
         });
     }
 

@@ -86,6 +86,19 @@ pub struct Instrumented {
     /// JSONL: the stream's timestamp of the trace's time 0.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub t0_ns: Option<u64>,
+    /// The runtime declared its pools' capacities (a probe's
+    /// `spill_probe_pool`); otherwise a pool's `capacity_bytes` is only the
+    /// high-water mark of what was seen, not a limit.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub capacity_declared: bool,
+    /// The model the importer linked ops to (`--model`): tensor lifetimes
+    /// (allocation at the producer, free after the last consumer) come
+    /// from its graph.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// ONNX Runtime with a model: how the profile's nodes were linked to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub linked: Option<crate::trace::import::ort_link::LinkSummary>,
 }
 
 impl Instrumented {
@@ -95,6 +108,9 @@ impl Instrumented {
             run: None,
             runs: None,
             t0_ns: None,
+            capacity_declared: false,
+            model: None,
+            linked: None,
         }
     }
 }

@@ -10,9 +10,11 @@
 //! front end.
 
 pub mod build;
+pub mod caps;
 pub mod export;
 pub mod import;
 pub mod ledger;
+pub mod nesting;
 pub mod verify;
 
 use crate::{Error, Result};
@@ -129,6 +131,16 @@ pub struct TraceOp {
     /// several (older traces spelled it `OP@PIPE` in `op_type`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unit: Option<Unit>,
+    /// Extension: the op that encloses this one, where a runtime nests
+    /// calls (PyTorch's `aten::conv2d` > `aten::convolution` > ...).
+    /// Parents come before their children.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<usize>,
+    /// Extension: time spent in the op itself, outside the ops nested in
+    /// it, where those were folded into it ([`nesting::collapse`]); absent
+    /// means all of its time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub self_ns: Option<u64>,
 }
 
 impl TraceOp {
@@ -153,6 +165,8 @@ impl TraceOp {
             flops: None,
             bound: None,
             unit: None,
+            parent: None,
+            self_ns: None,
         }
     }
 }

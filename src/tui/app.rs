@@ -134,6 +134,8 @@ pub enum Effect {
     Apply(crate::analysis::suggest::Change),
     /// Restore the watched config from `NAME.bak`.
     Undo,
+    /// Show nested ops folded to this level (1 = top level).
+    Relevel(u32),
 }
 
 /// The whole explorer state.
@@ -237,6 +239,9 @@ impl App {
         if self.view == View::Suggest && self.config.is_some() {
             v.push(Scope::Suggest);
         }
+        if self.primary().is_some_and(|d| d.levels > 1) {
+            v.push(Scope::Nested);
+        }
         v
     }
 
@@ -310,6 +315,12 @@ impl App {
 
     fn resort_hotspots(&mut self) {
         let Some(d) = self.data.first() else { return };
+        // A trace without spill events ranks by time and memory.
+        let keys = crate::tui::views::hotspots::keys_for(d.caps.spill_events);
+        if !keys.contains(&self.hot.key) {
+            self.hot.key = keys[0];
+            self.hot.ascending = false;
+        }
         self.hot.resort(&d.hotspots);
     }
 
@@ -767,7 +778,11 @@ impl App {
                     "nothing to undo: no change applied since the explorer started".into();
             }
             Action::SortCycle => {
-                self.hot.key = self.hot.key.next();
+                let spill = self.primary().is_none_or(|d| d.caps.spill_events);
+                self.hot.key = self
+                    .hot
+                    .key
+                    .next_in(crate::tui::views::hotspots::keys_for(spill));
                 self.resort_hotspots();
             }
             Action::SortInvert => {
@@ -788,6 +803,27 @@ impl App {
                     }
                     self.banner = None;
                 }
+            }
+            Action::Deeper | Action::Shallower => {
+                let d = self.primary()?;
+                let (level, levels) = (d.level, d.levels);
+                let to = match a {
+                    Action::Deeper => level + 1,
+                    _ => level.saturating_sub(1),
+                };
+                if to < 1 || to > levels {
+                    self.status = format!(
+                        "showing level {level} of {levels} of nested calls: {}",
+                        if to < 1 {
+                            "already the top"
+                        } else {
+                            "no deeper calls"
+                        }
+                    );
+                    return None;
+                }
+                self.status = format!("level {to} of {levels} of nested calls...");
+                return Some(Effect::Relevel(to));
             }
             Action::Pause => {
                 self.paused = !self.paused;

@@ -43,12 +43,17 @@ fn live_counter_by_step(trace: &Trace) -> Vec<u64> {
         Some(c) if c.samples.len() == trace.ops.len() => {
             c.samples.iter().map(|s| s.1 as u64).collect()
         }
+        // Samples at their own times (a runtime's counter): the most any
+        // sample shows while the op runs, with the value it started with,
+        // so the chart's peak is the counter's peak.
         Some(c) => trace
             .ops
             .iter()
             .map(|o| {
                 let i = c.samples.partition_point(|s| s.0 <= o.start_ns);
-                i.checked_sub(1).map(|i| c.samples[i].1 as u64).unwrap_or(0)
+                let j = c.samples.partition_point(|s| s.0 <= o.end_ns);
+                let at_start = i.checked_sub(1).map(|i| c.samples[i].1).unwrap_or(0.0);
+                c.samples[i..j].iter().map(|s| s.1).fold(at_start, f64::max) as u64
             })
             .collect(),
         None => Vec::new(),
@@ -85,6 +90,13 @@ pub struct Dataset {
     /// `live_bytes` counter in the trace).
     pub live_is_resident: bool,
     pub capacity: u64,
+    /// What the trace records; views leave out what it cannot support.
+    pub caps: crate::trace::caps::Capabilities,
+    /// A runtime trace's own figures (what it can support).
+    pub measured: Option<crate::analysis::measured::MeasuredSummary>,
+    /// Nested ops: the level shown (1 = top level) and how many there are.
+    pub level: u32,
+    pub levels: u32,
     /// One timeline per unit (pipe) for kernel traces (e.g. from `npu
     /// import`), where pipes run ops in parallel.
     pub pipes: Vec<(String, TimelineIndex)>,
@@ -92,6 +104,12 @@ pub struct Dataset {
     /// the runtime dropped): shown in the banner so a view built from
     /// partial data says so.
     pub warnings: Vec<String>,
+}
+
+/// The measured summary of a runtime trace (none for simulations).
+fn measured_of(tr: &Trace) -> Option<crate::analysis::measured::MeasuredSummary> {
+    (tr.source == crate::trace::Source::Instrumented)
+        .then(|| crate::analysis::measured::summary(tr, &crate::trace::caps::Capabilities::of(tr)))
 }
 
 /// Per-unit timeline indexes when ops carry the unit (pipe) they ran on.
@@ -163,6 +181,10 @@ impl Dataset {
             live_by_step,
             live_is_resident,
             capacity,
+            caps: crate::trace::caps::Capabilities::of(&trace),
+            measured: measured_of(&trace),
+            level: 1,
+            levels: 1,
             pipes: Vec::new(),
             warnings: Vec::new(),
             trace,
@@ -172,6 +194,14 @@ impl Dataset {
     /// The reader's warnings for this trace.
     pub fn with_warnings(mut self, warnings: Vec<String>) -> Dataset {
         self.warnings = warnings;
+        self
+    }
+
+    /// Records the level of nested calls shown (1 = top) and how many the
+    /// trace has.
+    pub fn with_levels(mut self, level: u32, levels: u32) -> Dataset {
+        self.level = level;
+        self.levels = levels;
         self
     }
 
@@ -241,6 +271,10 @@ impl Dataset {
             live_by_step,
             live_is_resident,
             capacity,
+            caps: crate::trace::caps::Capabilities::of(&trace),
+            measured: measured_of(&trace),
+            level: 1,
+            levels: 1,
             pipes: pipe_indexes(&trace),
             warnings: Vec::new(),
             trace,

@@ -39,6 +39,9 @@ pub enum Action {
     Apply,
     /// Suggest: restore the config as it was before the last apply.
     Undo,
+    /// Nested ops: show the calls one level deeper / one level up.
+    Deeper,
+    Shallower,
 }
 
 /// Where a binding applies.
@@ -57,6 +60,8 @@ pub enum Scope {
     Compare,
     /// Suggestions applied to a watched schedule config.
     Suggest,
+    /// Traces whose ops nest (PyTorch): the level of calls shown.
+    Nested,
 }
 
 /// One row of the key table.
@@ -398,6 +403,24 @@ pub const BINDINGS: &[Binding] = &[
         scope: Scope::Hotspots,
         footer: false,
     },
+    Binding {
+        action: Action::Deeper,
+        keys: &[(KeyCode::Char('>'), N), (KeyCode::Char('>'), S)],
+        key_label: "</>",
+        hint: "call depth",
+        help: "Nested ops: show the calls one level deeper (> ) or one level up (<)",
+        scope: Scope::Nested,
+        footer: true,
+    },
+    Binding {
+        action: Action::Shallower,
+        keys: &[(KeyCode::Char('<'), N), (KeyCode::Char('<'), S)],
+        key_label: "<",
+        hint: "",
+        help: "",
+        scope: Scope::Nested,
+        footer: false,
+    },
 ];
 
 /// The action bound to `key` in a view with the given scopes, if any.
@@ -479,6 +502,7 @@ pub fn help_rows(scopes: &[Scope]) -> Vec<(String, &'static str, &'static str)> 
                 Scope::Memory => "memory map",
                 Scope::Compare => "compare",
                 Scope::Suggest => "live, with --config",
+                Scope::Nested => "nested ops",
             };
             (b.key_label.to_string(), b.help, scope)
         })

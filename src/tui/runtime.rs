@@ -15,15 +15,38 @@ use crate::{Error, Result};
 use crossterm::event::{self, Event};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
+
+/// How trace files are read, and the level of nested calls shown.
+#[derive(Debug, Clone)]
+pub struct TraceOpts {
+    /// The format, when the user said (else detected per file).
+    pub format: Option<import::Format>,
+    /// The importers' options (`--run`, `--model`, `--max-events`).
+    pub import: import::ImportOptions,
+    /// Nested ops are folded to this level (1 = top level); the explorer's
+    /// keys change it, the worker reads it on each load.
+    pub level: Arc<AtomicU32>,
+}
+
+impl Default for TraceOpts {
+    fn default() -> Self {
+        TraceOpts {
+            format: None,
+            import: Default::default(),
+            level: Arc::new(AtomicU32::new(1)),
+        }
+    }
+}
 
 /// What the explorer shows, and how to (re)build it.
 #[derive(Debug, Clone)]
 pub enum Source {
     /// Trace files (one, or two to compare).
-    Traces(Vec<PathBuf>),
+    Traces(Vec<PathBuf>, TraceOpts),
     /// Simulate a model; re-simulate when it, the hardware file or the
     /// config changes (the spec is resolved again each time).
     Model(Box<RunSpec>),
@@ -35,7 +58,7 @@ impl Source {
     /// Files whose change should trigger a refresh.
     pub fn watched(&self, watch_traces: bool) -> Vec<PathBuf> {
         match self {
-            Source::Traces(p) if watch_traces => p.clone(),
+            Source::Traces(p, _) if watch_traces => p.clone(),
             Source::Model(spec) => spec.inputs(),
             _ => Vec::new(),
         }
@@ -53,7 +76,11 @@ impl Source {
         Ok(self
             .load_traces(tails)?
             .into_iter()
-            .map(|(l, t, w)| Dataset::complete(l, Arc::new(t)).with_warnings(w))
+            .map(|l| {
+                Dataset::complete(l.label, l.trace)
+                    .with_warnings(l.warnings)
+                    .with_levels(l.level, l.levels)
+            })
             .collect())
     }
 
@@ -66,48 +93,36 @@ impl Source {
         let data = self
             .load_traces(&mut tails)?
             .into_iter()
-            .map(|(l, t, w)| Dataset::quick(l, Arc::new(t)).with_warnings(w))
+            .map(|l| {
+                Dataset::quick(l.label, l.trace)
+                    .with_warnings(l.warnings)
+                    .with_levels(l.level, l.levels)
+            })
             .collect();
         Ok((data, tails))
     }
 
-    /// The traces (label, trace, what the reader skipped or doubted) this
-    /// source stands for.
-    fn load_traces(&self, tails: &mut Tails) -> Result<Vec<(String, Trace, Vec<String>)>> {
+    /// The traces this source stands for, nested ops folded to the level
+    /// asked for.
+    fn load_traces(&self, tails: &mut Tails) -> Result<Vec<Loaded>> {
         match self {
-            Source::Traces(paths) => paths
-                .iter()
-                .map(|p| {
-                    let label = p
-                        .file_name()
-                        .map(|s| s.to_string_lossy().into_owned())
-                        .unwrap_or_default();
-                    let (tr, warnings) = match import::detect(p)? {
-                        import::Format::Spillscope => import::import(
-                            p,
-                            Some(import::Format::Spillscope),
-                            &Default::default(),
-                        )?,
-                        import::Format::Jsonl => {
-                            let tail = tails
-                                .streams
-                                .entry(p.clone())
-                                .or_insert_with(|| JsonlTail::new(p));
-                            tail.poll()?;
-                            let mut tr = tail.state.snapshot();
-                            tr.meta.model = label.clone();
-                            // A partial last line is normal while a runtime
-                            // writes; skipped lines and drops are not.
-                            (tr, tail.state.problems())
-                        }
-                        f => import::import(p, Some(f), &Default::default())?,
-                    };
-                    Ok((label, tr, warnings))
-                })
-                .collect(),
+            Source::Traces(paths, opts) => {
+                let level = opts.level.load(Ordering::Relaxed).max(1);
+                paths
+                    .iter()
+                    .map(|p| {
+                        let label = p
+                            .file_name()
+                            .map(|s| s.to_string_lossy().into_owned())
+                            .unwrap_or_default();
+                        let (full, warnings) = tails.trace(p, opts, &label)?;
+                        Ok(Loaded::at_level(label, full, warnings, level))
+                    })
+                    .collect()
+            }
             Source::Embedded(traces) => Ok(traces
                 .iter()
-                .map(|(l, t)| (l.clone(), t.clone(), Vec::new()))
+                .map(|(l, t)| Loaded::at_level(l.clone(), Arc::new(t.clone()), Vec::new(), 1))
                 .collect()),
             Source::Model(spec) => {
                 let g = tails.graph(spec)?;
@@ -118,8 +133,55 @@ impl Source {
                     .file_name()
                     .map(|s| s.to_string_lossy().into_owned())
                     .unwrap_or_default();
-                Ok(vec![(label, tr, Vec::new())])
+                let mut out = vec![Loaded::at_level(label, Arc::new(tr), Vec::new(), 1)];
+                // Calibrated: the profile beside the simulation, for Compare.
+                if let Some(c) = &r.calibration {
+                    let opts = TraceOpts {
+                        import: import::ImportOptions {
+                            model: Some(g.clone()),
+                            ..Default::default()
+                        },
+                        ..Default::default()
+                    };
+                    let label = c
+                        .profile
+                        .file_name()
+                        .map(|s| s.to_string_lossy().into_owned())
+                        .unwrap_or_default();
+                    let (full, warnings) = tails.trace(&c.profile, &opts, &label)?;
+                    out.push(Loaded::at_level(label, full, warnings, 1));
+                }
+                Ok(out)
             }
+        }
+    }
+}
+
+/// One trace as loaded: nested ops folded to `level` of `levels`.
+struct Loaded {
+    label: String,
+    trace: Arc<Trace>,
+    warnings: Vec<String>,
+    level: u32,
+    levels: u32,
+}
+
+impl Loaded {
+    fn at_level(label: String, full: Arc<Trace>, warnings: Vec<String>, level: u32) -> Loaded {
+        let levels = crate::trace::nesting::Nesting::of(&full.ops).levels();
+        let level = level.min(levels);
+        // Only nested traces are rebuilt; the others are shared as read.
+        let trace = if levels > 1 {
+            Arc::new(crate::trace::nesting::collapse(&full, level))
+        } else {
+            full
+        };
+        Loaded {
+            label,
+            trace,
+            warnings,
+            level,
+            levels,
         }
     }
 }
@@ -329,11 +391,52 @@ fn spawn_watcher(
 pub struct Tails {
     pub streams: HashMap<PathBuf, JsonlTail>,
     model: Option<(Option<FileStamp>, Arc<Graph>)>,
+    /// Whole traces as read, by path: read again only when the file changed
+    /// (changing the level of nested calls shown does not re-read them).
+    traces: HashMap<PathBuf, (FileStamp, Arc<Trace>, Vec<String>)>,
 }
 
 impl Tails {
     pub fn new() -> Tails {
         Tails::default()
+    }
+
+    /// The whole trace at `p` (JSONL streams: what was appended so far).
+    fn trace(
+        &mut self,
+        p: &Path,
+        opts: &TraceOpts,
+        label: &str,
+    ) -> Result<(Arc<Trace>, Vec<String>)> {
+        let format = match opts.format {
+            Some(f) => f,
+            None => import::detect(p)?,
+        };
+        if format == import::Format::Jsonl {
+            let tail = self
+                .streams
+                .entry(p.to_path_buf())
+                .or_insert_with(|| JsonlTail::new(p));
+            tail.poll()?;
+            let mut tr = tail.state.snapshot();
+            tr.meta.model = label.to_string();
+            // A partial last line is normal while a runtime writes; skipped
+            // lines and drops are not.
+            return Ok((Arc::new(tr), tail.state.problems()));
+        }
+        let stamp = file_stamp(p);
+        if let (Some(st), Some((s, t, w))) = (stamp, self.traces.get(p)) {
+            if *s == st {
+                return Ok((t.clone(), w.clone()));
+            }
+        }
+        let (tr, w) = import::import(p, Some(format), &opts.import)?;
+        let tr = Arc::new(tr);
+        if let Some(st) = stamp {
+            self.traces
+                .insert(p.to_path_buf(), (st, tr.clone(), w.clone()));
+        }
+        Ok((tr, w))
     }
 
     /// The spec's model, loaded again only when its file changed.
@@ -408,7 +511,7 @@ pub fn run(opts: ViewOptions, initial: Option<(Vec<Dataset>, Tails)>) -> Result<
     // Traces a runtime is writing are polled; a model's inputs (configs,
     // profiles, saved by editors) go through the debounced watcher.
     let (notified, polled) = match opts.source {
-        Source::Traces(_) => (Vec::new(), watched),
+        Source::Traces(..) => (Vec::new(), watched),
         _ => (watched, Vec::new()),
     };
     let watcher = spawn_watcher(&notified, tx.clone())?;
@@ -479,9 +582,12 @@ pub fn run(opts: ViewOptions, initial: Option<(Vec<Dataset>, Tails)>) -> Result<
         for (slot, d) in init.iter().enumerate().filter(|(_, d)| !d.complete) {
             let (tx, label, trace) = (tx.clone(), d.label.clone(), d.trace.clone());
             let warnings = d.warnings.clone();
+            let (level, levels) = (d.level, d.levels);
             let profile = Some((d.ledger.clone(), d.live_by_step.clone(), d.live_is_resident));
             std::thread::spawn(move || {
-                let data = Dataset::complete_after(label, trace, profile).with_warnings(warnings);
+                let data = Dataset::complete_after(label, trace, profile)
+                    .with_warnings(warnings)
+                    .with_levels(level, levels);
                 let _ = tx.send(Msg::Analysed {
                     slot,
                     data: Box::new(data),
@@ -503,6 +609,25 @@ pub fn run(opts: ViewOptions, initial: Option<(Vec<Dataset>, Tails)>) -> Result<
             .schedule
             .as_deref()
             .is_some_and(|c| crate::run::backup_path(c).exists());
+    }
+    // A runtime profile: once, the command that simulates its model with
+    // the op times it measured.
+    if let (Source::Traces(paths, _), Some(d)) = (&opts.source, app.primary()) {
+        if let (Some(m), Some(p)) = (&d.measured, paths.first()) {
+            let profiler = matches!(
+                m.importer,
+                Some(crate::trace::Importer::Ort | crate::trace::Importer::Torch)
+            );
+            if m.capabilities.op_times && profiler {
+                app.info = Some(format!(
+                    "simulate its model with these op times: {}",
+                    crate::analysis::measured::calibrate_command(
+                        p,
+                        m.linked.as_ref().map(|l| l.model.as_str())
+                    )
+                ));
+            }
+        }
     }
     if matches!(opts.source, Source::Embedded(_)) {
         app.info = Some(
@@ -533,6 +658,14 @@ pub fn run(opts: ViewOptions, initial: Option<(Vec<Dataset>, Tails)>) -> Result<
         let redraw = !matches!(msg, Msg::Tick);
         match update(&mut app, msg) {
             Some(Effect::Refresh) => request(&worker),
+            // Another level of nested calls: the worker folds the traces it
+            // already read again.
+            Some(Effect::Relevel(level)) => {
+                if let Source::Traces(_, o) = &opts.source {
+                    o.level.store(level, Ordering::Relaxed);
+                    request(&worker);
+                }
+            }
             // Config edits are small writes: done here, the watcher then
             // re-simulates as for any save.
             Some(Effect::Apply(change)) => {

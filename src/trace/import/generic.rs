@@ -277,6 +277,8 @@ fn rebuild(path: &Path, meta: &ChromeEvent, events: &[ChromeEvent]) -> Result<Tr
             flops: g("flops").and_then(|v| v.as_f64()),
             bound: g("bound").and_then(|v| Bound::deserialize(v).ok()),
             unit: g("unit").and_then(|v| v.as_str()).map(|u| Unit(u.into())),
+            parent: g("parent").and_then(|v| v.as_u64()).map(|p| p as usize),
+            self_ns: g("self_ns").and_then(|v| v.as_u64()),
         });
     }
     for o in &ops {

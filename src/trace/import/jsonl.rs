@@ -118,7 +118,12 @@ impl JsonlState {
             "dropped" => self.dropped += l.count.unwrap_or(1),
             "op_begin" => {
                 let name = l.op.unwrap_or_else(|| format!("op{}", self.b.ops.len()));
-                let id = self.b.op(TraceOp::span(name, "op", t, t));
+                // Ops begun inside an open op of the thread nest in it.
+                let parent = self.open.get(&thread).and_then(|v| v.last().copied());
+                let id = self.b.op(TraceOp {
+                    parent,
+                    ..TraceOp::span(name, "op", t, t)
+                });
                 self.open.entry(thread).or_default().push(id);
             }
             "op_end" => match self.open.get_mut(&thread).and_then(|v| v.pop()) {
@@ -206,6 +211,7 @@ impl JsonlState {
         }
         tmp.set_producer(Producer::Instrumented(Instrumented {
             t0_ns: Some(t0),
+            capacity_declared: self.b.pools.iter().any(|p| p.capacity_bytes > 0),
             ..Instrumented::new(Importer::Jsonl)
         }));
         tmp.finish()

@@ -9,6 +9,7 @@ pub mod chrome;
 pub mod generic;
 pub mod jsonl;
 pub mod ort;
+pub mod ort_link;
 pub mod torch;
 
 use super::Trace;
@@ -26,7 +27,7 @@ pub struct ImportOptions {
     /// ORT: which run (1-based); default the last (steady state).
     pub run: Option<usize>,
     /// Link ops to this graph's tensors (ORT node names = ONNX node names).
-    pub model: Option<Graph>,
+    pub model: Option<std::sync::Arc<Graph>>,
     /// Refuse inputs with more events than this.
     pub max_events: Option<usize>,
 }

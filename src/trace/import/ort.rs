@@ -3,6 +3,7 @@
 //! first differs from later ones (warm-up), so runs are selectable.
 
 use super::chrome::{num, read_file, ChromeEvent};
+use super::ort_link::{Link, LinkSummary, Linker};
 use super::{us_to_ns, ImportOptions};
 use crate::graph::{Graph, Liveness, TensorKind};
 use crate::trace::build::TraceBuilder;
@@ -35,7 +36,7 @@ fn arg_u64(e: &ChromeEvent, key: &str) -> Option<u64> {
 
 pub fn import(path: &Path, opts: &ImportOptions) -> Result<(Trace, Vec<String>)> {
     let (events, report) = read_file(path, opts.max_events())?;
-    let mut warnings = report.warnings;
+    let warnings = report.warnings;
     let all_runs = runs(&events);
     let nodes: Vec<&ChromeEvent> = events
         .iter()
@@ -75,19 +76,17 @@ pub fn import(path: &Path, opts: &ImportOptions) -> Result<(Trace, Vec<String>)>
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
     let mut b = TraceBuilder::new(Source::Instrumented, &model_name, "onnxruntime");
-    b.set_producer(Producer::Instrumented(Instrumented {
-        run: Some(run_no),
-        runs: Some(all_runs.len()),
-        ..Instrumented::new(Importer::Ort)
-    }));
     let pool = "cpu";
     let mut in_use = Vec::new();
     let mut peak = Vec::new();
     let mut held = Vec::new();
-    let graph = opts.model.as_ref();
+    let graph = opts.model.as_deref();
+    let linker = graph.map(Linker::new);
     let live = graph.map(Liveness::compute);
     let mut op_of_node: Vec<Option<usize>> =
         graph.map(|g| vec![None; g.ops.len()]).unwrap_or_default();
+    let mut link = LinkSummary::default();
+    let mut seen: std::collections::HashSet<&str> = Default::default();
     for e in &in_run {
         let name = node_name(e).unwrap_or_default();
         let op_type = e
@@ -98,22 +97,41 @@ pub fn import(path: &Path, opts: &ImportOptions) -> Result<(Trace, Vec<String>)>
             .to_string();
         let start = us_to_ns(e.ts, t0);
         let end = us_to_ns(e.ts + e.dur.unwrap_or(0.0), t0);
-        let (inputs, outputs) = match graph.and_then(|g| g.op_by_name(name).map(|o| (g, o))) {
-            Some((g, o)) => {
+        let (how, group) = match &linker {
+            Some(l) => l.link(name),
+            None => (Link::Unmatched, Vec::new()),
+        };
+        if seen.insert(name) {
+            link.profile_nodes += 1;
+            match how {
+                Link::ByName => link.by_name += 1,
+                Link::Renamed => link.renamed += 1,
+                Link::Inserted => link.inserted += 1,
+                Link::Unmatched => {
+                    link.unmatched += 1;
+                    if link.unmatched_names.len() < 10 {
+                        link.unmatched_names.push(name.to_string());
+                    }
+                }
+            }
+        }
+        let (op_name, inputs, outputs) = match (graph, group.first()) {
+            (Some(g), Some(&anchor)) => {
+                let (ins, outs) = group_operands(g, &group);
                 let declare = |b: &mut TraceBuilder, t: usize| {
                     let tt = &g.tensors[t];
                     b.tensor(&tt.name, tt.bytes, tt.kind, pool)
                 };
-                let ins: Vec<usize> = o.inputs.iter().map(|&t| declare(&mut b, t)).collect();
-                let outs: Vec<usize> = o.outputs.iter().map(|&t| declare(&mut b, t)).collect();
-                (ins, outs)
+                let ins: Vec<usize> = ins.into_iter().map(|t| declare(&mut b, t)).collect();
+                let outs: Vec<usize> = outs.into_iter().map(|t| declare(&mut b, t)).collect();
+                // Named after the graph node it ran (the convolution of a
+                // fused group), so calibration and Compare match by name.
+                (g.ops[anchor].name.clone(), ins, outs)
             }
-            None => {
-                if graph.is_some() {
-                    warnings.push(format!("node {name:?} is not in the model"));
-                }
+            _ => {
                 let bytes = arg_u64(e, "output_size").unwrap_or(0);
                 (
+                    name.to_string(),
                     Vec::new(),
                     vec![b.tensor(&format!("{name}:out"), bytes, TensorKind::Activation, pool)],
                 )
@@ -121,7 +139,7 @@ pub fn import(path: &Path, opts: &ImportOptions) -> Result<(Trace, Vec<String>)>
         };
         let id = b.op(TraceOp {
             id: 0,
-            name: name.to_string(),
+            name: op_name,
             op_type,
             start_ns: start,
             end_ns: end.max(start),
@@ -132,9 +150,11 @@ pub fn import(path: &Path, opts: &ImportOptions) -> Result<(Trace, Vec<String>)>
             flops: None,
             bound: None,
             unit: None,
+            parent: None,
+            self_ns: None,
         });
-        if let Some(gop) = graph.and_then(|g| g.op_by_name(name)) {
-            op_of_node[gop.id] = Some(id);
+        for &gop in &group {
+            op_of_node[gop] = Some(id);
         }
         if graph.is_none() {
             for &t in &outputs {
@@ -163,13 +183,27 @@ pub fn import(path: &Path, opts: &ImportOptions) -> Result<(Trace, Vec<String>)>
     }
     // With the model: allocate at the producer, free after the last consumer
     // (both as measured), following the liveness definition.
-    if let (Some(g), Some(live)) = (graph, live) {
+    if let (Some(g), Some(live), Some(l)) = (graph, live, &linker) {
+        let direct = op_of_node.iter().filter(|o| o.is_some()).count();
+        let absorbed = l.absorb(&mut op_of_node);
+        link.model = g.name.clone();
+        // Constant nodes are folded into initializers by ORT, never run.
+        link.graph_nodes = g.ops.iter().filter(|o| o.op_type != "Constant").count();
+        link.graph_nodes_run = direct + absorbed;
+        link.fused = absorbed + direct.saturating_sub(link.by_name + link.renamed);
         link_lifetimes(&mut b, g, &live, &op_of_node, pool);
-        b.peak_live_override = Some(live.peak_bytes);
     } else if let Some(m) = in_use.iter().map(|s| s.1 as u64).max() {
-        // Without the model, frees are unknown: report the allocator's own figure.
+        // Without the model, frees are unknown: the allocator's own figure
+        // (shown only as a counter; views do not call it peak live).
         b.peak_live_override = Some(m);
     }
+    b.set_producer(Producer::Instrumented(Instrumented {
+        run: Some(run_no),
+        runs: Some(all_runs.len()),
+        model: graph.map(|g| g.name.clone()),
+        linked: graph.map(|_| link.clone()),
+        ..Instrumented::new(Importer::Ort)
+    }));
     for (name, s) in [
         ("allocator_in_use_bytes", in_use),
         ("allocator_peak_bytes", peak),
@@ -184,7 +218,46 @@ pub fn import(path: &Path, opts: &ImportOptions) -> Result<(Trace, Vec<String>)>
             });
         }
     }
-    Ok((b.finish(), warnings))
+    let mut tr = b.finish();
+    if graph.is_some() {
+        // The peak of the activation pool in the order ORT ran the nodes
+        // (fused groups hold their inner tensors while they run).
+        let mut live = 0i128;
+        let mut peak = 0i128;
+        for e in tr.events.iter().filter(|e| e.pool.as_str() == pool) {
+            if e.kind.places() {
+                live += e.bytes as i128;
+            } else if e.kind.removes() {
+                live = (live - e.bytes as i128).max(0);
+            }
+            peak = peak.max(live);
+        }
+        tr.summary.peak_live_bytes = peak as u64;
+    }
+    Ok((tr, warnings))
+}
+
+/// A group's operands: inputs not made inside it, and outputs used
+/// outside it (or by nobody: graph outputs).
+fn group_operands(g: &Graph, group: &[usize]) -> (Vec<usize>, Vec<usize>) {
+    let inside = |o: &usize| group.contains(o);
+    let mut ins = Vec::new();
+    let mut outs = Vec::new();
+    for &o in group {
+        for &t in &g.ops[o].inputs {
+            let made_inside = g.tensors[t].producer.as_ref().is_some_and(inside);
+            if !made_inside && !ins.contains(&t) {
+                ins.push(t);
+            }
+        }
+        for &t in &g.ops[o].outputs {
+            let c = &g.tensors[t].consumers;
+            if (c.is_empty() || !c.iter().all(inside)) && !outs.contains(&t) {
+                outs.push(t);
+            }
+        }
+    }
+    (ins, outs)
 }
 
 fn link_lifetimes(

@@ -1,7 +1,9 @@
 //! PyTorch profiler Chrome traces with `profile_memory=True`: `cpu_op`
-//! slices become ops; `[memory]` instant events (`Addr`, `Bytes`, negative =
-//! free, `Total Allocated`) become alloc/free events attributed to the
-//! innermost enclosing `cpu_op`.
+//! slices become ops, each with its `parent` (the op that encloses it on its
+//! thread: `aten::conv2d` > `aten::convolution` > ...); `[memory]` instant
+//! events (`Addr`, `Bytes`, negative = free, `Total Allocated`) become
+//! alloc/free events attributed to the innermost enclosing `cpu_op`. Views
+//! fold the nesting into a cut ([`crate::trace::nesting`]).
 
 use super::chrome::{num, read_file};
 use super::{us_to_ns, ImportOptions};
@@ -49,23 +51,49 @@ pub fn import(path: &Path, opts: &ImportOptions) -> Result<(Trace, Vec<String>)>
     let mut total = Vec::new();
     let mut peak_total: u64 = 0;
     // One sweep in time order with a stack of open ops per thread: the top
-    // is the innermost op enclosing a memory event (O(n), no search).
+    // is the innermost op enclosing the next op or memory event (O(n log n)
+    // for the sort, no search). An op's parent is the top when it starts.
+    let mut order: Vec<usize> = (0..events.len())
+        .filter(|&i| {
+            let e = &events[i];
+            (e.ph == "X" && e.cat == "cpu_op") || e.name == "[memory]"
+        })
+        .collect();
+    // At one instant: enclosing (longer) ops first, memory events last.
+    order.sort_by(|&a, &b| {
+        let (x, y) = (&events[a], &events[b]);
+        let rank = |e: &super::chrome::ChromeEvent| u8::from(e.name == "[memory]");
+        x.ts.partial_cmp(&y.ts)
+            .unwrap_or(std::cmp::Ordering::Equal)
+            .then(rank(x).cmp(&rank(y)))
+            .then(
+                y.dur
+                    .unwrap_or(0.0)
+                    .partial_cmp(&x.dur.unwrap_or(0.0))
+                    .unwrap_or(std::cmp::Ordering::Equal),
+            )
+            .then(a.cmp(&b))
+    });
     let mut open: HashMap<i64, Vec<(f64, usize)>> = HashMap::new();
-    for e in &events {
+    for e in order.iter().map(|&i| &events[i]) {
         if e.ph == "X" && e.cat == "cpu_op" {
             let start = us_to_ns(e.ts, t0);
             let end_us = e.ts + e.dur.unwrap_or(0.0);
             let end = us_to_ns(end_us, t0);
-            let id = b.op(TraceOp::span(
-                e.name.as_str(),
-                e.name.trim_start_matches("aten::"),
-                start,
-                end,
-            ));
             let st = open.entry(e.tid).or_default();
-            while st.last().map(|s| s.0 < e.ts).unwrap_or(false) {
+            // Ops that ended by now are siblings, not parents.
+            while st.last().map(|s| s.0 <= e.ts).unwrap_or(false) {
                 st.pop();
             }
+            let id = b.op(TraceOp {
+                parent: st.last().map(|s| s.1),
+                ..TraceOp::span(
+                    e.name.as_str(),
+                    e.name.trim_start_matches("aten::"),
+                    start,
+                    end,
+                )
+            });
             st.push((end_us, id));
             continue;
         }

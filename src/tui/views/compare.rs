@@ -81,7 +81,8 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
         .iter()
         .filter(|t| t.a_trips != t.b_trips || t.a_bytes_moved != t.b_bytes_moved)
         .collect();
-    let tensor_h = if changed.is_empty() || table.height < 10 {
+    // Against a profile without spill events, round trips cannot compare.
+    let tensor_h = if changed.is_empty() || table.height < 10 || diff.by_time {
         0
     } else {
         (changed.len() as u16 + 3).min(table.height / 2)
@@ -109,11 +110,15 @@ fn draw_strip(
 ) {
     let s = &d.trace.summary;
     let title = format!(
-        " {tag}: {} [{}] {} traffic {}{} ",
+        " {tag}: {} [{}] {} {}{} ",
         d.label,
         d.trace.meta.policy,
         fmt_ms(s.latency_ns),
-        fmt_bytes(s.traffic_bytes),
+        if d.caps.spill_events {
+            format!("traffic {}", fmt_bytes(s.traffic_bytes))
+        } else {
+            "measured".into()
+        },
         if own { " (own axis)" } else { "" }
     );
     let outer = block(title, theme, g);
@@ -215,7 +220,12 @@ fn draw_tensors(
     );
 }
 
-/// Ops by |traffic B-A|, then |duration B-A|.
+/// Columns of an op table: header and width, in the priority they are kept
+/// by when the terminal is narrow (the first always).
+type OpColumns = [(&'static str, u16)];
+
+/// Ops by |traffic B-A|, then |duration B-A|; against a runtime profile (no
+/// spill events), by time alone.
 fn draw_ops(
     f: &mut Frame,
     app: &App,
@@ -224,52 +234,44 @@ fn draw_ops(
     diff: &crate::analysis::diff::TraceDiff,
     table: Rect,
 ) {
-    // Priority order: what changed first.
-    const COLS: [(&str, u16); 5] = [
-        ("traffic B-A", 11),
-        ("dur B-A", 11),
-        ("stall B-A", 11),
-        ("traffic A", 10),
-        ("traffic B", 10),
-    ];
-    let widths: Vec<u16> = COLS.iter().map(|c| c.1).collect();
-    let (kept, name_w) = fit_columns(table.width as usize, 16, &widths, Some(0));
-    // Shown as traffic B-A, traffic A, traffic B, dur B-A, stall B-A.
-    let order: Vec<usize> = [0, 3, 4, 1, 2]
-        .into_iter()
-        .filter(|i| kept.contains(i))
-        .collect();
-    let mut head = vec!["op"];
-    head.extend(order.iter().map(|&i| COLS[i].0));
-    let header = Row::new(head).style(theme.strong(theme.c.muted));
-    let visible = table.height.saturating_sub(3) as usize;
-    let offset = scroll_offset(app.compare.sel, diff.ops.len(), visible);
-    let shown: Vec<_> = diff.ops.iter().skip(offset).take(visible).collect();
-    let names: Vec<&str> = shown.iter().map(|o| o.name.as_str()).collect();
-    let names = crate::names::elide_all(&names, name_w, app.ascii);
-    let rows: Vec<Row> = shown
-        .iter()
-        .zip(names)
-        .map(|(o, name)| {
-            let mut cells = vec![Cell::from(name)];
-            cells.extend(order.iter().map(|&i| {
-                Cell::from(match i {
-                    0 => fmt_bytes_delta(o.traffic_delta()),
-                    1 => fmt_ms_delta(o.duration_delta()),
-                    2 => fmt_ms_delta(o.stall_delta()),
-                    3 => fmt_bytes(o.a_traffic_bytes),
-                    _ => fmt_bytes(o.b_traffic_bytes),
-                })
-            }));
-            Row::new(cells)
-        })
-        .collect();
     let unmatched = diff.only_in_a.len() + diff.only_in_b.len();
     let unmatched = if unmatched > 0 {
         format!("; {} unmatched", count(unmatched as u64, "op"))
     } else {
         String::new()
     };
+    if diff.by_time {
+        // A calibrated simulation against the profile it was calibrated
+        // with: where the model still differs, op by op.
+        let title = format!(
+            " B-A: latency {}; {} matched by name, by |dur B-A|{unmatched} ",
+            fmt_ms_delta(diff.latency_delta_ns),
+            count(diff.ops.len() as u64, "op"),
+        );
+        let cols: &OpColumns = &[("dur B-A", 11), ("B/A", 7), ("dur A", 10), ("dur B", 10)];
+        let cell = |o: &crate::analysis::diff::OpDelta, i: usize| match i {
+            0 => fmt_ms_delta(o.duration_delta()),
+            1 if o.a_duration_ns > 0 => {
+                format!("{:.2}x", o.b_duration_ns as f64 / o.a_duration_ns as f64)
+            }
+            1 => "-".into(),
+            2 => fmt_ms(o.a_duration_ns),
+            _ => fmt_ms(o.b_duration_ns),
+        };
+        draw_op_table(
+            f,
+            app,
+            theme,
+            g,
+            diff,
+            table,
+            title,
+            cols,
+            &[2, 3, 1, 0],
+            cell,
+        );
+        return;
+    }
     let head = format!(
         " B-A: latency {}, traffic {}",
         fmt_ms_delta(diff.latency_delta_ns),
@@ -282,8 +284,77 @@ fn draw_ops(
     } else {
         format!("{head}; ops by |traffic B-A|{unmatched} ")
     };
+    // Priority: what changed first; shown as traffic B-A, traffic A,
+    // traffic B, dur B-A, stall B-A.
+    let cols: &OpColumns = &[
+        ("traffic B-A", 11),
+        ("dur B-A", 11),
+        ("stall B-A", 11),
+        ("traffic A", 10),
+        ("traffic B", 10),
+    ];
+    let cell = |o: &crate::analysis::diff::OpDelta, i: usize| match i {
+        0 => fmt_bytes_delta(o.traffic_delta()),
+        1 => fmt_ms_delta(o.duration_delta()),
+        2 => fmt_ms_delta(o.stall_delta()),
+        3 => fmt_bytes(o.a_traffic_bytes),
+        _ => fmt_bytes(o.b_traffic_bytes),
+    };
+    draw_op_table(
+        f,
+        app,
+        theme,
+        g,
+        diff,
+        table,
+        title,
+        cols,
+        &[0, 3, 4, 1, 2],
+        cell,
+    );
+}
+
+/// The op table: names shortened together, the columns that fit (in
+/// `shown` order), the selected row highlighted.
+#[allow(clippy::too_many_arguments)]
+fn draw_op_table(
+    f: &mut Frame,
+    app: &App,
+    theme: &Theme,
+    g: &Glyphs,
+    diff: &crate::analysis::diff::TraceDiff,
+    table: Rect,
+    title: String,
+    cols: &OpColumns,
+    shown_order: &[usize],
+    cell: impl Fn(&crate::analysis::diff::OpDelta, usize) -> String,
+) {
+    let widths: Vec<u16> = cols.iter().map(|c| c.1).collect();
+    let (kept, name_w) = fit_columns(table.width as usize, 16, &widths, Some(0));
+    let order: Vec<usize> = shown_order
+        .iter()
+        .copied()
+        .filter(|i| kept.contains(i))
+        .collect();
+    let mut head = vec!["op"];
+    head.extend(order.iter().map(|&i| cols[i].0));
+    let header = Row::new(head).style(theme.strong(theme.c.muted));
+    let visible = table.height.saturating_sub(3) as usize;
+    let offset = scroll_offset(app.compare.sel, diff.ops.len(), visible);
+    let shown: Vec<_> = diff.ops.iter().skip(offset).take(visible).collect();
+    let names: Vec<&str> = shown.iter().map(|o| o.name.as_str()).collect();
+    let names = crate::names::elide_all(&names, name_w, app.ascii);
+    let rows: Vec<Row> = shown
+        .iter()
+        .zip(names)
+        .map(|(o, name)| {
+            let mut cells = vec![Cell::from(name)];
+            cells.extend(order.iter().map(|&i| Cell::from(cell(o, i))));
+            Row::new(cells)
+        })
+        .collect();
     let mut widths = vec![Constraint::Min(10)];
-    widths.extend(order.iter().map(|&i| Constraint::Length(COLS[i].1)));
+    widths.extend(order.iter().map(|&i| Constraint::Length(cols[i].1)));
     let t = Table::new(rows, widths)
         .header(header)
         .block(block(title, theme, g))

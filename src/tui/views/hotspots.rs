@@ -38,10 +38,13 @@ impl HotspotsView {
     }
 }
 
-/// The table's columns after the op name: sort key, header, width, in the
-/// order they are dropped from the right when the name would get too
-/// narrow (the sort column always stays).
-const COLUMNS: [(HotspotKey, &str, u16); 8] = [
+/// A column after the op name: sort key, header, width.
+type Column = (HotspotKey, &'static str, u16);
+
+/// The spill columns (traces that record spills), in the order they are
+/// dropped from the right when the name would get too narrow (the sort
+/// column always stays).
+const SPILL_COLUMNS: [Column; 8] = [
     (HotspotKey::Traffic, "traffic", 9),
     (HotspotKey::Stall, "stall", 9),
     (HotspotKey::Reloaded, "reload", 9),
@@ -52,8 +55,22 @@ const COLUMNS: [(HotspotKey, &str, u16); 8] = [
     (HotspotKey::Bound, "bound", 7),
 ];
 
+/// Time and memory columns (runtime traces without spill events), in the
+/// same drop order.
+const MEASURED_COLUMNS: [Column; 8] = [
+    (HotspotKey::SelfTime, "self", 10),
+    (HotspotKey::TotalTime, "total", 10),
+    (HotspotKey::Start, "at", 10),
+    (HotspotKey::Allocated, "alloc", 9),
+    (HotspotKey::AtPeak, "at peak", 9),
+    (HotspotKey::Share, "share", 6),
+    (HotspotKey::Allocs, "allocs", 6),
+    (HotspotKey::OpType, "type", 8),
+];
+
 /// The order the kept columns are shown in.
-const SHOWN_ORDER: [HotspotKey; 8] = [
+const SHOWN_ORDER: [HotspotKey; 14] = [
+    HotspotKey::Start,
     HotspotKey::OpType,
     HotspotKey::Bound,
     HotspotKey::Traffic,
@@ -61,19 +78,39 @@ const SHOWN_ORDER: [HotspotKey; 8] = [
     HotspotKey::Reloaded,
     HotspotKey::Streamed,
     HotspotKey::Stall,
+    HotspotKey::SelfTime,
+    HotspotKey::TotalTime,
     HotspotKey::Share,
+    HotspotKey::Allocated,
+    HotspotKey::Allocs,
+    HotspotKey::AtPeak,
 ];
+
+/// The sort keys `s` cycles through for a trace (spill figures, or time
+/// and memory when it records no spills).
+pub fn keys_for(spill_events: bool) -> &'static [HotspotKey] {
+    if spill_events {
+        &HotspotKey::SPILL
+    } else {
+        &HotspotKey::MEASURED
+    }
+}
 
 /// Names narrower than this lose their layer indices on deep graphs.
 const MIN_NAME_W: usize = 18;
 
 /// The columns that fit beside a name at least [`MIN_NAME_W`] wide in
 /// `width` (borders included), in display order, and the name's width.
-fn columns(width: usize, sort: HotspotKey) -> (Vec<(HotspotKey, &'static str, u16)>, usize) {
-    let widths: Vec<u16> = COLUMNS.iter().map(|c| c.2).collect();
-    let must = COLUMNS.iter().position(|c| c.0 == sort);
+fn columns(width: usize, sort: HotspotKey, spill_events: bool) -> (Vec<Column>, usize) {
+    let all: &[Column] = if spill_events {
+        &SPILL_COLUMNS
+    } else {
+        &MEASURED_COLUMNS
+    };
+    let widths: Vec<u16> = all.iter().map(|c| c.2).collect();
+    let must = all.iter().position(|c| c.0 == sort);
     let (kept, name_w) = crate::tui::ui::fit_columns(width, MIN_NAME_W, &widths, must);
-    let mut keep: Vec<_> = kept.into_iter().map(|i| COLUMNS[i]).collect();
+    let mut keep: Vec<Column> = kept.into_iter().map(|i| all[i]).collect();
     keep.sort_by_key(|c| SHOWN_ORDER.iter().position(|k| *k == c.0));
     (keep, name_w)
 }
@@ -96,6 +133,15 @@ fn cell(k: HotspotKey, h: &Hotspot) -> String {
         HotspotKey::Share => format!("{:.1}%", h.latency_share * 100.0),
         // Which roof the op sits under (roofline).
         HotspotKey::Bound => h.bound.map(|b| b.as_str()).unwrap_or("-").to_string(),
+        HotspotKey::SelfTime => fmt_ms(h.self_ns),
+        HotspotKey::TotalTime => fmt_ms(h.duration_ns),
+        HotspotKey::Allocated => bytes(h.alloc_bytes),
+        HotspotKey::Allocs => match h.allocs {
+            0 => "-".into(),
+            n => n.to_string(),
+        },
+        HotspotKey::AtPeak => bytes(h.peak_bytes),
+        HotspotKey::Start => fmt_ms(h.start_ns),
     }
 }
 
@@ -118,7 +164,7 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
             Cell::from(text.to_string()).style(theme.strong(theme.c.muted))
         }
     };
-    let (cols, name_w) = columns(area.width as usize, app.hot.key);
+    let (cols, name_w) = columns(area.width as usize, app.hot.key, d.caps.spill_events);
     let mut header = vec![Cell::from("op").style(theme.strong(theme.c.muted))];
     header.extend(cols.iter().map(|&(k, t, _)| head(k, t)));
     let header = Row::new(header);
@@ -138,7 +184,7 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
         .iter()
         .zip(names)
         .map(|(h, name)| {
-            let hot = h.traffic_bytes > 0 || h.stall_ns > 0;
+            let hot = h.traffic_bytes > 0 || h.stall_ns > 0 || !d.caps.spill_events;
             let style = if hot {
                 theme.fg(theme.c.text)
             } else {
@@ -151,7 +197,11 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
         .collect();
     let mut widths = vec![Constraint::Min(8)];
     widths.extend(cols.iter().map(|c| Constraint::Length(c.2)));
-    let hidden = COLUMNS.len() - cols.len();
+    let hidden = if d.caps.spill_events {
+        SPILL_COLUMNS.len()
+    } else {
+        MEASURED_COLUMNS.len()
+    } - cols.len();
     let title = format!(
         " Hotspots: {}, sorted by {}{} ",
         count(app.hot.order.len() as u64, "op"),

@@ -45,13 +45,41 @@ pub fn grid_size(app: &App) -> (u16, u16) {
 pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
     let Some(d) = app.primary() else { return };
     let pool = d.trace.pools.first();
-    let cap = pool.map(|p| p.capacity_bytes).unwrap_or(0).max(1);
     let name = pool.map(|p| p.name.clone()).unwrap_or_default();
+    if !d.caps.offsets {
+        // Nothing says where tensors sit: no map to draw.
+        let how = d
+            .caps
+            .missing(&d.trace)
+            .into_iter()
+            .find(|m| m.what == "offsets")
+            .map(|m| m.how)
+            .unwrap_or_default();
+        f.render_widget(
+            ratatui::widgets::Paragraph::new(format!(
+                "This trace does not record where tensors sit in memory ({how}), so there is no map to draw."
+            ))
+            .wrap(ratatui::widgets::Wrap { trim: true })
+            .style(theme.fg(theme.c.muted))
+            .block(block(format!(" Memory map: pool {name} "), theme, g)),
+            area,
+        );
+        return;
+    }
+    // The span drawn: the declared capacity, else what the offsets reach.
+    let cap = pool.map(|p| p.capacity_bytes).unwrap_or(0).max(1);
     let outer = block(
-        format!(
-            " Memory map: pool {name}, {} (offset up, time right) ",
-            fmt_bytes(cap)
-        ),
+        if d.caps.capacity {
+            format!(
+                " Memory map: pool {name}, {} (offset up, time right) ",
+                fmt_bytes(cap)
+            )
+        } else {
+            format!(
+                " Memory map: pool {name}, offsets to {} (no declared capacity) ",
+                fmt_bytes(cap)
+            )
+        },
         theme,
         g,
     );

@@ -15,6 +15,12 @@ use ratatui::Frame;
 
 pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
     let Some(d) = app.primary() else { return };
+    // A profile without spill events: what it measured. (A probe stream
+    // that reports spills gets the spill overview, within what it records.)
+    if let Some(m) = d.measured.as_ref().filter(|_| !d.caps.spill_events) {
+        draw_measured(f, app, theme, g, area, m);
+        return;
+    }
     let s = &d.trace.summary;
     let fig_h = 10.min(area.height.saturating_sub(4)).max(3);
     let [top, chart] =
@@ -74,7 +80,13 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
         ),
         row(
             "peak live",
-            format!("{} / {} cap", fmt_bytes(s.peak_live_bytes), fmt_bytes(cap)),
+            match (d.caps.frees, d.caps.capacity) {
+                (true, true) => {
+                    format!("{} / {} cap", fmt_bytes(s.peak_live_bytes), fmt_bytes(cap))
+                }
+                (true, false) => format!("{} (no declared capacity)", fmt_bytes(s.peak_live_bytes)),
+                (false, _) => "not known (no frees)".into(),
+            },
         ),
         row(
             match s.lower_bound_method {
@@ -102,7 +114,20 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
     let inner_w = right.width.saturating_sub(2) as usize;
     let bar_w = inner_w.saturating_sub(2);
     let cap_w = (c.capacity_count * bar_w).div_ceil(total).min(bar_w);
-    let split = if c.capacity_count + c.lifetime_count == 0 {
+    let split = if !d.caps.capacity_figures() {
+        // Capacity vs lifetime needs a declared capacity and frees.
+        let why = d
+            .caps
+            .missing(&d.trace)
+            .into_iter()
+            .find(|m| m.what == "declared capacity" || m.what == "frees")
+            .map(|m| format!("not split: no {} ({})", m.what, m.how))
+            .unwrap_or_default();
+        crate::tui::ui::wrap(&why, inner_w)
+            .into_iter()
+            .map(|l| Line::styled(l, k))
+            .collect()
+    } else if c.capacity_count + c.lifetime_count == 0 {
         vec![Line::styled("no evictions to classify", k)]
     } else {
         vec![
@@ -133,7 +158,7 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
     };
     let mut lines = split;
     let osc = d.trips.iter().filter(|t| t.oscillating).count();
-    if c.capacity_count + c.lifetime_count > 0 {
+    if d.caps.capacity_figures() && c.capacity_count + c.lifetime_count > 0 {
         lines.push(Line::styled(
             format!(
                 "= evicted out {}",
@@ -165,13 +190,126 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
     draw_live_chart(f, app, theme, g, chart);
 }
 
-/// Max live bytes per column of steps, with the capacity as a line.
+/// A runtime trace: only the figures it can support, what it lacks and how
+/// to get it; the live-bytes chart only where frees are recorded.
+fn draw_measured(
+    f: &mut Frame,
+    app: &App,
+    theme: &Theme,
+    g: &Glyphs,
+    area: Rect,
+    m: &crate::analysis::measured::MeasuredSummary,
+) {
+    let Some(d) = app.primary() else { return };
+    let k = theme.fg(theme.c.muted);
+    let v = theme.strong(theme.c.text);
+    let rows: Vec<(String, String)> = m
+        .rows()
+        .into_iter()
+        .filter(|(k, _)| !k.starts_with("no ") && k != "model")
+        .collect();
+    let label_w = rows.iter().map(|r| r.0.chars().count()).max().unwrap_or(8) + 1;
+    let figs: Vec<Line> = rows
+        .into_iter()
+        .map(|(name, val)| {
+            Line::from(vec![
+                Span::styled(format!("{name:<label_w$}"), k),
+                Span::styled(val, v),
+            ])
+        })
+        .collect();
+    let n_figs = figs.len();
+    // What the trace records, and how to get what it does not.
+    let c = &m.capabilities;
+    let have: Vec<&str> = [
+        (c.op_times, "op times"),
+        (m.allocations > 0, "allocations"),
+        (c.frees, "frees"),
+        (c.offsets, "offsets"),
+        (c.spill_events, "spill events"),
+        (d.levels > 1, "nested calls"),
+    ]
+    .into_iter()
+    .filter(|x| x.0)
+    .map(|x| x.1)
+    .collect();
+    let right_w = area.width - area.width * 60 / 100;
+    let w = right_w.saturating_sub(2) as usize;
+    let mut lines: Vec<Line> = crate::tui::ui::wrap(&format!("has {}", have.join(", ")), w)
+        .into_iter()
+        .map(Line::raw)
+        .collect();
+    if d.levels > 1 {
+        lines.push(Line::styled(
+            format!("calls: level {} of {} (< > change)", d.level, d.levels),
+            k,
+        ));
+    }
+    if let Some(l) = &m.linked {
+        lines.push(Line::styled(
+            format!(
+                "model {}: {} of {} nodes linked",
+                l.model,
+                l.by_name + l.renamed,
+                l.profile_nodes - l.inserted
+            ),
+            k,
+        ));
+    }
+    for x in &m.missing {
+        for (i, part) in crate::tui::ui::wrap(&format!("no {}: {}", x.what, x.how), w)
+            .into_iter()
+            .enumerate()
+        {
+            lines.push(if i == 0 {
+                Line::styled(part, theme.fg(theme.c.highlight))
+            } else {
+                Line::styled(part, k)
+            });
+        }
+    }
+    // Tall enough for both boxes, leaving the chart at least 5 rows.
+    let fig_h = (n_figs.max(lines.len()) as u16 + 2).clamp(5, area.height.saturating_sub(5).max(5));
+    let [top, rest] = Layout::vertical([Constraint::Length(fig_h), Constraint::Min(3)]).areas(area);
+    let [left, right] =
+        Layout::horizontal([Constraint::Percentage(60), Constraint::Percentage(40)]).areas(top);
+    f.render_widget(
+        Paragraph::new(figs).block(block(format!(" {} (measured) ", d.label), theme, g)),
+        left,
+    );
+    f.render_widget(
+        Paragraph::new(lines).block(block(" what it records ", theme, g)),
+        right,
+    );
+    if c.frees {
+        draw_live_chart(f, app, theme, g, rest);
+    } else {
+        let text = m
+            .missing
+            .iter()
+            .find(|x| x.what == "frees")
+            .map(|x| format!("live bytes over time: not known ({})", x.how))
+            .unwrap_or_default();
+        f.render_widget(
+            Paragraph::new(text)
+                .style(k)
+                .wrap(ratatui::widgets::Wrap { trim: true })
+                .block(block(" live bytes ", theme, g)),
+            rest,
+        );
+    }
+}
+
+/// Max live bytes per column of steps, with the capacity as a line (where
+/// the trace declares one).
 fn draw_live_chart(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
     let Some(d) = app.primary() else { return };
-    let title = if d.live_is_resident {
-        " resident bytes per op vs capacity "
-    } else {
-        " live bytes per step vs capacity "
+    let with_cap = d.caps.capacity;
+    let title = match (d.live_is_resident, with_cap) {
+        (true, true) => " resident bytes per op vs capacity ",
+        (false, true) => " live bytes per step vs capacity ",
+        (true, false) => " resident bytes per op ",
+        (false, false) => " live bytes per op ",
     };
     let outer = block(title, theme, g);
     let inner = outer.inner(area);
@@ -181,14 +319,18 @@ fn draw_live_chart(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Re
         return;
     }
     let peak = live.iter().copied().max().unwrap_or(0);
-    let cap = d.capacity;
+    let cap = if with_cap { d.capacity } else { 0 };
     let top = peak.max(cap).max(1) as f64 * 1.05;
     let n = live.len();
     // Labels whole: as wide as the longest of them.
     let labels = [
         fmt_bytes(top as u64),
         format!("0..{}", n.saturating_sub(1)),
-        format!("cap {}", fmt_bytes(cap)),
+        if with_cap {
+            format!("cap {}", fmt_bytes(cap))
+        } else {
+            String::new()
+        },
     ];
     let label_w = (labels.iter().map(|l| l.chars().count()).max().unwrap_or(8) + 1) as u16;
     if inner.width <= label_w + 4 {
@@ -212,12 +354,17 @@ fn draw_live_chart(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Re
         label_w as usize - 1,
         muted,
     );
-    let cap_row = ((1.0 - cap as f64 / top) * h as f64).floor() as u16;
+    // No capacity: no line (u16::MAX is below every row).
+    let cap_row = if with_cap {
+        ((1.0 - cap as f64 / top) * h as f64).floor() as u16
+    } else {
+        u16::MAX
+    };
     for c in 0..w {
         let a = (c as usize * n) / w as usize;
         let b = (((c as usize + 1) * n) / w as usize).max(a + 1).min(n);
         let m = live[a..b].iter().copied().max().unwrap_or(0);
-        let over = m > cap;
+        let over = with_cap && m > cap;
         let height = m as f64 / top * h as f64;
         for r in 0..h {
             let fill = (height - r as f64).clamp(0.0, 1.0);

@@ -95,6 +95,8 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
     f.render_widget(outer, right);
     let k = theme.fg(theme.c.muted);
     let life = match (t.producer, t.consumers.last()) {
+        // Without frees (or a model) lifetimes are not known.
+        _ if !d.caps.frees => "not recorded (the trace has no frees)".to_string(),
         (Some(p), Some(&c)) => format!("steps {p}..{c}"),
         (None, Some(&c)) => format!("steps 0..{c} (graph input)"),
         (Some(p), None) => format!("step {p} (unconsumed)"),

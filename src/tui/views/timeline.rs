@@ -153,16 +153,23 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
     let ev: u32 = cols.iter().map(|c| c.evicts).sum();
     let rl: u32 = cols.iter().map(|c| c.reloads).sum();
     let st: u32 = cols.iter().map(|c| c.streams).sum();
-    let line2 = Line::styled(
-        format!(
-            "in view: {}, {}, {} | run: {} traffic",
-            count(ev, "eviction"),
-            count(rl, "reload"),
-            count(st, "stream"),
-            fmt_bytes(d.ledger.total.traffic_bytes()),
-        ),
-        muted,
-    );
+    let line2 = if !d.caps.spill_events {
+        Line::styled(
+            "this trace records no spill events: ops and their times only",
+            muted,
+        )
+    } else {
+        Line::styled(
+            format!(
+                "in view: {}, {}, {} | run: {} traffic",
+                count(ev, "eviction"),
+                count(rl, "reload"),
+                count(st, "stream"),
+                fmt_bytes(d.ledger.total.traffic_bytes()),
+            ),
+            muted,
+        )
+    };
     let line3 = Line::styled(format!("legend: {}", legend(g)), muted);
     f.render_widget(
         Paragraph::new(vec![line1, line2, line3]),
