@@ -399,3 +399,49 @@ fn a_calibrated_view_shows_the_latency_sim_gives_and_compares_per_op() {
     assert!(s.contains("measured") && s.contains("B/A"), "{s}");
     t.send(&["q"]);
 }
+
+#[test]
+fn diff_against_a_profile_compares_time_not_invented_spills() {
+    let Some(dir) = traces() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let sim = tmp.path().join("s.json");
+    let m = model("resnet18");
+    run_ok(&[
+        "sim",
+        m.to_str().unwrap(),
+        "--capacity",
+        "2MiB",
+        "--policy",
+        "lru",
+        "-o",
+        sim.to_str().unwrap(),
+    ]);
+    let prof = dir.join("ort_resnet18.noopt.json");
+    let out = run_ok(&["diff", sim.to_str().unwrap(), prof.to_str().unwrap()]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("op (by |dur B-A|)"), "{text}");
+    assert!(
+        !text.contains("spill traffic B-A") && !text.contains("trips B"),
+        "{text}"
+    );
+    let out = run_ok(&[
+        "diff",
+        sim.to_str().unwrap(),
+        prof.to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["ops_by"], "duration");
+    assert!(v.get("traffic_delta_bytes").is_none() && v.get("tensors").is_none());
+    // Sorted by |dur B-A| as the header says.
+    let d: Vec<i64> = v["ops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| {
+            (o["b_duration_ns"].as_i64().unwrap() - o["a_duration_ns"].as_i64().unwrap()).abs()
+        })
+        .collect();
+    assert!(d.windows(2).all(|w| w[0] >= w[1]), "{d:?}");
+}

@@ -4,6 +4,7 @@ use super::args::{DiffArgs, ExportArgs, Format, ImportArgs};
 use super::sim_cmd::{render, write_atomic};
 use crate::analysis::diff::{agreement, diff};
 use crate::analysis::runs::{RunRow, RunsReport};
+use crate::trace::caps::Capabilities;
 use crate::trace::export::to_chrome;
 use crate::units::{fmt_bytes, fmt_ms};
 use crate::Result;
@@ -92,54 +93,92 @@ pub fn run_diff(a: &DiffArgs) -> Result<String> {
     warn_all(&wb);
     let d = diff(&ta, &tb);
     let ag = agreement(&ta, &tb, a.limit);
+    let (ca, cb) = (Capabilities::of(&ta), Capabilities::of(&tb));
+    // Spill figures only where both sides record spills: against a runtime
+    // profile, ops compare by time.
+    let spills = ca.spill_events && cb.spill_events;
     if a.format == Format::Json {
         let ops: Vec<_> = d.ops.iter().take(a.limit).collect();
         let tensors: Vec<_> = d.tensors.iter().take(a.limit).collect();
-        return Ok(serde_json::to_string_pretty(&serde_json::json!({
+        let mut v = serde_json::json!({
             "a": a.a, "b": a.b, "agreement": ag, "latency_delta_ns": d.latency_delta_ns, "traffic_delta_bytes": d.traffic_delta_bytes,
             "ops": ops, "tensors": tensors, "only_in_a": d.only_in_a, "only_in_b": d.only_in_b,
-        }))
-        .unwrap_or_default()
-            + "\n");
+            "ops_by": if d.by_time { "duration" } else { "traffic" },
+            "capabilities": {"a": ca, "b": cb},
+        });
+        if !spills {
+            if let Some(m) = v.as_object_mut() {
+                m.remove("traffic_delta_bytes");
+                m.remove("tensors");
+            }
+        }
+        return Ok(serde_json::to_string_pretty(&v).unwrap_or_default() + "\n");
     }
-    let mut s = format!(
-        "A: {}  ({}, {})\nB: {}  ({}, {})\n",
-        a.a.display(),
-        fmt_ms(ta.summary.latency_ns),
-        fmt_bytes(ta.summary.traffic_bytes),
-        a.b.display(),
-        fmt_ms(tb.summary.latency_ns),
-        fmt_bytes(tb.summary.traffic_bytes)
-    );
-    s += &format!(
-        "agreement: spill events {:.1}% ({} matched of {} / {}), alloc/free {:.1}% ({} of {} / {})\n",
-        ag.spill_pct, ag.spill_matched, ag.spill_a, ag.spill_b, ag.alloc_pct, ag.alloc_matched, ag.alloc_a, ag.alloc_b
-    );
-    s += &format!(
-        "latency B-A: {}, spill traffic B-A: {}\n\n",
-        crate::units::fmt_ms_delta(d.latency_delta_ns),
-        crate::units::fmt_bytes_delta(d.traffic_delta_bytes)
-    );
-    s += &format!(
-        "{:<48} {:>12} {:>12} {:>12} {:>12}\n",
-        "op (by |traffic B-A|, then |dur B-A|)", "dur A", "dur B", "traffic A", "traffic B"
-    );
+    let side = |label: &str, p: &std::path::Path, t: &crate::trace::Trace, c: &Capabilities| {
+        format!(
+            "{label}: {}  ({}, {})\n",
+            p.display(),
+            fmt_ms(t.summary.latency_ns),
+            if c.spill_events {
+                format!("{} spill traffic", fmt_bytes(t.summary.traffic_bytes))
+            } else {
+                "measured: no spill events".to_string()
+            }
+        )
+    };
+    let mut s = side("A", &a.a, &ta, &ca) + &side("B", &a.b, &tb, &cb);
+    if spills {
+        s += &format!(
+            "agreement: spill events {:.1}% ({} matched of {} / {}), alloc/free {:.1}% ({} of {} / {})\n",
+            ag.spill_pct, ag.spill_matched, ag.spill_a, ag.spill_b, ag.alloc_pct, ag.alloc_matched, ag.alloc_a, ag.alloc_b
+        );
+        s += &format!(
+            "latency B-A: {}, spill traffic B-A: {}\n\n",
+            crate::units::fmt_ms_delta(d.latency_delta_ns),
+            crate::units::fmt_bytes_delta(d.traffic_delta_bytes)
+        );
+        s += &format!(
+            "{:<48} {:>12} {:>12} {:>12} {:>12}\n",
+            "op (by |traffic B-A|, then |dur B-A|)", "dur A", "dur B", "traffic A", "traffic B"
+        );
+    } else {
+        s += &format!(
+            "latency B-A: {} (one side records no spill events: ops compare by time)\n\n",
+            crate::units::fmt_ms_delta(d.latency_delta_ns),
+        );
+        s += &format!(
+            "{:<48} {:>12} {:>12} {:>12}\n",
+            "op (by |dur B-A|)", "dur A", "dur B", "B/A"
+        );
+    }
     let shown: Vec<_> = d.ops.iter().take(a.limit).collect();
     let names: Vec<&str> = shown.iter().map(|o| o.name.as_str()).collect();
     for (o, name) in shown.iter().zip(crate::names::elide_all(&names, 48, false)) {
-        s += &format!(
+        let (x, y) = if spills {
+            (fmt_bytes(o.a_traffic_bytes), fmt_bytes(o.b_traffic_bytes))
+        } else if o.a_duration_ns > 0 {
+            (
+                format!("{:.2}x", o.b_duration_ns as f64 / o.a_duration_ns as f64),
+                String::new(),
+            )
+        } else {
+            ("-".into(), String::new())
+        };
+        s += format!(
             "{:<48} {:>12} {:>12} {:>12} {:>12}\n",
             name,
             fmt_ms(o.a_duration_ns),
             fmt_ms(o.b_duration_ns),
-            fmt_bytes(o.a_traffic_bytes),
-            fmt_bytes(o.b_traffic_bytes)
-        );
+            x,
+            y
+        )
+        .trim_end();
+        s += "\n";
     }
     let moved: Vec<_> = d
         .tensors
         .iter()
-        .filter(|t| t.a_trips != t.b_trips || t.a_bytes_moved != t.b_bytes_moved)
+        .filter(|t| spills && (t.a_trips != t.b_trips || t.a_bytes_moved != t.b_bytes_moved))
         .take(a.limit)
         .collect();
     if !moved.is_empty() {
