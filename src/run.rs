@@ -176,6 +176,16 @@ impl RunSpec {
     /// Resolves hardware, config and policies for an already loaded model
     /// (the live loop keeps the graph while only the config changes).
     pub fn resolve_for(&self, g: &Graph) -> Result<Resolved> {
+        self.resolve_with_profile(g, None)
+    }
+
+    /// As [`RunSpec::resolve_for`], with the `--calibrate` profile already
+    /// imported (linked to `g`) by the caller, so it is not read again.
+    pub fn resolve_with_profile(
+        &self,
+        g: &Graph,
+        profile: Option<&crate::trace::Trace>,
+    ) -> Result<Resolved> {
         let hardware = self.resolve_hardware()?;
         let file = self.schedule_file()?;
         let mut config = SimConfig::default();
@@ -194,7 +204,10 @@ impl RunSpec {
         };
         let calibration = match &self.flags.calibrate {
             Some(p) => {
-                let m = measured_durations(&import_linked(p, g)?);
+                let m = match profile {
+                    Some(t) => measured_durations(t),
+                    None => measured_durations(&import_linked(p, g)?),
+                };
                 let (by_type, matched_ops) = roofline_vs_measured(g, &hardware, &m);
                 let measured_ns = Arc::new(m);
                 config.measured_ns = Some(measured_ns.clone());
@@ -233,6 +246,9 @@ impl RunSpec {
             v.push(PathBuf::from(&self.hardware));
         }
         v.extend(self.schedule.iter().cloned());
+        // The profiles it reads: a new measurement re-runs it too.
+        v.extend(self.flags.calibrate.iter().cloned());
+        v.extend(self.flags.free_at.iter().cloned());
         v
     }
 }

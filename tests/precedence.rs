@@ -246,3 +246,30 @@ fn fuse_flag_over_a_config_without_fusion_fuses_the_runs_and_the_optimum() {
     assert_eq!(exact(&flagged), exact(&fused_alone));
     assert_ne!(exact(&flagged), exact(&unfused));
 }
+
+/// A live view re-runs when a profile it reads changes, not only the model,
+/// hardware file and config.
+#[test]
+fn the_profiles_a_spec_reads_are_among_its_inputs() {
+    let argv: Vec<String> = [
+        "spillscope",
+        "view",
+        "m.json",
+        "--calibrate",
+        "prof.json",
+        "--free-at",
+        "run.json",
+        "-c",
+        "s.toml",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let inputs = spec_of(&argv).inputs();
+    for f in ["m.json", "s.toml", "prof.json", "run.json"] {
+        assert!(
+            inputs.iter().any(|p| p.ends_with(f)),
+            "{f} not watched: {inputs:?}"
+        );
+    }
+}

@@ -126,7 +126,28 @@ impl Source {
                 .collect()),
             Source::Model(spec) => {
                 let g = tails.graph(spec)?;
-                let r = spec.resolve_for(&g)?;
+                // Calibrated: the profile, linked to the model and read once
+                // (again only when it changes), gives the measured op times
+                // and stands beside the simulation for Compare.
+                let profile = match &spec.flags.calibrate {
+                    Some(p) => {
+                        let opts = TraceOpts {
+                            import: import::ImportOptions {
+                                model: Some(g.clone()),
+                                ..Default::default()
+                            },
+                            ..Default::default()
+                        };
+                        let label = p
+                            .file_name()
+                            .map(|s| s.to_string_lossy().into_owned())
+                            .unwrap_or_default();
+                        let (full, warnings) = tails.trace(p, &opts, &label)?;
+                        Some((label, full, warnings))
+                    }
+                    None => None,
+                };
+                let r = spec.resolve_with_profile(&g, profile.as_ref().map(|p| &*p.1))?;
                 let tr = simulate(&g, &r.hardware, &r.first_config())?;
                 let label = spec
                     .model
@@ -134,21 +155,7 @@ impl Source {
                     .map(|s| s.to_string_lossy().into_owned())
                     .unwrap_or_default();
                 let mut out = vec![Loaded::at_level(label, Arc::new(tr), Vec::new(), 1)];
-                // Calibrated: the profile beside the simulation, for Compare.
-                if let Some(c) = &r.calibration {
-                    let opts = TraceOpts {
-                        import: import::ImportOptions {
-                            model: Some(g.clone()),
-                            ..Default::default()
-                        },
-                        ..Default::default()
-                    };
-                    let label = c
-                        .profile
-                        .file_name()
-                        .map(|s| s.to_string_lossy().into_owned())
-                        .unwrap_or_default();
-                    let (full, warnings) = tails.trace(&c.profile, &opts, &label)?;
+                if let Some((label, full, warnings)) = profile {
                     out.push(Loaded::at_level(label, full, warnings, 1));
                 }
                 Ok(out)
