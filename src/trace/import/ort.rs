@@ -306,6 +306,13 @@ fn link_lifetimes(
         if live.intervals[t.id].is_none() {
             continue;
         }
+        // Made and used inside one fused node: ORT never materialised it.
+        let mapped = |o: usize| op_of_node.get(o).copied().flatten();
+        if let (Some(p), false) = (t.producer.and_then(mapped), t.kind == TensorKind::Output) {
+            if !t.consumers.is_empty() && t.consumers.iter().all(|&c| mapped(c) == Some(p)) {
+                continue;
+            }
+        }
         // Measured times of its producer and consumers (ORT may run nodes in
         // another order than the file; Constant nodes it folds are absent).
         let users: Vec<usize> = t

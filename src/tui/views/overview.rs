@@ -246,15 +246,17 @@ fn draw_measured(
         ));
     }
     if let Some(l) = &m.linked {
-        lines.push(Line::styled(
-            format!(
-                "model {}: {} of {} nodes linked",
-                l.model,
-                l.by_name + l.renamed,
-                l.profile_nodes - l.inserted
-            ),
-            k,
-        ));
+        let text = format!(
+            "model {}: {} of {} nodes linked",
+            l.model,
+            l.by_name + l.renamed,
+            l.profile_nodes - l.inserted
+        );
+        lines.extend(
+            crate::tui::ui::wrap(&text, w)
+                .into_iter()
+                .map(|x| Line::styled(x, k)),
+        );
     }
     for x in &m.missing {
         for (i, part) in crate::tui::ui::wrap(&format!("no {}: {}", x.what, x.how), w)
