@@ -67,6 +67,9 @@ pub fn run(cmd: &GenCommand) -> Result<String> {
             let text = serde_json::to_string(&crate::graph::json::graph_to_json(&g))
                 .map_err(|e| Error::Config(e.to_string()))?;
             super::sim_cmd::write_atomic(&a.output, &text, a.force)?;
+            if a.output.as_os_str() == "-" {
+                return Ok(String::new());
+            }
             Ok(format!(
                 "{}: {} ops, {} tensors -> {}\n",
                 g.name,
@@ -82,6 +85,9 @@ pub fn run(cmd: &GenCommand) -> Result<String> {
             let hw = crate::cost::HardwareProfile::preset("seed-npu")?.with_capacity(160 * 1024)?;
             let tr = crate::sim::simulate(&g, &hw, &crate::sim::SimConfig::default())?;
             super::sim_cmd::write_atomic(&a.output, tr.to_json(), a.force)?;
+            if a.output.as_os_str() == "-" {
+                return Ok(String::new());
+            }
             Ok(format!(
                 "{} ops, {} events -> {}\n",
                 tr.ops.len(),

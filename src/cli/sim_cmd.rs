@@ -4,7 +4,7 @@ use super::args::{Format, SimArgs};
 use crate::analysis::runs::{render_json, render_markdown, render_table, RunRow, RunsReport};
 use crate::sim::{simulate, EvictionPolicy};
 use crate::trace::Trace;
-use crate::{Error, Result};
+use crate::Result;
 use std::path::{Path, PathBuf};
 
 /// Where the trace of `policy` goes when several policies share one `-o`.
@@ -78,13 +78,7 @@ pub fn run(a: &SimArgs) -> Result<String> {
     let several = policies.len() > 1;
     if let Some(out) = &a.output {
         for &p in &policies {
-            let path = output_path_for(out, p, several);
-            if path.exists() && !a.force {
-                return Err(Error::Config(format!(
-                    "{} exists; pass --force to overwrite it",
-                    path.display()
-                )));
-            }
+            crate::output::check_writable(&output_path_for(out, p, several), a.force)?;
         }
     }
     let notes = resolve_notes(&r, g.ops.len());
@@ -117,8 +111,18 @@ pub fn run(a: &SimArgs) -> Result<String> {
         }
     }
     if let Some(out) = &a.output {
+        let to_stdout = out.as_os_str() == "-";
+        if to_stdout && several {
+            return Err(crate::Error::Config(
+                "-o - writes one trace to standard output: choose one --policy".into(),
+            ));
+        }
         for (tr, &p) in traces.iter().zip(&policies) {
             write_atomic(&output_path_for(out, p, several), tr.to_json(), a.force)?;
+        }
+        // The trace is the output: no table after it.
+        if to_stdout {
+            return Ok(String::new());
         }
     }
     let rep = RunsReport {
