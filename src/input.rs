@@ -141,17 +141,23 @@ pub const DETECT_PREFIX_BYTES: usize = 64 * 1024;
 /// What a file is: by extension first (`.onnx`, `.jsonl`), then by its first
 /// [`DETECT_PREFIX_BYTES`] bytes.
 pub fn detect(path: &Path) -> Result<Format> {
+    detect_why(path).map(|d| d.0)
+}
+
+/// [`detect`], with why: `None` when the extension said, else what in the
+/// content decided (for error messages: "read as X because ...").
+pub fn detect_why(path: &Path) -> Result<(Format, Option<&'static str>)> {
     let ext = path
         .extension()
         .map(|e| e.to_string_lossy().to_ascii_lowercase());
     match ext.as_deref() {
-        Some("onnx") => return Ok(Format::Onnx),
-        Some("jsonl") | Some("ndjson") => return Ok(Format::Jsonl),
+        Some("onnx") => return Ok((Format::Onnx, None)),
+        Some("jsonl") | Some("ndjson") => return Ok((Format::Jsonl, None)),
         _ => {}
     }
     let mut head = vec![0u8; DETECT_PREFIX_BYTES];
     let n = read_prefix(path, &mut head)?;
-    let found = detect_bytes(&head[..n]).ok_or_else(|| {
+    let (found, why) = detect_bytes_why(&head[..n]).ok_or_else(|| {
         Error::parse(
             path,
             "trace",
@@ -164,9 +170,12 @@ pub fn detect(path: &Path) -> Result<Format> {
     let undecided =
         found == Format::Chrome && n == DETECT_PREFIX_BYTES && !contains(&head, b"\"traceEvents\"");
     if undecided {
-        return Ok(scan_for_markers(path)?.unwrap_or(found));
+        return Ok(match scan_for_markers(path)? {
+            Some(f) => (f, Some("a key that names it comes later in the file")),
+            None => (found, Some(why)),
+        });
     }
-    Ok(found)
+    Ok((found, Some(why)))
 }
 
 fn contains(hay: &[u8], needle: &[u8]) -> bool {
@@ -233,6 +242,11 @@ fn read_prefix(path: &Path, buf: &mut [u8]) -> Result<usize> {
 
 /// The content rules of [`detect`], on a file's first bytes.
 pub fn detect_bytes(head: &[u8]) -> Option<Format> {
+    detect_bytes_why(head).map(|d| d.0)
+}
+
+/// [`detect_bytes`] with the rule that decided.
+fn detect_bytes_why(head: &[u8]) -> Option<(Format, &'static str)> {
     let text = String::from_utf8_lossy(head);
     let trimmed = text.trim_start();
     if trimmed.starts_with('{') {
@@ -241,35 +255,48 @@ pub fn detect_bytes(head: &[u8]) -> Option<Format> {
                 || text.contains("\"cpu_op\"")
                 || text.contains("profile_memory")
             {
-                return Some(Format::Torch);
+                return Some((
+                    Format::Torch,
+                    "it has traceEvents with PyTorch's cpu_op or [memory] events",
+                ));
             }
-            return Some(Format::Chrome);
+            return Some((Format::Chrome, "it has a traceEvents array"));
         }
         if text.contains("spillscope.trace/") {
-            return Some(Format::Spillscope);
+            return Some((Format::Spillscope, "it names the spillscope.trace schema"));
         }
-        // JSONL: the first line is a whole object with a `kind`.
+        // JSONL: the first line is a whole object with a `kind`, or (a
+        // line longer than what was read) starts like one.
         let first_line = trimmed.lines().next().unwrap_or("");
         if let Ok(serde_json::Value::Object(m)) =
             serde_json::from_str::<serde_json::Value>(first_line)
         {
             if m.contains_key("kind") {
-                return Some(Format::Jsonl);
+                return Some((Format::Jsonl, "its first line is a JSONL record"));
             }
         }
-        if text.contains("\"tensors\"") && !text.contains("\"schema\"") {
-            return Some(Format::GraphJson);
+        let one_long_line = !trimmed.contains('\n') && head.len() == DETECT_PREFIX_BYTES;
+        let looks_like_record = trimmed
+            .chars()
+            .take(256)
+            .collect::<String>()
+            .contains("\"kind\"");
+        if one_long_line && looks_like_record {
+            return Some((Format::Jsonl, "its first line starts like a JSONL record"));
         }
-        return Some(Format::Chrome);
+        if text.contains("\"tensors\"") && !text.contains("\"schema\"") {
+            return Some((Format::GraphJson, "it lists tensors"));
+        }
+        return Some((Format::Chrome, "it is a JSON object naming no other format"));
     }
     if trimmed.starts_with('[') {
         if text.contains("_kernel_time")
             || text.contains("\"model_run\"")
             || text.contains("\"SequentialExecutor")
         {
-            return Some(Format::Ort);
+            return Some((Format::Ort, "it has ONNX Runtime's node and run events"));
         }
-        return Some(Format::Chrome);
+        return Some((Format::Chrome, "it is a JSON array of events"));
     }
     None
 }

@@ -329,3 +329,32 @@ fn first_contact_mistakes_get_one_line_and_exit_2() {
     assert!(err.contains("hw.toml:"), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "{err:?}");
 }
+
+/// Detection reads a bounded prefix and says what it assumed; a JSONL line
+/// over the limit is named with the limit, whatever the file's name.
+#[test]
+fn detection_says_what_it_assumed_and_long_lines_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = |n: &str| dir.path().join(n).to_string_lossy().into_owned();
+    let long = format!(
+        "{{\"kind\":\"op_begin\",\"op\":\"{}\",\"t_ns\":1}}\n",
+        "x".repeat(3 << 20)
+    );
+    for name in ["run.jsonl", "run.json"] {
+        std::fs::write(d(name), &long).unwrap();
+        let (code, _, err) = run(&["import", &d(name)]);
+        assert_eq!(code, 2, "{name}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(
+            err.contains("line 1") && err.contains("1.0 MiB"),
+            "{name}: {err}"
+        );
+    }
+    std::fs::write(d("odd.json"), "{\"hello\": 1}\n").unwrap();
+    let (code, _, err) = run(&["import", &d("odd.json")]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("read as Chrome trace JSON because") && err.contains("--from"),
+        "{err}"
+    );
+}

@@ -14,6 +14,10 @@ use std::collections::HashMap;
 use std::io::{BufRead, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
+/// The longest record (line) a stream may have: 1 MiB. Real records are a
+/// few hundred bytes; a longer line is a file that is not a JSONL stream.
+pub const MAX_LINE_BYTES: usize = 1 << 20;
+
 #[derive(Debug, Deserialize)]
 struct Line {
     kind: String,
@@ -282,6 +286,7 @@ impl JsonlTail {
     }
 
     /// Reads what was appended; returns how many complete lines were applied.
+    /// A line longer than [`MAX_LINE_BYTES`] is an error naming it.
     pub fn poll(&mut self) -> Result<usize> {
         let mut f = std::fs::File::open(&self.path).map_err(|e| Error::io(&self.path, e))?;
         let len = f.metadata().map_err(|e| Error::io(&self.path, e))?.len();
@@ -298,11 +303,26 @@ impl JsonlTail {
         let mut applied = 0;
         loop {
             let mut buf = Vec::new();
-            let n = r
+            // At most one byte past the limit: a runaway line is an error,
+            // not a reason to hold it all in memory.
+            let room = (MAX_LINE_BYTES + 1).saturating_sub(self.partial.len()) as u64;
+            let n = (&mut r)
+                .take(room.max(1))
                 .read_until(b'\n', &mut buf)
                 .map_err(|e| Error::io(&self.path, e))?;
             if n == 0 {
                 break;
+            }
+            if self.partial.len() + buf.len() > MAX_LINE_BYTES {
+                return Err(Error::parse(
+                    &self.path,
+                    "spillscope JSONL",
+                    format!(
+                        "line {} is longer than {} (the limit for one record)",
+                        self.lineno + 1,
+                        crate::units::fmt_bytes(MAX_LINE_BYTES as u64)
+                    ),
+                ));
             }
             self.offset += n as u64;
             if buf.last() != Some(&b'\n') {

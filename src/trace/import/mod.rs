@@ -45,10 +45,33 @@ pub fn import(
     opts: &ImportOptions,
 ) -> Result<(Trace, Vec<String>)> {
     crate::input::check_size(path)?;
-    let format = match format {
-        Some(f) => f,
-        None => detect(path)?,
+    let (format, why) = match format {
+        Some(f) => (f, None),
+        None => crate::input::detect_why(path)?,
     };
+    // A file read as a format its content suggested, that then does not
+    // parse as one: say what was assumed and how to choose.
+    let assumed = |e: Error| match (why, e) {
+        (
+            Some(w),
+            Error::Parse {
+                path,
+                pos,
+                format,
+                detail,
+            },
+        ) => Error::Parse {
+            path,
+            pos,
+            format,
+            detail: format!("{detail} (read as {format} because {w}; --from FORMAT chooses)"),
+        },
+        (_, e) => e,
+    };
+    import_as(path, format, opts).map_err(assumed)
+}
+
+fn import_as(path: &Path, format: Format, opts: &ImportOptions) -> Result<(Trace, Vec<String>)> {
     match format {
         Format::Spillscope => {
             let tr = Trace::load(path)?;
