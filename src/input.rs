@@ -245,6 +245,65 @@ pub fn detect_bytes(head: &[u8]) -> Option<Format> {
     detect_bytes_why(head).map(|d| d.0)
 }
 
+/// Whether a (long) first line begins like a JSONL record: one of the
+/// stream's kinds as a key of the top-level object (not of something
+/// nested in it, as in a one-line trace whose events come first).
+fn starts_like_record(line: &str) -> bool {
+    const KINDS: [&str; 11] = [
+        "pool",
+        "op_begin",
+        "op_end",
+        "alloc",
+        "free",
+        "evict",
+        "reload",
+        "recompute",
+        "stream_in",
+        "stream_out",
+        "dropped",
+    ];
+    let start: String = line.chars().take(512).collect();
+    let top = top_level_text(&start);
+    let top: String = top.chars().filter(|c| !c.is_whitespace()).collect();
+    KINDS
+        .iter()
+        .any(|k| top.contains(&format!("\"kind\":\"{k}\"")))
+}
+
+/// The characters of `text` at nesting depth 1 (inside the outer object,
+/// outside any inner object or array), strings included.
+fn top_level_text(text: &str) -> String {
+    let mut out = String::new();
+    let (mut depth, mut in_str, mut escaped) = (0usize, false, false);
+    for c in text.chars() {
+        if in_str {
+            if depth == 1 {
+                out.push(c);
+            }
+            match (escaped, c) {
+                (true, _) => escaped = false,
+                (false, '\\') => escaped = true,
+                (false, '"') => in_str = false,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            '{' | '[' => depth += 1,
+            '}' | ']' => depth = depth.saturating_sub(1),
+            '"' => {
+                in_str = true;
+                if depth == 1 {
+                    out.push(c);
+                }
+            }
+            _ if depth == 1 => out.push(c),
+            _ => {}
+        }
+    }
+    out
+}
+
 /// [`detect_bytes`] with the rule that decided.
 fn detect_bytes_why(head: &[u8]) -> Option<(Format, &'static str)> {
     let text = String::from_utf8_lossy(head);
@@ -275,17 +334,14 @@ fn detect_bytes_why(head: &[u8]) -> Option<(Format, &'static str)> {
                 return Some((Format::Jsonl, "its first line is a JSONL record"));
             }
         }
-        let one_long_line = !trimmed.contains('\n') && head.len() == DETECT_PREFIX_BYTES;
-        let looks_like_record = trimmed
-            .chars()
-            .take(256)
-            .collect::<String>()
-            .contains("\"kind\"");
-        if one_long_line && looks_like_record {
-            return Some((Format::Jsonl, "its first line starts like a JSONL record"));
-        }
         if text.contains("\"tensors\"") && !text.contains("\"schema\"") {
             return Some((Format::GraphJson, "it lists tensors"));
+        }
+        if !trimmed.contains('\n')
+            && head.len() == DETECT_PREFIX_BYTES
+            && starts_like_record(trimmed)
+        {
+            return Some((Format::Jsonl, "its first line starts like a JSONL record"));
         }
         return Some((Format::Chrome, "it is a JSON object naming no other format"));
     }
@@ -325,6 +381,13 @@ mod tests {
         let chrome = format!("{{\"otherData\":{pad},\"traceEvents\":[]}}");
         let p = write(dir.path(), "c.json", &chrome);
         assert_eq!(detect(&p).unwrap(), Format::Chrome);
+        // A record whose first line is longer than the prefix is JSONL.
+        let long = format!(
+            "{{\"kind\":\"alloc\",\"name\":\"{}\"}}\n",
+            "x".repeat(DETECT_PREFIX_BYTES)
+        );
+        let p = write(dir.path(), "r.json", &long);
+        assert_eq!(detect(&p).unwrap(), Format::Jsonl);
         // Short files are decided by their prefix alone.
         let p = write(dir.path(), "s.json", "{\"traceEvents\":[]}");
         assert_eq!(detect(&p).unwrap(), Format::Chrome);
