@@ -14,6 +14,7 @@ pub mod cost;
 pub mod error;
 pub mod graph;
 pub mod input;
+pub mod limits;
 pub mod names;
 pub mod npu;
 pub mod output;

@@ -109,6 +109,20 @@ fn symbolic_dims_are_bound_with_dim() {
     for t in ["x", "y", "z"] {
         assert_eq!(g.tensor_by_name(t).unwrap().bytes, 8 * 16 * 4, "{t}");
     }
+    // A dim whose bytes overflow 64 bits, or pass the simulator's 2^53
+    // bytes in total, is an error naming the first tensor it breaks.
+    for (n, needle) in [(1u64 << 60, "overflows 64 bits"), (1u64 << 48, "8 PiB")] {
+        let e = graph::load(
+            &p,
+            &LoadOptions {
+                dims: vec![("N".into(), n)],
+                batch: None,
+            },
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("\"x\"") && e.contains(needle), "{e}");
+    }
 }
 
 #[test]

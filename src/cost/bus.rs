@@ -5,6 +5,7 @@
 //! shows up there, seed 5.2).
 
 use super::HardwareProfile;
+use crate::limits;
 
 /// Direction of a DRAM transfer: reads and writes have separate bandwidths.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,9 +52,7 @@ impl BusModel {
             Direction::Read => self.read_bw,
             Direction::Write => self.write_bw,
         };
-        (self.latency_ns + rounded as f64 / bw * 1e9)
-            .ceil()
-            .max(1.0) as u64
+        limits::ns_ceil(self.latency_ns + rounded as f64 / bw * 1e9).max(1)
     }
 
     /// Time streaming `bytes` takes at full rate (tiled ops pipeline their
@@ -62,8 +61,9 @@ impl BusModel {
         if read == 0 && write == 0 {
             return 0;
         }
-        (self.latency_ns + read as f64 / self.read_bw * 1e9 + write as f64 / self.write_bw * 1e9)
-            .ceil() as u64
+        limits::ns_ceil(
+            self.latency_ns + read as f64 / self.read_bw * 1e9 + write as f64 / self.write_bw * 1e9,
+        )
     }
 
     /// Splits a streaming window `[start, end)` among its operands (`bytes`,
@@ -88,10 +88,11 @@ impl BusModel {
         parts
             .iter()
             .map(|p| {
-                let a = start + (span * cum / total.max(f64::MIN_POSITIVE)).floor() as u64;
+                let a = start
+                    .saturating_add((span * cum / total.max(f64::MIN_POSITIVE)).floor() as u64);
                 cum += time(p);
                 let b = if total > 0.0 {
-                    start + (span * cum / total).floor() as u64
+                    start.saturating_add((span * cum / total).floor() as u64)
                 } else {
                     end
                 };
@@ -110,7 +111,7 @@ impl BusModel {
     /// Occupies the bus for `duration` from no earlier than `earliest`.
     pub fn occupy(&mut self, earliest: u64, duration: u64) -> (u64, u64) {
         let start = earliest.max(self.free_at_ns);
-        let end = start + duration;
+        let end = start.saturating_add(duration);
         if duration > 0 {
             match self.busy.last_mut() {
                 Some(last) if last.1 == start => last.1 = end,

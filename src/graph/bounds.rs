@@ -40,12 +40,13 @@ pub fn working_sets(g: &Graph) -> Vec<u64> {
         .collect()
 }
 
-/// `sum_i max(0, ws_i - C)`.
+/// `sum_i max(0, ws_i - C)`. Each term is within the graph's 2^53 bytes;
+/// the sum saturates rather than wraps, and cannot saturate beside a run
+/// that passed its own range check (the bound is below that run's traffic).
 pub fn working_set_bound(g: &Graph, capacity: u64) -> u64 {
     working_sets(g)
         .iter()
-        .map(|&w| w.saturating_sub(capacity))
-        .sum()
+        .fold(0u64, |a, &w| a.saturating_add(w.saturating_sub(capacity)))
 }
 
 /// `max_i max(0, live_i - C)`, graph inputs left out of `live_i`.

@@ -3,6 +3,7 @@
 //! references and cycles with the culprit named, and fixes a schedule order.
 
 use super::{Graph, Op, OpId, Tensor, TensorId, TensorKind};
+use crate::limits;
 use crate::{Error, Result};
 use petgraph::graph::{DiGraph, NodeIndex};
 use std::collections::{BinaryHeap, HashMap};
@@ -60,6 +61,8 @@ impl GraphBuilder {
         self
     }
 
+    /// Resolves names, checks sizes (see [`crate::limits`]) and orders the
+    /// ops.
     pub fn build(self) -> Result<Graph> {
         let mut index: HashMap<&str, TensorId> = HashMap::with_capacity(self.tensors.len());
         for (i, t) in self.tensors.iter().enumerate() {
@@ -70,6 +73,7 @@ impl GraphBuilder {
                 });
             }
         }
+        check_total_bytes(&self.tensors)?;
         let mut op_names: HashMap<&str, OpId> = HashMap::with_capacity(self.ops.len());
         for (i, o) in self.ops.iter().enumerate() {
             if op_names.insert(o.name.as_str(), i).is_some() {
@@ -252,4 +256,24 @@ impl GraphBuilder {
             dag: dag2,
         })
     }
+}
+
+/// The graph's tensors must total at most [`limits::MAX_GRAPH_BYTES`], so
+/// every later size and sum is exact and fits; the error names the tensor
+/// whose bytes cross the limit.
+fn check_total_bytes(tensors: &[TensorSpec]) -> Result<()> {
+    let mut total = 0u64;
+    for t in tensors {
+        total = total
+            .checked_add(t.bytes)
+            .filter(|&s| s <= limits::MAX_GRAPH_BYTES)
+            .ok_or_else(|| Error::Tensor {
+                tensor: t.name.clone(),
+                detail: format!(
+                    "its {} bring the graph's tensors past 8 PiB (2^53 bytes), the most spillscope simulates exactly",
+                    crate::units::fmt_bytes(t.bytes)
+                ),
+            })?;
+    }
+    Ok(())
 }

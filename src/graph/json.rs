@@ -13,6 +13,7 @@
 //! it as an input. Ops are taken in file order when that order is topological.
 
 use super::{Graph, GraphBuilder, OpSpec, TensorKind, TensorSpec};
+use crate::limits;
 use crate::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -86,12 +87,14 @@ pub fn graph_from_json(doc: GraphJson, origin: &str) -> Result<Graph> {
                     tensor: t.name.clone(),
                     detail: format!("unsupported dtype {dt:?}"),
                 })?;
-                shape
-                    .iter()
-                    .try_fold(size, |acc, &d| acc.checked_mul(d))
+                limits::elems_of(shape)
+                    .and_then(|n| n.checked_mul(size))
                     .ok_or_else(|| Error::Tensor {
                         tensor: t.name.clone(),
-                        detail: "size overflows 64 bits".into(),
+                        detail: format!(
+                            "size overflows 64 bits (shape {} of {dt})",
+                            limits::shape_text(shape)
+                        ),
                     })?
             }
             (None, None, _) => {
@@ -110,6 +113,12 @@ pub fn graph_from_json(doc: GraphJson, origin: &str) -> Result<Graph> {
         });
     }
     for o in doc.ops {
+        if let Some(f) = o.flops.filter(|f| !(*f >= 0.0)) {
+            return Err(Error::Node {
+                node: o.name,
+                detail: format!("flops must be zero or more, not {f}"),
+            });
+        }
         b.op(OpSpec {
             name: o.name,
             op_type: o.op_type,

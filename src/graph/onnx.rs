@@ -7,6 +7,7 @@
 //! tract sees them: the model loads with nothing but its `.onnx` file.
 
 use super::{Graph, GraphBuilder, LoadOptions, OpSpec, TensorKind, TensorSpec};
+use crate::limits;
 use crate::{Error, Result};
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -50,9 +51,20 @@ fn tract_dtype(dt: DatumType) -> Option<(f64, String)> {
     Some((size, name))
 }
 
-fn bytes_of(shape: &[u64], elem: f64) -> u64 {
-    let n: f64 = shape.iter().map(|&d| d as f64).product();
-    (n * elem).ceil() as u64
+/// Bytes of a tensor of `shape` with `elem` bytes per element (0.5 for
+/// 4-bit types), or an error naming the tensor when it overflows 64 bits
+/// (a `--batch` or `--dim` far beyond any device).
+fn bytes_of(tensor: &str, shape: &[u64], elem: f64, dtype: &str) -> Result<u64> {
+    let bits = (elem * 8.0).round() as u64;
+    limits::elems_of(shape)
+        .and_then(|n| limits::bytes_of_elems(n, bits))
+        .ok_or_else(|| Error::Tensor {
+            tensor: tensor.to_string(),
+            detail: format!(
+                "size overflows 64 bits (shape {} of {dtype})",
+                limits::shape_text(shape)
+            ),
+        })
 }
 
 struct Known {
@@ -321,7 +333,7 @@ fn load_onnx_unguarded(path: &Path, opts: &LoadOptions) -> Result<Graph> {
         };
         b.tensor(TensorSpec {
             name: tname.to_string(),
-            bytes: bytes_of(&shape, elem),
+            bytes: bytes_of(tname, &shape, elem, &dtname)?,
             kind,
             shape: Some(shape),
             dtype: Some(dtname),

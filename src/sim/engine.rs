@@ -23,6 +23,7 @@ use super::{Allocator, EvictionPolicy, SimConfig, WeightMode};
 use crate::cost::bus::Direction;
 use crate::cost::{op_time_ns, BusModel, HardwareProfile, Roofline};
 use crate::graph::{transform, Graph, Liveness, TensorId, TensorKind};
+use crate::limits;
 use crate::trace::ledger::Ledger;
 use crate::trace::{
     BoundMethod, Counter, Event, EventKind, Meta, Pool, Producer, Source, Summary, Trace, TraceOp,
@@ -76,6 +77,9 @@ struct Totals {
     stall_ns: u64,
     /// Operand bytes touched on chip (SRAM energy).
     sram_bytes: u64,
+    /// Bytes of every event so far: a bound on any ledger sum, checked
+    /// after each op so no total can saturate unseen.
+    event_bytes: u64,
 }
 
 /// The state of one simulation run.
@@ -222,6 +226,7 @@ impl<'a> Sim<'a> {
         if matches!(e.kind, EventKind::Evict | EventKind::Reload) {
             e.live_bytes = Some(self.demand[step]);
         }
+        self.totals.event_bytes = self.totals.event_bytes.saturating_add(e.bytes);
         if self.events.len() == self.events.capacity() {
             // Past the up-front reserve (an alloc and a free per tensor),
             // grow by a quarter rather than doubling: events are the
@@ -351,7 +356,7 @@ impl<'a> Sim<'a> {
         let mut operand_bytes = tensor.bytes;
         for &x in &p.inputs {
             let xt = &self.g.tensors[x];
-            operand_bytes += xt.bytes;
+            operand_bytes += xt.bytes; // within the graph's 2^53
             if !self.modeled[x] {
                 continue;
             }
@@ -364,8 +369,8 @@ impl<'a> Sim<'a> {
                 return None;
             }
         }
-        let compute = op_time_ns(self.hw, p.flops, operand_bytes).time_ns.ceil() as u64;
-        let cost = compute + self.bus.transfer_ns(weight_load, Direction::Read);
+        let compute = limits::ns_ceil(op_time_ns(self.hw, p.flops, operand_bytes).time_ns);
+        let cost = compute.saturating_add(self.bus.transfer_ns(weight_load, Direction::Read));
         let reload = self.bus.transfer_ns(tensor.bytes, Direction::Read);
         (cost < reload).then_some(RecomputePlan {
             cost_ns: cost.max(1),
@@ -387,8 +392,9 @@ impl<'a> Sim<'a> {
         self.g.ops[i].inputs.contains(&t)
     }
 
-    /// Runs step `i` (op `i` in schedule order).
-    fn step(&mut self, i: usize) {
+    /// Runs step `i` (op `i` in schedule order); an error when the run's
+    /// clock or byte totals leave [`limits`]' range at this op.
+    fn step(&mut self, i: usize) -> Result<()> {
         let operands = self.operands(i);
         for &t in &operands {
             self.protected[t] = true;
@@ -401,6 +407,31 @@ impl<'a> Sim<'a> {
         self.retire(i, &operands, &streamed, run.end);
         self.record_op(i, streamed, &run);
         self.now = run.end;
+        self.check_limits(i, &run)
+    }
+
+    /// The run's clock and totals stay within [`limits`]; each op adds less
+    /// than the headroom, so checking after every op catches any overflow
+    /// before it could wrap, and names the op that caused it.
+    fn check_limits(&self, i: usize, run: &Run) -> Result<()> {
+        let t = &self.totals;
+        let detail = if limits::past_ns(run.end) || limits::past_ns(self.bus.free_at_ns) {
+            format!(
+                "the run's clock passes 2^62 ns (146 years) at this op (it starts at {} ns and its compute, transfers or stalls take the rest); sizes, FLOPs or bandwidths are out of range",
+                run.start
+            )
+        } else if [t.event_bytes, t.sram_bytes, t.recomputed_bytes]
+            .iter()
+            .any(|&b| b >= limits::MAX_TOTAL_BYTES)
+        {
+            "the run's byte totals pass 2^62 bytes at this op; sizes are out of range".to_string()
+        } else {
+            return Ok(());
+        };
+        Err(Error::Node {
+            node: self.g.ops[i].name.clone(),
+            detail,
+        })
     }
 
     /// Phase 1: does the working set fit beside pinned tensors? If not, the
@@ -526,14 +557,15 @@ impl<'a> Sim<'a> {
         let now = self.now;
         ready.fragmentation_evictions += fragmentation_evictions;
         ready.wait_until = ready.wait_until.max(writeback_end);
-        ready.recompute_ns += plan.cost_ns;
-        self.totals.recomputed_bytes += self.g.tensors[t].bytes;
+        ready.recompute_ns = ready.recompute_ns.saturating_add(plan.cost_ns);
+        self.totals.recomputed_bytes =
+            (self.totals.recomputed_bytes).saturating_add(self.g.tensors[t].bytes);
         for &w in &plan.weights {
             let mut ev = self.event(now, EventKind::StreamIn, w, i);
             let bytes = self.g.tensors[w].bytes;
             ev.offset = None;
             ev.dma_start_ns = Some(now);
-            ev.dma_end_ns = Some(now + self.bus.transfer_ns(bytes, Direction::Read));
+            ev.dma_end_ns = Some(now.saturating_add(self.bus.transfer_ns(bytes, Direction::Read)));
             ev.reason = Some("recompute".into());
             self.push(ev, i);
         }
@@ -596,9 +628,10 @@ impl<'a> Sim<'a> {
     ) -> Run {
         let (g, hw) = (self.g, self.hw);
         let op = &g.ops[i];
-        let frag_ns =
-            (ready.fragmentation_evictions as f64 * hw.dma.fragmentation_penalty_ns).round() as u64;
-        let sync_penalty = hw.dma.sync_penalty_ns.round() as u64;
+        let frag_ns = limits::ns_round(
+            ready.fragmentation_evictions as f64 * hw.dma.fragmentation_penalty_ns,
+        );
+        let sync_penalty = limits::ns_round(hw.dma.sync_penalty_ns);
         let operand_bytes: u64 = operands.iter().map(|&t| g.tensors[t].bytes).sum();
         let roof = op_time_ns(hw, op.flops, operand_bytes);
         let measured = self
@@ -606,7 +639,10 @@ impl<'a> Sim<'a> {
             .measured_ns
             .as_ref()
             .and_then(|m| m.get(&op.name).copied());
-        let compute = measured.unwrap_or(roof.time_ns.ceil() as u64).max(1) + ready.recompute_ns;
+        let compute = measured
+            .unwrap_or(limits::ns_ceil(roof.time_ns))
+            .max(1)
+            .saturating_add(ready.recompute_ns);
         let parts: Vec<(u64, Direction)> = streamed
             .iter()
             .map(|&t| {
@@ -635,28 +671,28 @@ impl<'a> Sim<'a> {
             let (stream_start, stream_end) = self.bus.occupy(start, stream_ns);
             window = (stream_start, stream_end);
             let data_end = ready.wait_until.max(stream_end);
-            let compute_end = start + frag_ns + compute;
+            let compute_end = start.saturating_add(frag_ns).saturating_add(compute);
             if data_end > compute_end {
-                data_end + sync_penalty
+                data_end.saturating_add(sync_penalty)
             } else {
                 compute_end
             }
         } else {
             let mut data = ready.wait_until;
             if data > start {
-                data += sync_penalty;
+                data = data.saturating_add(sync_penalty);
             }
-            data += frag_ns;
+            data = data.saturating_add(frag_ns);
             let (stream_start, stream_end) = self.bus.occupy(data, stream_ns);
             window = (stream_start, stream_end);
-            stream_end.max(data) + compute
+            stream_end.max(data).saturating_add(compute)
         };
         self.record_streams(i, streamed, &parts, window);
-        let stall = end - start - compute;
-        self.totals.stall_ns += stall;
+        let stall = end.saturating_sub(start).saturating_sub(compute);
+        self.totals.stall_ns = self.totals.stall_ns.saturating_add(stall);
         self.live_samples
             .push((start, self.live.live_bytes[i] as f64));
-        self.totals.sram_bytes += operand_bytes;
+        self.totals.sram_bytes = self.totals.sram_bytes.saturating_add(operand_bytes);
         Run {
             start,
             end,
@@ -1031,7 +1067,7 @@ pub fn simulate(g: &Graph, hw: &HardwareProfile, cfg: &SimConfig) -> Result<Trac
     let g = prepare_graph(g, cfg)?;
     let mut sim = Sim::new(&g, hw, cfg)?;
     for i in 0..g.ops.len() {
-        sim.step(i);
+        sim.step(i)?;
     }
     Ok(sim.finish())
 }

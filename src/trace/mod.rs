@@ -15,6 +15,7 @@ pub mod export;
 pub mod import;
 pub mod ledger;
 pub mod nesting;
+mod ranges;
 pub mod verify;
 
 use crate::{Error, Result};
@@ -490,6 +491,7 @@ impl Trace {
         let mut t: Trace = serde_json::from_reader(std::io::BufReader::with_capacity(1 << 20, f))
             .map_err(|e| Error::json(path, "spillscope trace", &e))?;
         t.check_refs()
+            .and_then(|()| t.check_ranges())
             .map_err(|e| Error::parse(path, "spillscope trace", e))?;
         t.settle();
         Trace::checked_schema(path, t)
@@ -591,6 +593,7 @@ impl Trace {
             recomputed: Vec::new(),
         };
         t.check_refs()
+            .and_then(|()| t.check_ranges())
             .map_err(|msg| TraceParseError { msg, pos: None })?;
         t.settle();
         Ok(t)

@@ -266,10 +266,10 @@ fn rebuild(path: &Path, meta: &ChromeEvent, events: &[ChromeEvent]) -> Result<Tr
             op_type: g("op_type").and_then(|v| v.as_str()).unwrap_or("").into(),
             start_ns: g("start_ns")
                 .and_then(|v| v.as_u64())
-                .unwrap_or_else(|| us_to_ns(e.ts, 0.0) + t0),
+                .unwrap_or_else(|| us_to_ns(e.ts, 0.0).saturating_add(t0)),
             end_ns: g("end_ns")
                 .and_then(|v| v.as_u64())
-                .unwrap_or_else(|| us_to_ns(e.ts + e.dur.unwrap_or(0.0), 0.0) + t0),
+                .unwrap_or_else(|| us_to_ns(e.ts + e.dur.unwrap_or(0.0), 0.0).saturating_add(t0)),
             stall_ns: g("stall_ns").and_then(|v| v.as_u64()).unwrap_or(0),
             inputs: ids(g("inputs")),
             outputs: ids(g("outputs")),
@@ -355,7 +355,7 @@ fn rebuild(path: &Path, meta: &ChromeEvent, events: &[ChromeEvent]) -> Result<Tr
             counters.iter_mut().find(|c| c.name == key),
             e.args().get("value").and_then(num),
         ) {
-            c.samples.push((us_to_ns(e.ts, 0.0) + t0, v));
+            c.samples.push((us_to_ns(e.ts, 0.0).saturating_add(t0), v));
         }
     }
     for c in &mut counters {

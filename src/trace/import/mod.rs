@@ -68,7 +68,12 @@ pub fn import(
         },
         (_, e) => e,
     };
-    import_as(path, format, opts).map_err(assumed)
+    let (tr, notes) = import_as(path, format, opts).map_err(assumed)?;
+    tr.check_ranges().map_err(|detail| Error::Trace {
+        path: path.to_path_buf(),
+        detail,
+    })?;
+    Ok((tr, notes))
 }
 
 fn import_as(path: &Path, format: Format, opts: &ImportOptions) -> Result<(Trace, Vec<String>)> {
@@ -90,7 +95,9 @@ fn import_as(path: &Path, format: Format, opts: &ImportOptions) -> Result<(Trace
     }
 }
 
-/// Nanoseconds from microseconds (Chrome `ts`), relative to `t0` µs.
+/// Nanoseconds from microseconds (Chrome `ts`), relative to `t0` µs; a
+/// time past [`crate::limits::MAX_NS`] stays there, for the import's range
+/// check to refuse by name.
 pub fn us_to_ns(ts: f64, t0: f64) -> u64 {
-    ((ts - t0) * 1000.0).round().max(0.0) as u64
+    crate::limits::ns_round((ts - t0) * 1000.0)
 }

@@ -1,0 +1,91 @@
+//! Every time and size a trace carries lies inside [`crate::limits`], so
+//! the ledger's sums and the explorer's scales never saturate. A file that
+//! says otherwise (a timestamp of 1e30 µs, a byte count of 2^64 - 1) is
+//! refused with the first event, op or tensor that is out of range.
+
+use super::Trace;
+use crate::limits::{MAX_GRAPH_BYTES, MAX_NS, MAX_TOTAL_BYTES};
+
+impl Trace {
+    /// The first time or size out of range, as a sentence naming it.
+    pub fn check_ranges(&self) -> Result<(), String> {
+        let late = |what: String, t: u64| {
+            // The value itself may be a clamped conversion: name the limit only.
+            (t >= MAX_NS).then(|| format!("{what} lies past 2^62 ns (146 years into the trace)"))
+        };
+        let big = |what: String, b: u64| {
+            (b > MAX_GRAPH_BYTES).then(|| format!("{what} has {b} bytes, past 8 PiB (2^53 bytes)"))
+        };
+        for t in &self.tensors {
+            if let Some(m) = big(format!("tensor {:?}", t.name), t.bytes) {
+                return Err(m);
+            }
+        }
+        for o in &self.ops {
+            let what = || format!("op {:?}", o.name);
+            if let Some(m) = late(what(), o.end_ns.max(o.start_ns).max(o.stall_ns)) {
+                return Err(m);
+            }
+        }
+        let mut total = 0u64;
+        for (i, e) in self.events.iter().enumerate() {
+            let what = || format!("event {i} ({})", e.kind.as_str());
+            let times = [Some(e.t_ns), e.dma_start_ns, e.dma_end_ns];
+            if let Some(m) = late(what(), times.into_iter().flatten().max().unwrap_or(0)) {
+                return Err(m);
+            }
+            if let Some(m) = big(what(), e.bytes) {
+                return Err(m);
+            }
+            total = total.saturating_add(e.bytes);
+            if total >= MAX_TOTAL_BYTES {
+                return Err(format!(
+                    "{}: the trace's event bytes pass 2^62 bytes here",
+                    what()
+                ));
+            }
+        }
+        for c in &self.counters {
+            if c.samples.iter().any(|s| s.0 >= MAX_NS) {
+                return Err(format!(
+                    "counter {:?} has a sample past 2^62 ns (146 years into the trace)",
+                    c.name
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::graph::TensorKind;
+    use crate::trace::build::TraceBuilder;
+    use crate::trace::{EventKind, Source};
+
+    #[test]
+    fn out_of_range_times_and_sizes_are_named() {
+        let mut b = TraceBuilder::new(Source::Instrumented, "m", "runtime");
+        b.tensor("a", 64, TensorKind::Activation, "sram");
+        b.event(5, EventKind::Alloc, 0, 64, "sram", None, None, None);
+        let mut tr = b.finish();
+        assert_eq!(tr.check_ranges(), Ok(()));
+        let ev = tr.events[0].clone();
+        let at = |t_ns, bytes| {
+            let mut e = ev.clone();
+            e.t_ns = t_ns;
+            e.bytes = bytes;
+            e
+        };
+        tr.events.push(at(u64::MAX, 64));
+        assert!(tr.check_ranges().unwrap_err().contains("event 1"));
+        tr.events[1] = at(6, 1 << 60);
+        assert!(tr.check_ranges().unwrap_err().contains("8 PiB"));
+        tr.events[1] = at(6, 1 << 52);
+        tr.events.extend(std::iter::repeat_n(at(7, 1 << 52), 1100));
+        assert!(tr.check_ranges().unwrap_err().contains("2^62 bytes"));
+        tr.events.truncate(1);
+        tr.tensors[0].bytes = u64::MAX;
+        assert!(tr.check_ranges().unwrap_err().contains("tensor \"a\""));
+    }
+}
