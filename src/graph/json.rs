@@ -113,7 +113,7 @@ pub fn graph_from_json(doc: GraphJson, origin: &str) -> Result<Graph> {
         });
     }
     for o in doc.ops {
-        if let Some(f) = o.flops.filter(|f| !(*f >= 0.0)) {
+        if let Some(f) = o.flops.filter(|f| f.is_nan() || *f < 0.0) {
             return Err(Error::Node {
                 node: o.name,
                 detail: format!("flops must be zero or more, not {f}"),
