@@ -48,6 +48,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             print(&spillscope::cli::gen_cmd::run(&c)?);
             Ok(ExitCode::SUCCESS)
         }
+        Some(Command::Probe(c)) => {
+            print(&spillscope::cli::probe_cmd::run(&c)?);
+            Ok(ExitCode::SUCCESS)
+        }
         Some(Command::Npu(c)) => {
             let (text, ok) = spillscope::cli::npu_cmd::run(&c)?;
             print(&text);

@@ -13,7 +13,11 @@ extern "C" {
 #endif
 
 /* Open PATH for appending; 0 on success, -1 on error (said on stderr).
- * Flushed at exit. Ring per thread: SPILL_PROBE_RING_RECORDS (default 65536). */
+ * Flushed at exit, and on SIGSEGV/SIGBUS/SIGABRT/SIGILL/SIGFPE (then the
+ * handler that was installed before this call runs). Rings live in a ring
+ * file (/dev/shm or SPILL_PROBE_RING_DIR): after SIGKILL or the OOM killer,
+ * the next open of PATH (or `spillscope import PATH`) recovers their events.
+ * Ring per thread: SPILL_PROBE_RING_RECORDS (default 65536). */
 int spill_probe_open(const char *path);
 
 /* Declare POOL's on-chip capacity and alignment (else: the most it held). */

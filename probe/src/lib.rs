@@ -27,13 +27,24 @@
 //! and from C through `include/spill_probe.h` (the same functions, prefixed
 //! `spill_probe_`).
 
+mod crash;
+mod line;
+mod recover;
+mod ring;
+mod round;
+mod shm;
+
+pub use recover::{list_rings, peek, recover, recover_ring, Recovered, Recovery, RingInfo};
+pub use shm::ring_path;
+
 use foldhash::fast::FixedState;
-use std::cell::{Cell, RefCell, UnsafeCell};
+use ring::Ring;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::ffi::{c_char, c_int, CStr};
 use std::fs::File;
-use std::io::{self, Write};
-use std::mem::MaybeUninit;
+use std::io;
+use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -41,8 +52,6 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 const NAME_INLINE: usize = 80;
-/// How many records ahead of the producer its slots are prefetched.
-const PREFETCH_AHEAD: usize = 16;
 const POOL_INLINE: usize = 16;
 const NO_OFFSET: u64 = u64::MAX;
 const FLAG_NAME_ID: u8 = 1;
@@ -112,128 +121,6 @@ struct Record {
 
 const _: () = assert!(std::mem::size_of::<Record>() == 128);
 
-/// A value alone on its cache line (the producer's and the consumer's
-/// indices must not share one, or every push would bounce the line).
-#[repr(align(64))]
-struct Padded<T>(T);
-
-/// A record as the writer reads it back (names in place).
-struct RecordView<'a> {
-    t_ns: u64,
-    bytes: u64,
-    offset: u64,
-    kind: u8,
-    flags: u8,
-    name: &'a [u8],
-    pool: &'a [u8],
-}
-
-/// A single-producer single-consumer ring of records.
-struct Ring {
-    buf: Box<[UnsafeCell<MaybeUninit<Record>>]>,
-    mask: usize,
-    /// Next slot the producer writes (only the producer stores it).
-    head: Padded<AtomicUsize>,
-    /// The producer's last view of `tail`, re-read only when the ring looks
-    /// full (producer-only).
-    tail_seen: Padded<UnsafeCell<usize>>,
-    /// Next slot the consumer reads (only the consumer stores it).
-    tail: Padded<AtomicUsize>,
-    dropped: AtomicU64,
-    thread: u32,
-}
-
-// The producer only writes slots in [tail + cap, head) it owns, the
-// consumer only reads [tail, head) published with Release/Acquire.
-unsafe impl Sync for Ring {}
-unsafe impl Send for Ring {}
-
-impl Ring {
-    fn new(capacity: usize, thread: u32) -> Ring {
-        let cap = capacity.max(2).next_power_of_two();
-        Ring {
-            buf: (0..cap)
-                .map(|_| UnsafeCell::new(MaybeUninit::uninit()))
-                .collect(),
-            mask: cap - 1,
-            head: Padded(AtomicUsize::new(0)),
-            tail_seen: Padded(UnsafeCell::new(0)),
-            tail: Padded(AtomicUsize::new(0)),
-            dropped: AtomicU64::new(0),
-            thread,
-        }
-    }
-
-    /// Producer side: the free slot at `head` to write in place (only the
-    /// fields and name bytes in use), or `None` (counted as dropped) when
-    /// the ring is full. Nothing is visible to the consumer until
-    /// [`Ring::publish`]. Plain straight-line code: the hot path must not
-    /// pass a closure's captures through the stack.
-    #[inline(always)]
-    fn reserve(&self) -> Option<(*mut Record, usize)> {
-        let head = self.head.0.load(Ordering::Relaxed);
-        // SAFETY: tail_seen is only touched by the producer (this thread).
-        let seen = unsafe { &mut *self.tail_seen.0.get() };
-        if head.wrapping_sub(*seen) > self.mask {
-            *seen = self.tail.0.load(Ordering::Acquire);
-            if head.wrapping_sub(*seen) > self.mask {
-                self.dropped.fetch_add(1, Ordering::Relaxed);
-                return None;
-            }
-        }
-        // SAFETY: `head & mask` is in bounds (the buffer has mask + 1
-        // slots); slot `head` is not readable by the consumer until `head`
-        // is published, and the ring is not full.
-        let slot = unsafe { self.buf.get_unchecked(head & self.mask) };
-        self.prefetch_for_write(head.wrapping_add(PREFETCH_AHEAD));
-        Some((slot.get() as *mut Record, head))
-    }
-
-    /// Asks for slot `at`'s cache lines in a writable state ahead of time.
-    /// The consumer last read them (shared in its cache); without this each
-    /// record's first store waits for that ownership transfer, and x86
-    /// commits stores in order, so the caller stalls (measured: ~8 ns of a
-    /// ~50 ns event on the 2-core VM). A hint only: no architectural write,
-    /// so it is harmless on a slot the consumer is still reading.
-    #[inline(always)]
-    fn prefetch_for_write(&self, at: usize) {
-        #[cfg(target_arch = "x86_64")]
-        {
-            use core::arch::x86_64::{_mm_prefetch, _MM_HINT_ET0};
-            // SAFETY: `at & mask` is in bounds; prefetching is a hint with
-            // no effect on memory contents, valid for any address.
-            unsafe {
-                let p = self.buf.get_unchecked(at & self.mask).get() as *const i8;
-                _mm_prefetch::<_MM_HINT_ET0>(p);
-                _mm_prefetch::<_MM_HINT_ET0>(p.add(64));
-            }
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = at;
-    }
-
-    /// Producer side: makes the slot [`Ring::reserve`] gave out readable.
-    #[inline(always)]
-    fn publish(&self, head: usize) {
-        self.head.0.store(head.wrapping_add(1), Ordering::Release);
-    }
-
-    /// Consumer side: hands every published record to `f` (a pointer: only
-    /// the fields and the name bytes the producer wrote may be read).
-    fn drain(&self, mut f: impl FnMut(*const Record)) -> usize {
-        let tail = self.tail.0.load(Ordering::Relaxed);
-        let head = self.head.0.load(Ordering::Acquire);
-        let n = head.wrapping_sub(tail);
-        for i in 0..n {
-            let at = tail.wrapping_add(i) & self.mask;
-            // [tail, head) was published by the producer (Acquire).
-            f(self.buf[at].get() as *const Record);
-        }
-        self.tail.0.store(head, Ordering::Release);
-        n
-    }
-}
-
 /// Totals of a session, returned by [`Probe::close`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Stats {
@@ -244,11 +131,40 @@ pub struct Stats {
 
 struct Session {
     generation: u64,
-    ring_records: usize,
+    /// The rings' shared memory: a file beside the stream, or anonymous.
+    file: shm::RingFile,
+    /// Regions of `file` handed out (changed under the `rings` lock).
+    regions: AtomicUsize,
     rings: Mutex<Vec<Arc<Ring>>>,
     next_thread: AtomicU32,
     stop: AtomicBool,
     writer: Mutex<Option<JoinHandle<io::Result<Stats>>>>,
+}
+
+impl Session {
+    /// A ring for `thread`: the ring file's next region, or (the disk is
+    /// full, the file is at its limit) anonymous memory, which records
+    /// as well but is lost if the process is killed. Called under the
+    /// `rings` lock.
+    fn new_ring(&self, thread: u32) -> Option<Ring> {
+        let k = self.regions.load(Ordering::Relaxed);
+        let in_file = (k < crash::MAX_RINGS)
+            .then(|| self.file.add_ring(k, thread).ok())
+            .flatten();
+        let (map, shared) = match in_file {
+            Some(made) => {
+                self.regions.store(k + 1, Ordering::Relaxed);
+                self.file
+                    .header()
+                    .n_rings
+                    .store(k as u64 + 1, Ordering::Release);
+                made
+            }
+            None => shm::anonymous_ring(self.file.ring_records, thread).ok()?,
+        };
+        crash::add_ring(shared.as_ptr());
+        Some(Ring::new(map, shared))
+    }
 }
 
 /// Names too long to travel inline, interned once.
@@ -256,6 +172,31 @@ struct Session {
 struct Interner {
     ids: HashMap<Box<[u8]>, u32>,
     names: Vec<Box<[u8]>>,
+    /// The open session's names area, where every name is also written
+    /// for the crash handler and recovery.
+    area: Option<NamesArea>,
+}
+
+/// A names area's location (valid while its session is open: set at open
+/// and cleared at close, both under the interner's lock).
+struct NamesArea {
+    base: *mut u8,
+    end: *const AtomicU64,
+}
+
+// Only used under the interner's lock, while the mapping lives.
+unsafe impl Send for NamesArea {}
+
+impl NamesArea {
+    fn append(&self, id: u32, name: &[u8]) {
+        // SAFETY: per the type's invariant, the mapping is alive.
+        let end = unsafe { &*self.end };
+        shm::Names {
+            base: self.base,
+            end,
+        }
+        .append(id, name);
+    }
 }
 
 static INTERNER: Mutex<Option<Interner>> = Mutex::new(None);
@@ -356,14 +297,15 @@ fn raw_now() -> u64 {
     }
 }
 
-/// Raw clock reading to nanoseconds since the process base.
-fn to_ns(raw: u64) -> u64 {
+/// The clock's calibration, as the formatter and the ring file need it.
+pub(crate) fn clock_params() -> line::ClockParams {
     let c = clock();
-    if !c.tsc {
-        return raw;
+    line::ClockParams {
+        tsc: c.tsc,
+        tsc0: c.tsc0,
+        base_ns: c.base_ns,
+        ns_per_tick: c.ns_per_tick,
     }
-    let dt = raw.wrapping_sub(c.tsc0) as i64 as f64 * c.ns_per_tick;
-    (c.base_ns as f64 + dt).max(0.0) as u64
 }
 
 /// A long name's id: from this thread's cache, or (first sighting on this
@@ -401,7 +343,23 @@ fn intern_global(bytes: &[u8]) -> u32 {
     let id = t.names.len() as u32;
     t.names.push(bytes.into());
     t.ids.insert(bytes.into(), id);
+    if let Some(a) = &t.area {
+        a.append(id, bytes);
+    }
     id
+}
+
+/// Points the interner at a session's names area (or at none), writing
+/// every name known so far into it (ids outlive sessions).
+fn set_names_area(area: Option<NamesArea>) {
+    let mut g = INTERNER.lock().unwrap_or_else(|e| e.into_inner());
+    let t = g.get_or_insert_with(Interner::default);
+    if let Some(a) = &area {
+        for (id, n) in t.names.iter().enumerate() {
+            a.append(id as u32, n);
+        }
+    }
+    t.area = area;
 }
 
 fn interned(id: u32) -> Vec<u8> {
@@ -431,14 +389,13 @@ fn ring_for(generation: u64) -> Option<&'static Ring> {
 fn register_ring(generation: u64) -> Option<&'static Ring> {
     let session = SESSION.lock().unwrap_or_else(|e| e.into_inner()).clone();
     let s = session.filter(|s| s.generation == generation)?;
-    let ring = Arc::new(Ring::new(
-        s.ring_records,
-        s.next_thread.fetch_add(1, Ordering::Relaxed),
-    ));
-    s.rings
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .push(ring.clone());
+    let thread = s.next_thread.fetch_add(1, Ordering::Relaxed);
+    let ring = {
+        let mut rings = s.rings.lock().unwrap_or_else(|e| e.into_inner());
+        let ring = Arc::new(s.new_ring(thread)?);
+        rings.push(ring.clone());
+        ring
+    };
     let ptr = Arc::as_ptr(&ring);
     OWNED
         .try_with(|o| {
@@ -608,96 +565,6 @@ unsafe fn copy_short(src: &[u8], dst: *mut u8) {
     }
 }
 
-/// A JSON string. Names are almost always plain printable ASCII, which
-/// goes out as is; anything else is escaped (invalid UTF-8 replaced).
-fn push_json_str(out: &mut Vec<u8>, s: &[u8]) {
-    out.push(b'"');
-    if s.iter()
-        .all(|&c| (0x20..0x7f).contains(&c) && c != b'"' && c != b'\\')
-    {
-        out.extend_from_slice(s);
-        out.push(b'"');
-        return;
-    }
-    for &c in String::from_utf8_lossy(s).as_bytes() {
-        match c {
-            b'"' => out.extend_from_slice(b"\\\""),
-            b'\\' => out.extend_from_slice(b"\\\\"),
-            b'\n' => out.extend_from_slice(b"\\n"),
-            b'\r' => out.extend_from_slice(b"\\r"),
-            b'\t' => out.extend_from_slice(b"\\t"),
-            c if c < 0x20 => {
-                let _ = write!(out, "\\u{c:04x}");
-            }
-            c => out.push(c),
-        }
-    }
-    out.push(b'"');
-}
-
-/// One JSONL line for a record. The writer's throughput decides how many
-/// events a busy runtime loses to full rings, so nothing here allocates:
-/// names are read in place, integers formatted with `itoa`.
-fn line(out: &mut Vec<u8>, names: &mut InternCache, p: *const Record, thread: u32) {
-    use std::ptr::addr_of;
-    // SAFETY: `p` is a published record: its scalar fields and the first
-    // name_len / pool_len bytes of its arrays were written by the producer,
-    // and the consumer owns the slot until it advances `tail`.
-    let r = unsafe {
-        let name_len = addr_of!((*p).name_len).read() as usize;
-        let pool_len = addr_of!((*p).pool_len).read() as usize;
-        RecordView {
-            t_ns: addr_of!((*p).t_ns).read(),
-            bytes: addr_of!((*p).bytes).read(),
-            offset: addr_of!((*p).offset).read(),
-            kind: addr_of!((*p).kind).read(),
-            flags: addr_of!((*p).flags).read(),
-            name: std::slice::from_raw_parts(addr_of!((*p).name) as *const u8, name_len),
-            pool: std::slice::from_raw_parts(addr_of!((*p).pool) as *const u8, pool_len),
-        }
-    };
-    let mut num = itoa::Buffer::new();
-    let kind = Kind::from_u8(r.kind);
-    out.extend_from_slice(b"{\"t_ns\":");
-    out.extend_from_slice(num.format(to_ns(r.t_ns)).as_bytes());
-    out.extend_from_slice(b",\"kind\":\"");
-    out.extend_from_slice(kind.as_str().as_bytes());
-    out.push(b'"');
-    match kind {
-        Kind::OpBegin => {
-            out.extend_from_slice(b",\"op\":");
-            push_json_str(out, names.resolve(r.name, r.flags & FLAG_NAME_ID != 0));
-        }
-        Kind::OpEnd => {}
-        Kind::Pool => {
-            // A declaration: capacity in `bytes`, alignment in `offset`.
-            out.extend_from_slice(b",\"pool\":");
-            push_json_str(out, names.resolve(r.pool, r.flags & FLAG_POOL_ID != 0));
-            out.extend_from_slice(b",\"capacity_bytes\":");
-            out.extend_from_slice(num.format(r.bytes).as_bytes());
-            out.extend_from_slice(b",\"alignment\":");
-            out.extend_from_slice(num.format(r.offset).as_bytes());
-        }
-        _ => {
-            out.extend_from_slice(b",\"tensor\":");
-            push_json_str(out, names.resolve(r.name, r.flags & FLAG_NAME_ID != 0));
-            if r.flags & FLAG_NO_BYTES == 0 {
-                out.extend_from_slice(b",\"bytes\":");
-                out.extend_from_slice(num.format(r.bytes).as_bytes());
-            }
-            out.extend_from_slice(b",\"pool\":");
-            push_json_str(out, names.resolve(r.pool, r.flags & FLAG_POOL_ID != 0));
-            if r.offset != NO_OFFSET {
-                out.extend_from_slice(b",\"offset\":");
-                out.extend_from_slice(num.format(r.offset).as_bytes());
-            }
-        }
-    }
-    out.extend_from_slice(b",\"thread\":");
-    out.extend_from_slice(num.format(thread).as_bytes());
-    out.extend_from_slice(b"}\n");
-}
-
 /// The writer's copy of the interned names it has met, so a long name
 /// costs the global table's lock once per writer, not once per line.
 #[derive(Default)]
@@ -705,28 +572,31 @@ struct InternCache {
     names: Vec<Option<Box<[u8]>>>,
 }
 
-impl InternCache {
-    /// `inline` itself, or (when `is_id`) the name its 4-byte id stands for.
-    fn resolve<'a>(&'a mut self, inline: &'a [u8], is_id: bool) -> &'a [u8] {
-        if !is_id || inline.len() != 4 {
-            return inline;
-        }
-        let id = u32::from_le_bytes([inline[0], inline[1], inline[2], inline[3]]) as usize;
+impl line::Resolve for InternCache {
+    fn resolve(&mut self, id: u32) -> Option<&[u8]> {
+        let id = id as usize;
         if self.names.len() <= id {
             self.names.resize(id + 1, None);
         }
-        self.names[id].get_or_insert_with(|| interned(id as u32).into_boxed_slice())
+        Some(self.names[id].get_or_insert_with(|| interned(id as u32).into_boxed_slice()))
     }
 }
 
-/// The background writer: drains every ring in whole lines, reports drops
-/// in the stream, flushes after each round so a reader tailing the file
-/// sees complete lines (a partial last line only while a write is under way).
+/// Records per ring per round: a round's lines stay around a megabyte
+/// (the stream sees whole rounds), and no ring starves the others.
+const ROUND_RECORDS: u64 = 8192;
+
+/// The background writer: rounds (`round.rs`) over every ring, each
+/// written and then committed, so a reader tailing the file sees complete
+/// lines (a partial last line only while a write is under way) and a kill
+/// at any point leaves the ring file recoverable. Stops after a last
+/// empty round once asked to, or for good when a crash handler has taken
+/// the rings over.
 fn writer(session: Arc<Session>, mut file: File) -> io::Result<Stats> {
     let mut stats = Stats::default();
-    let mut out: Vec<u8> = Vec::with_capacity(1 << 20);
-    let mut reported: HashMap<u32, u64> = HashMap::new();
+    let mut buf = vec![0u8; 1 << 20];
     let mut names = InternCache::default();
+    let clock = clock_params();
     let mut idle = 0u32;
     loop {
         let stopping = session.stop.load(Ordering::Acquire);
@@ -735,35 +605,35 @@ fn writer(session: Arc<Session>, mut file: File) -> io::Result<Stats> {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone();
-        let mut n = 0;
-        for ring in &rings {
-            n += ring.drain(|r| {
-                line(&mut out, &mut names, r, ring.thread);
-                if out.len() >= 1 << 20 {
-                    let _ = file.write_all(&out);
-                    out.clear();
-                }
-            });
-            let d = ring.dropped.load(Ordering::Relaxed);
-            let seen = reported.entry(ring.thread).or_insert(0);
-            if d > *seen {
-                let _ = writeln!(
-                    out,
-                    "{{\"t_ns\":{},\"kind\":\"dropped\",\"count\":{},\"thread\":{}}}",
-                    now_ns(),
-                    d - *seen,
-                    ring.thread
-                );
-                stats.dropped += d - *seen;
-                *seen = d;
-            }
+        let shared: Vec<*mut shm::RingShared> = rings.iter().map(|r| r.shared_ptr()).collect();
+        if !crash::writer_enter() {
+            // A crash handler is writing through this file's descriptor:
+            // it must stay open. What the rings gain after its flush stays
+            // in the ring file (kept: this is an error) for recovery.
+            std::mem::forget(file);
+            return Err(io::Error::other(
+                "a crash handler took over the stream; its ring file is kept for recovery",
+            ));
         }
-        stats.written += n as u64;
-        if !out.is_empty() {
-            file.write_all(&out)?;
-            out.clear();
-            file.flush()?;
-        }
+        let mut out = round::Out::new(&mut buf, &mut file);
+        // SAFETY: the rings are alive (`rings` holds them) and this thread
+        // is their only consumer (it holds the owner flag).
+        let wrote = unsafe {
+            round::round(
+                session.file.header(),
+                &shared,
+                &mut names,
+                &clock,
+                &mut out,
+                ROUND_RECORDS,
+                Some(now_ns()),
+            )
+        };
+        crash::writer_leave();
+        let wrote = wrote?;
+        stats.written += wrote.records;
+        stats.dropped += wrote.dropped;
+        let n = wrote.records + wrote.dropped;
         if stopping {
             // One more pass after the stop flag: records pushed while the
             // previous pass ran are drained too.
@@ -827,18 +697,31 @@ impl Probe {
     /// As [`Probe::open`], with `ring_records` slots per thread (rounded up
     /// to a power of two, at most 2^24).
     pub fn open_with(path: impl AsRef<Path>, ring_records: usize) -> io::Result<Probe> {
-        let ring_records = ring_records.min(MAX_RING_RECORDS);
+        let ring_records = ring_records.clamp(2, MAX_RING_RECORDS).next_power_of_two();
+        let path = path.as_ref();
         let _ = close_current();
+        BASE.get_or_init(Instant::now);
+        clock();
+        recover_before_open(path);
         let file = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(path)?;
-        BASE.get_or_init(Instant::now);
-        clock();
+        let rings = ring_file_for(path, &file, ring_records)?;
         let generation = NEXT_GENERATION.fetch_add(1, Ordering::Relaxed);
+        set_names_area(Some(NamesArea {
+            base: rings.names().base,
+            end: &rings.header().names_end,
+        }));
+        crash::set_session(
+            rings.header() as *const shm::FileHeader as *mut shm::FileHeader,
+            file.as_raw_fd(),
+        );
+        crash::install();
         let session = Arc::new(Session {
             generation,
-            ring_records,
+            file: rings,
+            regions: AtomicUsize::new(0),
             rings: Mutex::new(Vec::new()),
             next_thread: AtomicU32::new(0),
             stop: AtomicBool::new(false),
@@ -892,10 +775,54 @@ fn close_current() -> io::Result<Stats> {
     GENERATION.store(0, Ordering::Release);
     s.stop.store(true, Ordering::Release);
     let handle = s.writer.lock().unwrap_or_else(|e| e.into_inner()).take();
-    match handle.map(|h| h.join()) {
+    let result = match handle.map(|h| h.join()) {
         Some(Ok(r)) => r,
         Some(Err(_)) => Err(io::Error::other("spill-probe writer panicked")),
         None => Ok(Stats::default()),
+    };
+    crash::clear_session();
+    set_names_area(None);
+    // Everything is in the stream: nothing to recover. After an error the
+    // ring file stays for `recover`.
+    if result.is_ok() {
+        s.file.remove();
+    }
+    result
+}
+
+/// Finishes what a killed earlier session left in `path`'s ring file; says
+/// so (or why it could not) in one line on stderr, and never stops the
+/// new session from opening.
+fn recover_before_open(path: &Path) {
+    match recover::recover(path) {
+        Ok(recover::Recovered::Done(r)) => eprintln!(
+            "spill_probe: {}: recovered {} events of process {} that ended without closing",
+            path.display(),
+            r.events,
+            r.pid
+        ),
+        Ok(_) => {}
+        Err(e) => eprintln!("spill_probe: {e}"),
+    }
+}
+
+/// The session's ring memory: a ring file beside a regular-file stream,
+/// else (a pipe, a read-only directory, a live recorder holding the file)
+/// anonymous memory, said in one line on stderr.
+fn ring_file_for(path: &Path, stream: &File, records: usize) -> io::Result<shm::RingFile> {
+    if !stream.metadata()?.is_file() {
+        return shm::RingFile::anonymous(records);
+    }
+    let ring = shm::ring_path(path);
+    match shm::RingFile::create(&ring, path, records) {
+        Ok(f) => Ok(f),
+        Err(e) => {
+            eprintln!(
+                "spill_probe: {}: {e}; recording without crash recovery",
+                ring.display()
+            );
+            shm::RingFile::anonymous(records)
+        }
     }
 }
 
@@ -904,15 +831,7 @@ pub fn backlog() -> usize {
     let session = SESSION.lock().unwrap_or_else(|e| e.into_inner()).clone();
     let Some(s) = session else { return 0 };
     let rings = s.rings.lock().unwrap_or_else(|e| e.into_inner());
-    rings
-        .iter()
-        .map(|r| {
-            r.head
-                .0
-                .load(Ordering::Acquire)
-                .wrapping_sub(r.tail.0.load(Ordering::Acquire))
-        })
-        .sum()
+    rings.iter().map(|r| r.backlog() as usize).sum()
 }
 
 /// Is a session open?
@@ -1115,7 +1034,7 @@ pub extern "C" fn spill_probe_close() -> i64 {
 /// The C declarations of the functions above, in order: the source of
 /// `include/spill_probe.h` (a test keeps the file equal to this).
 pub const C_DECLARATIONS: &[(&str, &str)] = &[
-    ("int spill_probe_open(const char *path);", "Open PATH for appending; 0 on success, -1 on error (said on stderr).\n * Flushed at exit. Ring per thread: SPILL_PROBE_RING_RECORDS (default 65536)."),
+    ("int spill_probe_open(const char *path);", "Open PATH for appending; 0 on success, -1 on error (said on stderr).\n * Flushed at exit, and on SIGSEGV/SIGBUS/SIGABRT/SIGILL/SIGFPE (then the\n * handler that was installed before this call runs). Rings live in a ring\n * file (/dev/shm or SPILL_PROBE_RING_DIR): after SIGKILL or the OOM killer,\n * the next open of PATH (or `spillscope import PATH`) recovers their events.\n * Ring per thread: SPILL_PROBE_RING_RECORDS (default 65536)."),
     ("void spill_probe_pool(const char *pool, uint64_t capacity_bytes, uint64_t alignment);", "Declare POOL's on-chip capacity and alignment (else: the most it held)."),
     ("void spill_probe_alloc(const char *tensor, uint64_t bytes, const char *pool, int64_t offset);", "TENSOR placed on chip; OFFSET < 0 if unknown."),
     ("void spill_probe_free(const char *tensor, const char *pool);", "TENSOR left the chip for good."),

@@ -42,6 +42,10 @@ pub enum Command {
     /// schedule, allocate, time, solve, check.
     #[command(subcommand)]
     Npu(super::npu_cmd::NpuCommand),
+    /// The instrumentation probe's files: recover the events of a recorder
+    /// that was killed before it could write them.
+    #[command(subcommand)]
+    Probe(super::probe_cmd::ProbeCommand),
     /// A shareable report of a trace (or a model, simulated first): summary,
     /// hotspots, classification, oscillation, worst round trips, suggestions,
     /// what-if curve; markdown, JSON or self-contained HTML with SVG charts.

@@ -401,6 +401,9 @@ pub struct Tails {
     /// Whole traces as read, by path: read again only when the file changed
     /// (changing the level of nested calls shown does not re-read them).
     traces: HashMap<PathBuf, (FileStamp, Arc<Trace>, Vec<String>)>,
+    /// What recovering a dead recorder's ring file added to a stream, said
+    /// with every later load of it.
+    recovered: HashMap<PathBuf, String>,
 }
 
 impl Tails {
@@ -420,6 +423,9 @@ impl Tails {
             None => import::detect(p)?,
         };
         if format == import::Format::Jsonl {
+            if let Some(note) = import::jsonl::recover_stream(p)? {
+                self.recovered.insert(p.to_path_buf(), note);
+            }
             let tail = self
                 .streams
                 .entry(p.to_path_buf())
@@ -429,7 +435,9 @@ impl Tails {
             tr.meta.model = label.to_string();
             // A partial last line is normal while a runtime writes; skipped
             // lines and drops are not.
-            return Ok((Arc::new(tr), tail.state.problems()));
+            let mut notes: Vec<String> = self.recovered.get(p).cloned().into_iter().collect();
+            notes.extend(tail.state.problems());
+            return Ok((Arc::new(tr), notes));
         }
         let stamp = file_stamp(p);
         if let (Some(st), Some((s, t, w))) = (stamp, self.traces.get(p)) {
@@ -489,11 +497,19 @@ fn spawn_trace_poller(paths: Vec<PathBuf>, tx: Sender<Msg>) {
     }
     std::thread::spawn(move || {
         let mut seen: Vec<_> = paths.iter().map(|p| file_stamp(p)).collect();
+        // A probe stream's ring file, and whether its recorder was seen
+        // gone: a recorder killed mid-run changes nothing on disk, so the
+        // poller asks for a reload (which recovers its last events) once.
+        let rings: Vec<PathBuf> = paths.iter().map(|p| spill_probe::ring_path(p)).collect();
+        let mut orphaned = vec![false; paths.len()];
         loop {
             std::thread::sleep(TRACE_POLL);
-            for (p, last) in paths.iter().zip(seen.iter_mut()) {
+            for (i, (p, last)) in paths.iter().zip(seen.iter_mut()).enumerate() {
                 let now = file_stamp(p);
-                if now != *last {
+                let dead = rings[i].exists() && spill_probe::peek(&rings[i]).is_ok_and(|r| !r.live);
+                let newly_dead = dead && !orphaned[i];
+                orphaned[i] = dead;
+                if now != *last || newly_dead {
                     *last = now;
                     if tx.send(Msg::FileChanged(p.clone())).is_err() {
                         return;

@@ -1,6 +1,7 @@
 #![allow(dead_code)]
 //! Shared helpers for the integration tests.
 
+pub mod probe;
 pub mod replay;
 #[cfg(feature = "tui")]
 pub mod screen;

@@ -235,10 +235,12 @@ fn clone_builder(b: &TraceBuilder) -> TraceBuilder {
 
 /// Imports a whole JSONL file.
 pub fn import(path: &Path, opts: &ImportOptions) -> Result<(Trace, Vec<String>)> {
+    let recovered = recover_stream(path)?;
     let mut tail = JsonlTail::new(path);
     tail.max_lines = opts.max_events();
     tail.poll()?;
-    let mut warnings = tail.state.problems();
+    let mut warnings: Vec<String> = recovered.into_iter().collect();
+    warnings.extend(tail.state.problems());
     if tail.pending_partial {
         warnings.push("the last line is incomplete (still being written?); left out".into());
     }
@@ -251,6 +253,34 @@ pub fn import(path: &Path, opts: &ImportOptions) -> Result<(Trace, Vec<String>)>
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
     Ok((tr, warnings))
+}
+
+/// Finishes a probe stream whose recording process died without closing
+/// it (SIGKILL, the OOM killer, a crash the handler could not flush): the
+/// events still in its ring file are appended, in order per thread, and a
+/// sentence says so. Nothing happens while the recorder is alive.
+pub fn recover_stream(path: &Path) -> Result<Option<String>> {
+    use spill_probe::Recovered;
+    match spill_probe::recover(path) {
+        Ok(Recovered::Done(r)) => Ok(Some(format!(
+            "recovered {} the probe had not written when process {} ended without closing it{}",
+            crate::units::count(r.events, "event"),
+            r.pid,
+            if r.dropped > 0 {
+                format!(
+                    " ({} lost to full rings)",
+                    crate::units::count(r.dropped, "event")
+                )
+            } else {
+                String::new()
+            }
+        ))),
+        Ok(_) => Ok(None),
+        Err(e) => Err(Error::Trace {
+            path: path.to_path_buf(),
+            detail: format!("cannot recover the probe's ring file: {e}"),
+        }),
+    }
 }
 
 /// Follows a JSONL file that another process appends to: each poll reads
