@@ -263,3 +263,57 @@ fn a_model_that_makes_tract_panic_is_a_clear_error() {
     assert!(!err.contains("panicked"), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
 }
+
+/// A model whose `value_info` gives every tensor a shape loads from the
+/// file alone (no tract analysis) and to the same graph as tract infers.
+#[test]
+fn complete_value_info_gives_the_tract_graph_without_tract() {
+    let Some(dir) = common_shared("models") else {
+        return;
+    };
+    let mut checked = 0;
+    for name in [
+        "resnet18.shapes.onnx",
+        "mobilenet_v2.shapes.onnx",
+        "squeezenet1_1.shapes.onnx",
+        "resnet50_b8.shapes.onnx",
+    ] {
+        let p = dir.join(name);
+        if !p.exists() {
+            continue;
+        }
+        let t0 = std::time::Instant::now();
+        let fast = graph::load(&p, &LoadOptions::default()).unwrap();
+        let t_fast = t0.elapsed();
+        let t0 = std::time::Instant::now();
+        let slow = graph::onnx::load_onnx_inferred(&p, &LoadOptions::default()).unwrap();
+        let t_slow = t0.elapsed();
+        eprintln!("{name}: from the file {t_fast:?}, with tract {t_slow:?}");
+        assert_eq!(fast.tensors.len(), slow.tensors.len(), "{name}");
+        assert_eq!(fast.ops.len(), slow.ops.len(), "{name}");
+        for t in &slow.tensors {
+            let f = fast.tensor_by_name(&t.name).unwrap();
+            assert_eq!((f.bytes, f.kind), (t.bytes, t.kind), "{name}: {}", t.name);
+        }
+        for (a, b) in fast.ops.iter().zip(&slow.ops) {
+            assert_eq!((&a.name, a.flops), (&b.name, b.flops), "{name}");
+        }
+        checked += 1;
+    }
+    assert!(
+        checked > 0,
+        "no .shapes.onnx model in ../shared/data/models"
+    );
+}
+
+fn common_shared(sub: &str) -> Option<std::path::PathBuf> {
+    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/data")
+        .join(sub);
+    if p.is_dir() {
+        Some(p)
+    } else {
+        eprintln!("SKIP: {} absent", p.display());
+        None
+    }
+}

@@ -155,12 +155,33 @@ fn guarded<T>(path: &Path, f: impl FnOnce() -> Result<T>) -> Result<T> {
     })
 }
 
-/// Loads an ONNX model into the IR.
-pub fn load_onnx(path: &Path, opts: &LoadOptions) -> Result<Graph> {
-    guarded(path, || load_onnx_unguarded(path, opts))
+/// Where tensor shapes come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shapes {
+    /// The file's own `value_info` when it gives every tensor a shape and a
+    /// dtype (tract's analysis, most of a large model's load time, is then
+    /// skipped); tract otherwise.
+    FileWhenComplete,
+    /// Always tract's analysis (the file's `value_info` as a fallback).
+    Inferred,
 }
 
-fn load_onnx_unguarded(path: &Path, opts: &LoadOptions) -> Result<Graph> {
+/// Loads an ONNX model into the IR. Shapes come from the file's
+/// `value_info` when it has one for every tensor (as models saved after
+/// ONNX shape inference do), else from tract's analysis.
+pub fn load_onnx(path: &Path, opts: &LoadOptions) -> Result<Graph> {
+    guarded(path, || {
+        load_onnx_unguarded(path, opts, Shapes::FileWhenComplete)
+    })
+}
+
+/// [`load_onnx`] with tract's analysis whatever the file says (to check the
+/// file's shapes against it).
+pub fn load_onnx_inferred(path: &Path, opts: &LoadOptions) -> Result<Graph> {
+    guarded(path, || load_onnx_unguarded(path, opts, Shapes::Inferred))
+}
+
+fn load_onnx_unguarded(path: &Path, opts: &LoadOptions, shapes: Shapes) -> Result<Graph> {
     let bytes = crate::input::read(path)?;
     let framework = tract_onnx::onnx();
     let mut proto: pb::ModelProto = framework
@@ -273,33 +294,42 @@ fn load_onnx_unguarded(path: &Path, opts: &LoadOptions) -> Result<Graph> {
     let graph_outputs: Vec<String> = graph.output.iter().map(|vi| vi.name.clone()).collect();
     let nodes = graph.node.clone();
 
-    // tract's analysis: shapes of every outlet, by ONNX tensor name.
+    // tract's analysis: shapes of every outlet, by ONNX tensor name; not
+    // needed when the file already says everything.
+    let complete = |k: Option<&Known>| k.is_some_and(|k| k.shape.is_some() && k.dtype.is_some());
+    let file_says_all = nodes
+        .iter()
+        .flat_map(|n| n.input.iter().chain(&n.output))
+        .filter(|t| !t.is_empty())
+        .all(|t| complete(initializers.get(t)) || complete(annotated.get(t)));
     let dir = path.parent().and_then(|p| p.to_str());
     let mut facts: HashMap<String, Known> = HashMap::new();
-    match framework.parse(&proto, dir) {
-        Ok(parsed) => {
-            let mut model = parsed.model;
-            // Obstinate: keep going past ops tract cannot analyse.
-            let _ = model.analyse(true);
-            for (tname, outlet) in &parsed.outlets_by_name {
-                if let Ok(fact) = model.outlet_fact(*outlet) {
-                    let shape = fact
-                        .shape
-                        .as_concrete_finite()
-                        .ok()
-                        .flatten()
-                        .map(|s| s.iter().map(|&d| d as u64).collect::<Vec<u64>>());
-                    let dtype = fact.datum_type.concretize().and_then(tract_dtype);
-                    facts.insert(tname.clone(), Known { shape, dtype });
+    if shapes == Shapes::Inferred || !file_says_all {
+        match framework.parse(&proto, dir) {
+            Ok(parsed) => {
+                let mut model = parsed.model;
+                // Obstinate: keep going past ops tract cannot analyse.
+                let _ = model.analyse(true);
+                for (tname, outlet) in &parsed.outlets_by_name {
+                    if let Ok(fact) = model.outlet_fact(*outlet) {
+                        let shape = fact
+                            .shape
+                            .as_concrete_finite()
+                            .ok()
+                            .flatten()
+                            .map(|s| s.iter().map(|&d| d as u64).collect::<Vec<u64>>());
+                        let dtype = fact.datum_type.concretize().and_then(tract_dtype);
+                        facts.insert(tname.clone(), Known { shape, dtype });
+                    }
                 }
             }
-        }
-        Err(e) => {
-            // Unknown ops or odd attributes: keep going on annotated shapes.
-            eprintln!(
-                "warning: {}: tract could not parse the model ({e}); using the file's value_info",
-                path.display()
-            );
+            Err(e) => {
+                // Unknown ops or odd attributes: keep going on annotated shapes.
+                eprintln!(
+                    "warning: {}: tract could not parse the model ({e}); using the file's value_info",
+                    path.display()
+                );
+            }
         }
     }
 
