@@ -20,25 +20,30 @@ const COMMANDS: [&[&str]; 5] = [
     &["view"],
 ];
 
-/// Every simulating command fails on `model` (plus `extra` flags) with one
-/// line containing each needle, exit code 2, no panic.
+/// `args` fails with one line containing each needle, exit code 2, no panic.
+fn fails_in_one_line(args: &[&str], needles: &[&str]) {
+    let o = Command::cargo_bin("spillscope")
+        .unwrap()
+        .args(args)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+    assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err:?}");
+    assert!(!err.contains("panicked"), "{args:?}: {err}");
+    for n in needles {
+        assert!(err.contains(n), "{args:?}: {err:?} lacks {n:?}");
+    }
+}
+
+/// Every simulating command fails on `model` (plus `extra` flags) in one
+/// line containing each needle.
 fn every_command_fails(model: &str, extra: &[&str], needles: &[&str]) {
     for cmd in COMMANDS {
         let mut args: Vec<&str> = vec![cmd[0], model];
         args.extend(&cmd[1..]);
         args.extend(extra);
-        let o = Command::cargo_bin("spillscope")
-            .unwrap()
-            .args(&args)
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
-        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err:?}");
-        assert!(!err.contains("panicked"), "{args:?}: {err}");
-        for n in needles {
-            assert!(err.contains(n), "{args:?}: {err:?} lacks {n:?}");
-        }
+        fails_in_one_line(&args, needles);
     }
 }
 
@@ -194,17 +199,6 @@ fn a_trace_past_the_clock_is_refused_by_name() {
         vec!["view", p.as_str()],
         vec!["report", p.as_str(), "-o", "-"],
     ] {
-        let o = Command::cargo_bin("spillscope")
-            .unwrap()
-            .args(&args)
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
-        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err:?}");
-        assert!(
-            err.contains("op \"relu\"") && err.contains("2^62 ns"),
-            "{err}"
-        );
+        fails_in_one_line(&args, &["op \"relu\"", "2^62 ns"]);
     }
 }

@@ -57,14 +57,23 @@ impl<'a, W: Stream> Out<'a, W> {
         }
     }
 
-    pub fn flush(&mut self) -> io::Result<()> {
-        if self.err.is_none() && self.len > 0 {
-            match self.stream.write_all(&self.buf[..self.len]) {
-                Ok(()) => self.written += self.len as u64,
+    /// Writes `b` to the stream unless an error already stuck.
+    fn write_through(&mut self, b: &[u8]) {
+        if self.err.is_none() {
+            match self.stream.write_all(b) {
+                Ok(()) => self.written += b.len() as u64,
                 Err(e) => self.err = Some(e),
             }
         }
-        self.len = 0;
+    }
+
+    /// Writes the buffer; the first error of the round, if any.
+    pub fn flush(&mut self) -> io::Result<()> {
+        let len = std::mem::take(&mut self.len);
+        // The buffer is borrowed mutably by `self`: move it out for the write.
+        let buf = std::mem::take(&mut self.buf);
+        self.write_through(&buf[..len]);
+        self.buf = buf;
         match self.err.take() {
             Some(e) => Err(e),
             None => Ok(()),
@@ -75,20 +84,12 @@ impl<'a, W: Stream> Out<'a, W> {
 impl<W: Stream> Sink for Out<'_, W> {
     fn put(&mut self, b: &[u8]) {
         if self.len + b.len() > self.buf.len() {
-            if self.err.is_none() && self.len > 0 {
-                match self.stream.write_all(&self.buf[..self.len]) {
-                    Ok(()) => self.written += self.len as u64,
-                    Err(e) => self.err = Some(e),
-                }
-            }
-            self.len = 0;
+            let len = std::mem::take(&mut self.len);
+            let buf = std::mem::take(&mut self.buf);
+            self.write_through(&buf[..len]);
+            self.buf = buf;
             if b.len() > self.buf.len() {
-                if self.err.is_none() {
-                    match self.stream.write_all(b) {
-                        Ok(()) => self.written += b.len() as u64,
-                        Err(e) => self.err = Some(e),
-                    }
-                }
+                self.write_through(b);
                 return;
             }
         }
