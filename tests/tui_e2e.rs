@@ -405,10 +405,19 @@ fn one_run_shows_the_same_figures_in_every_output() {
         ),
         format!("traffic     {}", b("traffic_bytes")),
         format!(
-            "{} {}",
+            "{} ({}",
             b("lower_bound_traffic_bytes"),
             run["lower_bound_method"].as_str().unwrap()
         ),
+        // The gap and its ratio, as `sim --format json` has them.
+        match run["gap_ratio"].as_f64() {
+            Some(r) => format!(
+                "gap         {} (+{:.0}%)",
+                b("gap_to_bound_bytes"),
+                r * 100.0
+            ),
+            None => format!("gap         {}", b("gap_to_bound_bytes")),
+        },
     ];
     for e in &expect {
         assert!(s.contains(e.as_str()), "Overview lacks {e:?}:\n{s}");

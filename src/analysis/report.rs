@@ -112,6 +112,7 @@ pub fn unsupported_fields(caps: &Capabilities) -> Vec<&'static str> {
             "lower_bound_traffic_bytes",
             "lower_bound_method",
             "gap_to_bound_bytes",
+            "gap_ratio",
         ]);
     }
     if !caps.frees {
@@ -129,6 +130,7 @@ pub fn unsupported_fields(caps: &Capabilities) -> Vec<&'static str> {
             "lower_bound_traffic_bytes",
             "lower_bound_method",
             "gap_to_bound_bytes",
+            "gap_ratio",
             "energy_uj",
             "read_bandwidth",
             "write_bandwidth",

@@ -30,6 +30,10 @@ pub struct RunRow {
     pub throughput_fps: f64,
     /// Extension: traffic above the lower bound, bytes.
     pub gap_to_bound_bytes: u64,
+    /// Extension: that gap over the bound, `(traffic - bound) / bound`;
+    /// `null` without a bound or with a bound of 0.
+    #[serde(default)]
+    pub gap_ratio: Option<f64>,
     pub weight_traffic_bytes: u64,
     #[serde(default)]
     pub input_load_bytes: u64,
@@ -72,24 +76,45 @@ pub fn bound_label(r: &RunRow) -> String {
     }
 }
 
-/// The bound with the run's excess over it: `27.6 MiB (run +42.8 MiB, +155 %)`.
+/// `(traffic - bound) / bound`, when there is a bound above 0.
+pub fn gap_ratio(traffic: u64, bound: u64, method: BoundMethod) -> Option<f64> {
+    (method != BoundMethod::None && bound > 0)
+        .then(|| traffic.saturating_sub(bound) as f64 / bound as f64)
+}
+
+/// A run's gap to its bound, as every table and view prints it:
+/// `4.6 MiB (+30%)`; `0 B (optimal)` when the bound is a proven minimum
+/// the run reaches; `-` without a bound.
+pub fn gap_text(traffic: u64, bound: u64, method: BoundMethod) -> String {
+    let gap = traffic.saturating_sub(bound);
+    match (method, gap_ratio(traffic, bound, method)) {
+        (BoundMethod::None, _) => "-".into(),
+        (BoundMethod::Ilp, _) if gap == 0 => format!("{} (optimal)", fmt_bytes(0)),
+        (_, Some(r)) => format!("{} (+{:.0}%)", fmt_bytes(gap), r * 100.0),
+        (_, None) => fmt_bytes(gap),
+    }
+}
+
+/// The bound with the run's excess over it: `27.6 MiB per-op (run +42.8
+/// MiB (+155%))`; an ILP bound is a proven minimum and says so.
 pub fn bound_text(r: &RunRow) -> String {
     if r.lower_bound_method == BoundMethod::None {
         return "not computed".into();
     }
-    let gap = r.gap_to_bound_bytes;
-    let pct = if r.lower_bound_traffic_bytes > 0 {
-        format!(
-            ", +{:.0} %",
-            gap as f64 * 100.0 / r.lower_bound_traffic_bytes as f64
-        )
-    } else {
-        String::new()
-    };
     format!(
-        "{} (run +{}{pct})",
+        "{} {}{} (run +{})",
         fmt_bytes(r.lower_bound_traffic_bytes),
-        fmt_bytes(gap)
+        r.lower_bound_method.as_str(),
+        if r.lower_bound_method == BoundMethod::Ilp {
+            ", proven minimum"
+        } else {
+            ""
+        },
+        gap_text(
+            r.traffic_bytes,
+            r.lower_bound_traffic_bytes,
+            r.lower_bound_method
+        )
     )
 }
 
@@ -153,6 +178,11 @@ impl RunRow {
             lower_bound_method: s.lower_bound_method,
             throughput_fps: s.throughput_fps,
             gap_to_bound_bytes: s.traffic_bytes.saturating_sub(s.lower_bound_traffic_bytes),
+            gap_ratio: gap_ratio(
+                s.traffic_bytes,
+                s.lower_bound_traffic_bytes,
+                s.lower_bound_method,
+            ),
             weight_traffic_bytes: s.weight_traffic_bytes,
             input_load_bytes: s.input_load_bytes,
             energy_uj: s.energy_uj,
@@ -176,6 +206,7 @@ impl RunRow {
         self.lower_bound_traffic_bytes = bound;
         self.lower_bound_method = method;
         self.gap_to_bound_bytes = self.traffic_bytes.saturating_sub(bound);
+        self.gap_ratio = gap_ratio(self.traffic_bytes, bound, method);
     }
 }
 
@@ -229,11 +260,11 @@ fn cells(r: &RunRow) -> [String; 13] {
             BoundMethod::None => "-".into(),
             m => format!("{} {}", fmt_bytes(r.lower_bound_traffic_bytes), m.as_str()),
         },
-        if r.lower_bound_method == BoundMethod::None {
-            "-".into()
-        } else {
-            fmt_bytes(r.gap_to_bound_bytes)
-        },
+        gap_text(
+            r.traffic_bytes,
+            r.lower_bound_traffic_bytes,
+            r.lower_bound_method,
+        ),
     ]
 }
 

@@ -22,7 +22,7 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
         return;
     }
     let s = &d.trace.summary;
-    let fig_h = 10.min(area.height.saturating_sub(4)).max(3);
+    let fig_h = 11.min(area.height.saturating_sub(4)).max(3);
     let [top, chart] =
         Layout::vertical([Constraint::Length(fig_h), Constraint::Min(3)]).areas(area);
     let [left, right] =
@@ -95,13 +95,23 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
             },
             match s.lower_bound_method {
                 BoundMethod::None => "not computed".into(),
+                BoundMethod::Ilp => {
+                    format!("{} (ilp, proven)", fmt_bytes(s.lower_bound_traffic_bytes))
+                }
                 m => format!(
-                    "{} {}; gap {}",
+                    "{} ({})",
                     fmt_bytes(s.lower_bound_traffic_bytes),
-                    m.as_str(),
-                    fmt_bytes(s.traffic_bytes.saturating_sub(s.lower_bound_traffic_bytes))
+                    m.as_str()
                 ),
             },
+        ),
+        row(
+            "gap",
+            crate::analysis::runs::gap_text(
+                s.traffic_bytes,
+                s.lower_bound_traffic_bytes,
+                s.lower_bound_method,
+            ),
         ),
     ];
     f.render_widget(
