@@ -426,3 +426,54 @@ fn a_trace_from_before_the_ledger_says_what_was_recomputed() {
     assert!(banner.contains("spilled_bytes"), "{banner}");
     assert!(banner.contains("reloaded_bytes"), "{banner}");
 }
+
+/// The exact program's bound, found in the background, raises the
+/// Overview's bound for the trace it was found for, never for another.
+#[test]
+fn a_background_bound_applies_to_its_own_trace_only() {
+    use spillscope::analysis::optimum::Optimum;
+    use spillscope::trace::BoundMethod;
+    let tr = std::sync::Arc::new(trace("encdec-1mib.lru.json"));
+    let mut a = App::new(vec![Dataset::complete("run", tr.clone())]);
+    let own = (
+        tr.summary.lower_bound_traffic_bytes,
+        tr.summary.lower_bound_method,
+    );
+    assert_eq!(a.bound_of(&a.data[0]), own);
+    let found = |bytes| Optimum {
+        exact_bytes: None,
+        lp_bound_bytes: Some(bytes),
+        variables: 1,
+        solve_ms: 1,
+        note: None,
+    };
+    let higher = own.0 + 1000;
+    // For some other trace: ignored.
+    let other = std::sync::Arc::new(trace("encdec-1mib.lru.json"));
+    update(
+        &mut a,
+        Msg::Bounded {
+            trace: other,
+            optimum: Box::new(found(higher)),
+        },
+    );
+    assert_eq!(a.bound_of(&a.data[0]), own);
+    // For this one: the tighter bound and its method.
+    update(
+        &mut a,
+        Msg::Bounded {
+            trace: tr.clone(),
+            optimum: Box::new(found(higher)),
+        },
+    );
+    assert_eq!(a.bound_of(&a.data[0]), (higher, BoundMethod::Lp));
+    // A looser one leaves the trace's own.
+    update(
+        &mut a,
+        Msg::Bounded {
+            trace: tr,
+            optimum: Box::new(found(1)),
+        },
+    );
+    assert_eq!(a.bound_of(&a.data[0]), own);
+}

@@ -27,6 +27,10 @@ use good_lp::{
 use serde::{Deserialize, Serialize};
 use std::time::Instant;
 
+/// The time the exact program gets by default (`sim --ilp-time`, `report`
+/// and the explorer), so all three print the same bound for a run.
+pub const DEFAULT_TIME_LIMIT_S: f64 = 3.0;
+
 /// Limits beyond which the solver is not tried.
 #[derive(Debug, Clone, Copy)]
 pub struct OptimumLimits {

@@ -373,7 +373,7 @@ pub fn build(tr: &Trace, resimulate: bool) -> Report {
                             &p,
                             cap,
                             OptimumLimits {
-                                time_limit_s: 3.0,
+                                time_limit_s: super::optimum::DEFAULT_TIME_LIMIT_S,
                                 ..Default::default()
                             },
                         );

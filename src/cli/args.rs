@@ -431,7 +431,7 @@ pub struct SimArgs {
     pub force: bool,
     /// Seconds the exact (ILP) minimum-traffic solver may take on graphs of
     /// up to 400 tensors; 0 turns it off.
-    #[arg(long, value_name = "SECS", default_value_t = 3.0)]
+    #[arg(long, value_name = "SECS", default_value_t = crate::analysis::optimum::DEFAULT_TIME_LIMIT_S)]
     pub ilp_time: f64,
     /// Output format of the summary on stdout.
     #[arg(long, value_enum, default_value = "table")]

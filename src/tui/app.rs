@@ -105,6 +105,12 @@ pub enum Msg {
         slot: usize,
         data: Box<Dataset>,
     },
+    /// The exact program's result for the primary trace's run (the bound
+    /// `sim` and `report` print for the same run), found in the background.
+    Bounded {
+        trace: Arc<crate::trace::Trace>,
+        optimum: Box<crate::analysis::optimum::Optimum>,
+    },
     /// Re-simulated suggestions for the primary trace (identified by its Arc).
     Suggested {
         trace: Arc<crate::trace::Trace>,
@@ -152,6 +158,12 @@ pub struct App {
     pub tensors: TensorView,
     pub compare: CompareView,
     pub suggest: SuggestView,
+    /// The exact program's result for a trace (kept with the trace it is
+    /// for: a newer run makes it stale).
+    pub optimum: Option<(
+        Arc<crate::trace::Trace>,
+        Box<crate::analysis::optimum::Optimum>,
+    )>,
     pub timeline: TimelineView,
     pub memory: MemoryView,
     /// Live: the run before the newest one (the delta line, and Compare's
@@ -188,6 +200,21 @@ pub struct App {
 }
 
 impl App {
+    /// The lower bound on `d`'s traffic and its method: the trace's own,
+    /// raised to the exact program's where it was found for this trace.
+    pub fn bound_of(&self, d: &Dataset) -> (u64, crate::trace::BoundMethod) {
+        let s = &d.trace.summary;
+        match &self.optimum {
+            Some((t, o))
+                if Arc::ptr_eq(t, &d.trace)
+                    && s.lower_bound_method != crate::trace::BoundMethod::None =>
+            {
+                o.tightest(s.lower_bound_traffic_bytes, s.lower_bound_method)
+            }
+            _ => (s.lower_bound_traffic_bytes, s.lower_bound_method),
+        }
+    }
+
     pub fn new(data: Vec<Dataset>) -> App {
         let mut app = App {
             data: Vec::new(),
@@ -200,6 +227,7 @@ impl App {
             tensors: TensorView::default(),
             compare: CompareView::default(),
             suggest: SuggestView::default(),
+            optimum: None,
             timeline: TimelineView::default(),
             memory: MemoryView::default(),
             previous: None,
@@ -916,6 +944,10 @@ pub fn update(app: &mut App, msg: Msg) -> Option<Effect> {
             {
                 app.install(slot, *data);
             }
+            None
+        }
+        Msg::Bounded { trace, optimum } => {
+            app.optimum = Some((trace, optimum));
             None
         }
         Msg::Suggested { trace, result } => {

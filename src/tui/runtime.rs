@@ -255,13 +255,33 @@ fn spawn_suggester(tx: Sender<Msg>) -> Arc<SuggestInbox> {
                 };
             }
         };
+        let inputs = crate::analysis::suggest::inputs_of_trace(&trace);
+        // The bound `sim` prints for this run (the exact program, within
+        // its time limit, on the graph that ran), before the suggestions.
+        if let Ok((g, hw, _)) = &inputs {
+            let optimum = crate::analysis::optimum::optimal_traffic(
+                g,
+                hw.memory.capacity.0,
+                crate::analysis::optimum::OptimumLimits {
+                    time_limit_s: crate::analysis::optimum::DEFAULT_TIME_LIMIT_S,
+                    ..Default::default()
+                },
+            );
+            let msg = Msg::Bounded {
+                trace: trace.clone(),
+                optimum: Box::new(optimum),
+            };
+            if tx.send(msg).is_err() {
+                return;
+            }
+        }
         let result = if trace.ops.len() > SUGGEST_MAX_OPS {
             Err(format!(
                 "{} ops: too many to re-simulate interactively; run `spillscope suggest` on it",
                 trace.ops.len()
             ))
         } else {
-            crate::analysis::suggest::inputs_of_trace(&trace)
+            inputs
                 .and_then(|(g, hw, cfg)| crate::analysis::suggest::suggest(&g, &hw, &cfg))
                 .map(Box::new)
                 .map_err(|e| e.to_string())

@@ -37,6 +37,7 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
     };
     let cap = d.capacity;
     let t = &d.ledger.total;
+    let (bound, bound_method) = app.bound_of(d);
     let figs = vec![
         row(
             "latency",
@@ -89,29 +90,19 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
             },
         ),
         row(
-            match s.lower_bound_method {
+            match bound_method {
                 BoundMethod::Ilp => "minimum",
                 _ => "lower bound",
             },
-            match s.lower_bound_method {
+            match bound_method {
                 BoundMethod::None => "not computed".into(),
-                BoundMethod::Ilp => {
-                    format!("{} (ilp, proven)", fmt_bytes(s.lower_bound_traffic_bytes))
-                }
-                m => format!(
-                    "{} ({})",
-                    fmt_bytes(s.lower_bound_traffic_bytes),
-                    m.as_str()
-                ),
+                BoundMethod::Ilp => format!("{} (ilp, proven)", fmt_bytes(bound)),
+                m => format!("{} ({})", fmt_bytes(bound), m.as_str()),
             },
         ),
         row(
             "gap",
-            crate::analysis::runs::gap_text(
-                s.traffic_bytes,
-                s.lower_bound_traffic_bytes,
-                s.lower_bound_method,
-            ),
+            crate::analysis::runs::gap_text(s.traffic_bytes, bound, bound_method),
         ),
     ];
     f.render_widget(
