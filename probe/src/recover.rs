@@ -10,6 +10,7 @@ use crate::shm::{
     beside, lock, ring_bytes, ring_path, FileHeader, Mapping, Names, RingShared, HEADER_BYTES,
     MAGIC, RECORD_BYTES, RINGS_START, WRITING, WRITTEN,
 };
+use std::fs::File;
 use std::io;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
@@ -92,23 +93,39 @@ pub fn list_rings() -> Vec<RingInfo> {
     out
 }
 
-/// A ring file's stream, pid and whether it is in use, without changing it.
-pub fn peek(ring: &Path) -> io::Result<RingInfo> {
-    let file = std::fs::OpenOptions::new()
+/// A ring file opened for reading and writing, its header checked, and
+/// mapped (the header page, or `whole` the whole file); with its size.
+/// `None` when there is no such file.
+fn open_ring(ring: &Path, whole: bool) -> io::Result<Option<(File, Mapping, usize)>> {
+    let file = match std::fs::OpenOptions::new()
         .read(true)
         .write(true)
         .open(ring)
-        .map_err(|e| named(ring, e))?;
+    {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(named(ring, e)),
+    };
     let size = file.metadata().map_err(|e| named(ring, e))?.len() as usize;
     if size < RINGS_START {
         return Err(damaged(ring, "shorter than its header"));
     }
-    let map = Mapping::new(Some(file.as_raw_fd()), 0, HEADER_BYTES).map_err(|e| named(ring, e))?;
-    // SAFETY: the header page, mapped.
+    let len = if whole { size } else { HEADER_BYTES };
+    let map = Mapping::new(Some(file.as_raw_fd()), 0, len).map_err(|e| named(ring, e))?;
+    // SAFETY: at least the header page is mapped.
     let hdr = unsafe { &*(map.ptr() as *const FileHeader) };
-    if hdr.magic != MAGIC {
+    if hdr.magic != MAGIC || hdr.record_bytes != RECORD_BYTES as u64 {
         return Err(damaged(ring, "not a spill-probe ring file"));
     }
+    Ok(Some((file, map, size)))
+}
+
+/// A ring file's stream, pid and whether it is in use, without changing it.
+pub fn peek(ring: &Path) -> io::Result<RingInfo> {
+    let (file, map, _) = open_ring(ring, false)?
+        .ok_or_else(|| named(ring, io::Error::from(io::ErrorKind::NotFound)))?;
+    // SAFETY: checked and mapped by `open_ring`.
+    let hdr = unsafe { &*(map.ptr() as *const FileHeader) };
     // Probing the lock takes it when free: it is released as `file` closes.
     let live = lock(file.as_raw_fd(), true).is_err();
     Ok(RingInfo {
@@ -129,26 +146,12 @@ fn stream_path(hdr: &FileHeader) -> PathBuf {
 /// Recovers the ring file `ring` into `stream` (default: the stream it
 /// recorded), then removes it.
 pub fn recover_ring(ring: &Path, stream: Option<&Path>) -> io::Result<Recovered> {
-    let file = match std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(ring)
-    {
-        Ok(f) => f,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Recovered::Nothing),
-        Err(e) => return Err(named(ring, e)),
+    let Some((file, map, size)) = open_ring(ring, true)? else {
+        return Ok(Recovered::Nothing);
     };
     let fd = file.as_raw_fd();
-    let size = file.metadata().map_err(|e| named(ring, e))?.len() as usize;
-    if size < RINGS_START {
-        return Err(damaged(ring, "shorter than its header"));
-    }
-    let map = Mapping::new(Some(fd), 0, size).map_err(|e| named(ring, e))?;
-    // SAFETY: the file is at least a header long and mapped whole.
+    // SAFETY: checked by `open_ring`, and the whole file is mapped.
     let hdr = unsafe { &*(map.ptr() as *const FileHeader) };
-    if hdr.magic != MAGIC || hdr.record_bytes != RECORD_BYTES as u64 {
-        return Err(damaged(ring, "not a spill-probe ring file"));
-    }
     if let Err(e) = lock(fd, true) {
         if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
             return Ok(Recovered::InUse { pid: hdr.pid });

@@ -67,14 +67,7 @@ fn recover(a: &RecoverArgs) -> Result<String> {
                     crate::units::count(r.events, "event"),
                     r.pid,
                     stream.display(),
-                    if r.dropped > 0 {
-                        format!(
-                            " ({} lost to full rings)",
-                            crate::units::count(r.dropped, "event")
-                        )
-                    } else {
-                        String::new()
-                    }
+                    crate::trace::import::jsonl::lost_to_full_rings(&r)
                 )
             }
             Recovered::InUse { pid } => {

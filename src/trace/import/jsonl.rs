@@ -255,6 +255,18 @@ pub fn import(path: &Path, opts: &ImportOptions) -> Result<(Trace, Vec<String>)>
     Ok((tr, warnings))
 }
 
+/// ` (N events lost to full rings)` after a recovery that found drops,
+/// else nothing.
+pub fn lost_to_full_rings(r: &spill_probe::Recovery) -> String {
+    if r.dropped == 0 {
+        return String::new();
+    }
+    format!(
+        " ({} lost to full rings)",
+        crate::units::count(r.dropped, "event")
+    )
+}
+
 /// Finishes a probe stream whose recording process died without closing
 /// it (SIGKILL, the OOM killer, a crash the handler could not flush): the
 /// events still in its ring file are appended, in order per thread, and a
@@ -266,14 +278,7 @@ pub fn recover_stream(path: &Path) -> Result<Option<String>> {
             "recovered {} the probe had not written when process {} ended without closing it{}",
             crate::units::count(r.events, "event"),
             r.pid,
-            if r.dropped > 0 {
-                format!(
-                    " ({} lost to full rings)",
-                    crate::units::count(r.dropped, "event")
-                )
-            } else {
-                String::new()
-            }
+            lost_to_full_rings(&r)
         ))),
         Ok(_) => Ok(None),
         Err(e) => Err(Error::Trace {
