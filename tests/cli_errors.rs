@@ -182,7 +182,7 @@ fn sim_json_follows_the_contract() {
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert!(v["model"].is_string());
     let runs = v["runs"].as_array().unwrap();
-    assert_eq!(runs.len(), 4);
+    assert_eq!(runs.len(), 5);
     for r in runs {
         for k in [
             "policy",

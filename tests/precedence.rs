@@ -191,7 +191,7 @@ fn policy_all_with_a_config_policy_runs_each_policy_under_its_own_label() {
     let all = sim_json(&[m, "--capacity", "1MiB", "--policy", "all", "--config", s]);
     let runs = all["runs"].as_array().unwrap();
     let labels: Vec<&str> = runs.iter().map(|r| r["policy"].as_str().unwrap()).collect();
-    assert_eq!(labels, ["ideal", "lru", "belady", "lifetime"]);
+    assert_eq!(labels, ["ideal", "lru", "belady", "lifetime", "planned"]);
     // Each run equals that policy alone with the config's other settings.
     let mut latencies = Vec::new();
     for r in runs {

@@ -441,6 +441,10 @@ fn a_background_bound_applies_to_its_own_trace_only() {
     );
     assert_eq!(a.bound_of(&a.data[0]), own);
     let found = |bytes| Optimum {
+        plan: None,
+        window_bound_bytes: None,
+        windows: 1,
+        plan_bytes: None,
         exact_bytes: None,
         lp_bound_bytes: Some(bytes),
         variables: 1,

@@ -13,7 +13,7 @@ pub mod diff;
 pub mod hotspots;
 pub mod measured;
 pub mod memmap;
-pub mod optimum;
+pub use crate::sim::optimum;
 pub mod report;
 pub mod residency;
 pub mod roundtrips;

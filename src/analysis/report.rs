@@ -6,7 +6,7 @@
 use super::classify::classify_with_causes;
 use super::hotspots::{by_op_type, hotspots, order_hotspots, Hotspot, HotspotKey, TypeHotspot};
 use super::measured::{summary as measured_summary, MeasuredSummary};
-use super::optimum::{optimal_traffic, Optimum, OptimumLimits};
+use super::optimum::{optimal_traffic, Optimum, OptimumLimits, PoolSize};
 use super::roundtrips::{round_trips, Back, Out, TensorTrips};
 use super::runs::RunRow;
 use super::suggest::{inputs_of_trace, suggest, Suggestions};
@@ -371,7 +371,7 @@ pub fn build(tr: &Trace, resimulate: bool) -> Report {
                     Ok(p) => {
                         let o = optimal_traffic(
                             &p,
-                            cap,
+                            PoolSize::of(&hw),
                             OptimumLimits {
                                 time_limit_s: super::optimum::DEFAULT_TIME_LIMIT_S,
                                 ..Default::default()

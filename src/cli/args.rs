@@ -429,8 +429,9 @@ pub struct SimArgs {
     /// Overwrite existing output files.
     #[arg(long)]
     pub force: bool,
-    /// Seconds the exact (ILP) minimum-traffic solver may take on graphs of
-    /// up to 400 tensors; 0 turns it off.
+    /// Seconds the lower-bound solver (the exact minimum-traffic program,
+    /// cut into windows on long schedules) and the planned policy's plan may
+    /// take together; 0 turns it off.
     #[arg(long, value_name = "SECS", default_value_t = crate::analysis::optimum::DEFAULT_TIME_LIMIT_S)]
     pub ilp_time: f64,
     /// Output format of the summary on stdout.

@@ -22,6 +22,9 @@ pub enum GenKind {
     Chain,
     /// One tensor read by N branches joined by one op.
     Fanout,
+    /// DenseNet-121's layout (dense blocks of 6, 12, 24, 16 layers, each
+    /// reading the concat of every earlier feature map; --ops is ignored).
+    Densenet,
 }
 
 #[derive(Debug, Args)]
@@ -63,6 +66,7 @@ pub fn run(cmd: &GenCommand) -> Result<String> {
                 GenKind::Transformer => transformer_with_ops(a.ops),
                 GenKind::Chain => gen::chain(a.ops, a.bytes),
                 GenKind::Fanout => gen::fanout(a.ops.saturating_sub(2).max(1), a.bytes),
+                GenKind::Densenet => gen::densenet_like(&[6, 12, 24, 16]),
             };
             let text = serde_json::to_string(&crate::graph::json::graph_to_json(&g))
                 .map_err(|e| Error::Config(e.to_string()))?;

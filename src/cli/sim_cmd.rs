@@ -82,28 +82,37 @@ pub fn run(a: &SimArgs) -> Result<String> {
         }
     }
     let notes = resolve_notes(&r, g.ops.len());
-    let mut traces: Vec<Trace> = policies
-        .iter()
-        .map(|&p| simulate(&g, &r.hardware, &r.config_for(p)))
-        .collect::<Result<_>>()?;
-    // The exact optimum at this capacity, for graphs small enough: of the
-    // same (rewritten) graph the runs simulated.
+    // The bound at this capacity (the exact program, windowed on long
+    // schedules), of the same (rewritten) graph the runs simulate; it also
+    // solves the plan when the planned policy runs.
     let optimum = if a.ilp_time > 0.0 && policies.iter().any(|&p| p != EvictionPolicy::Ideal) {
         let prepared = crate::sim::prepare_graph(&g, &r.config)?;
         let limits = crate::analysis::optimum::OptimumLimits {
             time_limit_s: a.ilp_time,
+            plan: policies.contains(&EvictionPolicy::Planned),
             ..Default::default()
         };
-        (prepared.tensors.len() <= limits.max_tensors).then(|| {
-            crate::analysis::optimum::optimal_traffic(
-                &prepared,
-                r.hardware.memory.capacity.0,
-                limits,
-            )
-        })
+        Some(crate::analysis::optimum::optimal_traffic(
+            &prepared,
+            crate::analysis::optimum::PoolSize::of(&r.hardware),
+            limits,
+        ))
     } else {
         None
     };
+    // The planned policy follows that same solve (solved in the run when
+    // there is none).
+    let plan = optimum.as_ref().and_then(|o| o.plan.clone());
+    let mut traces: Vec<Trace> = policies
+        .iter()
+        .map(|&p| {
+            let mut cfg = r.config_for(p);
+            if p == EvictionPolicy::Planned {
+                cfg.plan = plan.clone();
+            }
+            simulate(&g, &r.hardware, &cfg)
+        })
+        .collect::<Result<_>>()?;
     // One bound per run, everywhere: the tightest found, in the traces too.
     if let Some(o) = &optimum {
         for tr in &mut traces {

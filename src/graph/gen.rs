@@ -170,3 +170,101 @@ pub fn fanout(n: usize, bytes: u64) -> Graph {
     b.output("out");
     b.build().expect("generated graphs are valid")
 }
+
+/// A DenseNet-like CNN (batch 1, 224x224 input, growth 32): dense blocks of
+/// `layers[i]` layers, each BN-ReLU-Conv1x1-BN-ReLU-Conv3x3 over the concat
+/// of every earlier feature map of its block, transitions halving channels
+/// and resolution. DenseNet-121 is `[6, 12, 24, 16]`. Many tensors live
+/// long and are read many times: the hard case for spill planning.
+pub fn densenet_like(layers: &[usize]) -> Graph {
+    let mut g = B {
+        b: GraphBuilder::new(format!(
+            "densenet_like_{}",
+            layers
+                .iter()
+                .map(|n| n.to_string())
+                .collect::<Vec<_>>()
+                .join("_")
+        )),
+    };
+    let w = |g: &mut B, name: String, n: u64| g.t(name, &[n], Some(TensorKind::Weight));
+    let x = g.t("input".into(), &[1, 3, 224, 224], Some(TensorKind::Input));
+    let w0 = w(&mut g, "conv0.w".into(), 64 * 3 * 49);
+    let c0 = g.t("conv0".into(), &[1, 64, 112, 112], None);
+    g.op("conv0".into(), "Conv", vec![x, w0], vec![c0.clone()]);
+    let r0 = g.t("relu0".into(), &[1, 64, 112, 112], None);
+    g.op("relu0".into(), "Relu", vec![c0], vec![r0.clone()]);
+    let mut cur = g.t("pool0".into(), &[1, 64, 56, 56], None);
+    g.op("pool0".into(), "MaxPool", vec![r0], vec![cur.clone()]);
+    let (mut ch, mut hw) = (64u64, 56u64);
+    for (bi, &n) in layers.iter().enumerate() {
+        let mut feats = vec![cur.clone()];
+        for li in 0..n {
+            let p = format!("b{bi}l{li}");
+            let input = if feats.len() > 1 {
+                let cat = g.t(format!("{p}.cat"), &[1, ch, hw, hw], None);
+                g.op(
+                    format!("{p}.cat"),
+                    "Concat",
+                    feats.clone(),
+                    vec![cat.clone()],
+                );
+                cat
+            } else {
+                feats[0].clone()
+            };
+            let mut y = input;
+            for (step, op, c) in [
+                ("bn1", "BatchNormalization", ch),
+                ("relu1", "Relu", ch),
+                ("conv1", "Conv", 128),
+                ("bn2", "BatchNormalization", 128),
+                ("relu2", "Relu", 128),
+                ("conv2", "Conv", 32),
+            ] {
+                let out = g.t(format!("{p}.{step}"), &[1, c, hw, hw], None);
+                let mut ins = vec![y];
+                if op == "Conv" {
+                    let cin = if step == "conv1" { ch } else { 128 };
+                    ins.push(w(&mut g, format!("{p}.{step}.w"), cin * c * 9));
+                }
+                g.op(format!("{p}.{step}"), op, ins, vec![out.clone()]);
+                y = out;
+            }
+            feats.push(y);
+            ch += 32;
+        }
+        let cat = g.t(format!("b{bi}.cat"), &[1, ch, hw, hw], None);
+        g.op(format!("b{bi}.cat"), "Concat", feats, vec![cat.clone()]);
+        cur = cat;
+        if bi + 1 < layers.len() {
+            let t = format!("t{bi}");
+            let r = g.t(format!("{t}.relu"), &[1, ch, hw, hw], None);
+            g.op(format!("{t}.relu"), "Relu", vec![cur], vec![r.clone()]);
+            let wt = w(&mut g, format!("{t}.w"), ch * ch / 2);
+            ch /= 2;
+            let c = g.t(format!("{t}.conv"), &[1, ch, hw, hw], None);
+            g.op(format!("{t}.conv"), "Conv", vec![r, wt], vec![c.clone()]);
+            hw /= 2;
+            cur = g.t(format!("{t}.pool"), &[1, ch, hw, hw], None);
+            g.op(
+                format!("{t}.pool"),
+                "AveragePool",
+                vec![c],
+                vec![cur.clone()],
+            );
+        }
+    }
+    let gap = g.t("gap".into(), &[1, ch], None);
+    g.op(
+        "gap".into(),
+        "GlobalAveragePool",
+        vec![cur],
+        vec![gap.clone()],
+    );
+    let fw = w(&mut g, "fc.w".into(), ch * 1000);
+    let out = g.t("logits".into(), &[1, 1000], None);
+    g.op("fc".into(), "Gemm", vec![gap, fw], vec![out.clone()]);
+    g.b.output(out);
+    g.b.build().expect("generated graphs are valid")
+}

@@ -91,6 +91,62 @@ impl Allocator {
         Some(off)
     }
 
+    /// Places `tensor` at exactly `offset` (size already aligned); false
+    /// unless that whole range is free.
+    pub fn alloc_at(&mut self, tensor: TensorId, offset: u64, size: u64) -> bool {
+        let Some((&ho, &hs)) = self.holes.range(..=offset).next_back() else {
+            return false;
+        };
+        if offset + size > ho + hs {
+            return false;
+        }
+        self.holes.remove(&ho);
+        if offset > ho {
+            self.holes.insert(ho, offset - ho);
+        }
+        if ho + hs > offset + size {
+            self.holes.insert(offset + size, ho + hs - offset - size);
+        }
+        self.blocks.insert(offset, Block { tensor, size });
+        self.used += size;
+        self.high_water = self.high_water.max(offset + size);
+        true
+    }
+
+    /// The blocks overlapping `[offset, offset + size)`, by offset.
+    pub fn occupants(&self, offset: u64, size: u64) -> Vec<(u64, Block)> {
+        let mut v: Vec<(u64, Block)> = self
+            .blocks
+            .range(..offset + size)
+            .rev()
+            .take_while(|(&o, b)| o + b.size > offset)
+            .map(|(&o, &b)| (o, b))
+            .collect();
+        // A block starting below `offset` may end past it while an earlier
+        // one does not: blocks never overlap, so only the first can.
+        v.reverse();
+        v
+    }
+
+    /// Places `tensor` in free space clear of the `reserved` ranges
+    /// (`(offset, size)`, kept for others); lowest such offset.
+    pub fn alloc_avoiding(
+        &mut self,
+        tensor: TensorId,
+        size: u64,
+        reserved: &[(u64, u64)],
+    ) -> Option<u64> {
+        let clear = |o: u64| reserved.iter().all(|&(r, rs)| o + size <= r || r + rs <= o);
+        let found = self.holes.iter().find_map(|(&ho, &hs)| {
+            std::iter::once(ho)
+                .chain(reserved.iter().map(|&(r, rs)| self.aligned(r + rs)))
+                .filter(|&o| o >= ho && o + size <= ho + hs)
+                .filter(|&o| clear(o))
+                .min()
+        })?;
+        self.alloc_at(tensor, found, size).then_some(found)
+    }
+
     /// Frees the block at `offset`, merging neighbouring holes.
     pub fn free(&mut self, offset: u64) -> Option<Block> {
         let b = self.blocks.remove(&offset)?;
@@ -165,5 +221,26 @@ mod tests {
         a.free(0); // hole 0..128
                    // holes: [0,128) and [704,1024) (320)
         assert_eq!(a.alloc(3, 96), Some(0));
+    }
+
+    #[test]
+    fn alloc_at_splits_a_hole_and_refuses_taken_ranges() {
+        let mut a = Allocator::new(1024, 32, AllocatorFit::FirstFit);
+        assert!(a.alloc_at(1, 256, 128));
+        assert!(!a.alloc_at(2, 320, 64), "overlaps block 1");
+        assert!(!a.alloc_at(2, 960, 128), "past the end");
+        assert_eq!(a.holes().collect::<Vec<_>>(), vec![(0, 256), (384, 640)]);
+        assert_eq!(a.occupants(300, 200).len(), 1);
+        assert_eq!(a.occupants(0, 256).len(), 0);
+        assert_eq!(a.free(256).map(|b| b.tensor), Some(1));
+        assert_eq!(a.holes().collect::<Vec<_>>(), vec![(0, 1024)]);
+    }
+
+    #[test]
+    fn alloc_avoiding_keeps_clear_of_reserved_ranges() {
+        let mut a = Allocator::new(1024, 32, AllocatorFit::FirstFit);
+        let off = a.alloc_avoiding(1, 64, &[(0, 512)]);
+        assert_eq!(off, Some(512));
+        assert_eq!(a.alloc_avoiding(2, 512, &[(0, 512)]), None);
     }
 }

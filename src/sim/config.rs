@@ -122,6 +122,10 @@ pub struct SimConfig {
     /// roofline estimate.
     #[serde(skip)]
     pub measured_ns: Option<std::sync::Arc<std::collections::HashMap<String, u64>>>,
+    /// The `planned` policy's plan when the caller already solved it (for
+    /// this graph, rewritten, at this capacity); solved in the run if not.
+    #[serde(skip)]
+    pub plan: Option<std::sync::Arc<super::plan::Residency>>,
 }
 
 impl Default for SimConfig {
@@ -137,6 +141,7 @@ impl Default for SimConfig {
             order: OrderSpec::default(),
             recompute: RecomputeSpec::default(),
             measured_ns: None,
+            plan: None,
         }
     }
 }
@@ -170,7 +175,7 @@ impl SimConfig {
 /// watches it. Every key is optional; unknown keys are errors naming the key.
 ///
 /// ```toml
-/// policy = "lru"            # ideal | lru | belady | lifetime
+/// policy = "lru"            # ideal | lru | belady | lifetime | planned
 /// weights = "stream"        # stream | resident | ignore
 /// pins = ["encoder_out"]    # tensors never evicted
 /// prefetch_distance = 2     # ops ahead (async DMA only)

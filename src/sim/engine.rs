@@ -18,6 +18,8 @@
 //! `cost`; writes `trace` types; never `analysis` or a front end.
 
 use super::config::ActivationDtype;
+use super::optimum::{optimal_traffic, OptimumLimits, PoolSize};
+use super::plan::{Placement, Residency};
 use super::room::Room;
 use super::{Allocator, EvictionPolicy, SimConfig, WeightMode};
 use crate::cost::bus::Direction;
@@ -31,6 +33,7 @@ use crate::trace::{
 };
 use crate::{Error, Result};
 use std::borrow::Cow;
+use std::sync::Arc;
 
 const POOL: &str = "sram";
 /// Address space of the `ideal` policy: large enough never to fill.
@@ -109,6 +112,11 @@ pub(crate) struct Sim<'a> {
     live_samples: Vec<(u64, f64)>,
     /// When the next op is dispatched (the previous one ended).
     now: u64,
+    /// The `planned` policy's residency plan (none for other policies, or
+    /// where the solve found nothing: then it keeps Belady's order).
+    plan: Option<Arc<Residency>>,
+    /// Where the plan's stays on chip go (packed ahead of time).
+    placement: Option<Placement>,
 }
 
 impl<'a> Sim<'a> {
@@ -167,13 +175,19 @@ impl<'a> Sim<'a> {
             resident_samples: Vec::new(),
             live_samples: Vec::with_capacity(n),
             now: 0,
+            plan: None,
+            placement: None,
         };
         for t in &g.tensors {
             if matches!(t.kind, TensorKind::Weight | TensorKind::Input) {
                 sim.st[t.id].loc = Loc::Dram;
             }
         }
-        if n > 0 {
+        if cfg.policy == EvictionPolicy::Planned {
+            sim.plan = cfg.plan.clone().or_else(|| plan_for(g, PoolSize::of(hw)));
+            sim.placement = sim.plan.as_deref().map(|p| sim.pack(p));
+        } else if n > 0 {
+            // The planned policy brings graph inputs in where they are used.
             sim.deliver_inputs();
         }
         Ok(sim)
@@ -197,6 +211,48 @@ impl<'a> Sim<'a> {
         self.note_resident(0);
     }
 
+    /// Packs the plan's stays on chip of every activation into the pool.
+    fn pack(&self, plan: &Residency) -> Placement {
+        let g = self.g;
+        let intervals: Vec<Option<(usize, usize)>> = g
+            .tensors
+            .iter()
+            .map(|t| match t.kind {
+                TensorKind::Activation | TensorKind::Output if !self.pinned[t.id] => {
+                    self.live.intervals[t.id].map(|iv| (iv.start, iv.end))
+                }
+                _ => None,
+            })
+            .collect();
+        let sizes: Vec<u64> = g.tensors.iter().map(|t| self.aligned(t.id)).collect();
+        let uses: Vec<&[usize]> = g.tensors.iter().map(|t| t.consumers.as_slice()).collect();
+        Placement::pack(plan, &intervals, &sizes, &uses, self.alloc.capacity())
+    }
+
+    /// Room for `t` at step `i` where the placement packed its stay,
+    /// pushing out what lingers there (tensors the plan has left, or
+    /// placed elsewhere); `None` when it has no packed offset or an operand
+    /// or pinned tensor holds the range.
+    fn planned_room(&mut self, t: TensorId, i: usize, now: u64) -> Option<Room> {
+        let (offset, size) = self.placement.as_ref()?.offset(t, i)?;
+        let occupants = self.alloc.occupants(offset, size);
+        if occupants
+            .iter()
+            .any(|(_, b)| self.protected[b.tensor] || self.pinned[b.tensor])
+        {
+            return None;
+        }
+        let mut writeback_end = now;
+        for (_, b) in occupants {
+            writeback_end = writeback_end.max(self.evict(b.tensor, now, i, "capacity"));
+        }
+        self.alloc.alloc_at(t, offset, size).then_some(Room {
+            offset,
+            writeback_end,
+            fragmentation_evictions: 0,
+        })
+    }
+
     pub(crate) fn aligned(&self, t: TensorId) -> u64 {
         self.alloc.aligned(self.g.tensors[t].bytes)
     }
@@ -211,7 +267,13 @@ impl<'a> Sim<'a> {
     }
 
     /// The policy's eviction preference for `t` at step `now` (higher first).
+    /// The planned policy evicts what its plan keeps off chip first.
     pub(crate) fn score(&self, t: TensorId, now: usize) -> f64 {
+        if let Some(plan) = &self.plan {
+            if plan.wanted(t, now) == Some(false) {
+                return PLANNED_OFF + self.aligned(t) as f64;
+            }
+        }
         let s = &self.st[t];
         self.cfg.policy.score(
             self.aligned(t),
@@ -438,8 +500,25 @@ impl<'a> Sim<'a> {
     /// largest operands (those not yet resident first) stream from DRAM.
     fn decide_streaming(&mut self, i: usize, operands: &[TensorId]) -> Vec<TensorId> {
         let mut streamed: Vec<TensorId> = Vec::new();
+        if let Some(plan) = &self.plan {
+            // Operands the plan leaves in DRAM at this op stream; one that
+            // is on chip anyway is used where it is.
+            for &t in operands {
+                let off_chip = self.st[t].loc != Loc::Chip || !self.is_input(i, t);
+                if off_chip && plan.at(t, i) == Some(false) {
+                    streamed.push(t);
+                }
+            }
+        }
         if !self.ideal {
-            let ws: u64 = operands.iter().map(|&t| self.aligned(t)).sum();
+            // What must be on chip together: under the planned policy only
+            // the activations it keeps (weights and inputs take free room).
+            let kept: Vec<TensorId> = operands
+                .iter()
+                .copied()
+                .filter(|&t| self.may_evict_for(t) && !streamed.contains(&t))
+                .collect();
+            let ws: u64 = kept.iter().map(|&t| self.aligned(t)).sum();
             let pinned_other: u64 = self
                 .alloc
                 .blocks()
@@ -448,10 +527,14 @@ impl<'a> Sim<'a> {
                 .sum();
             let avail = self.alloc.capacity().saturating_sub(pinned_other);
             if ws > avail {
-                let mut order = operands.to_vec();
+                // Operands the plan has off chip here go first (on chip
+                // only because nothing needed their room yet), then those
+                // not yet resident, largest first.
+                let mut order = kept;
                 order.sort_by_key(|&t| {
+                    let planned_on = self.plan.as_ref().and_then(|p| p.at(t, i)) != Some(false);
                     let resident = self.st[t].loc == Loc::Chip;
-                    (resident, std::cmp::Reverse(self.aligned(t)), t)
+                    (planned_on, resident, std::cmp::Reverse(self.aligned(t)), t)
                 });
                 let mut rest = ws;
                 for t in order {
@@ -471,6 +554,55 @@ impl<'a> Sim<'a> {
             }
         }
         streamed
+    }
+
+    /// Room for `t` from free space only, leaving enough for the op's
+    /// other operands still to come on chip (activations the plan keeps).
+    fn spare_room(
+        &mut self,
+        i: usize,
+        t: TensorId,
+        operands: &[TensorId],
+        streamed: &[TensorId],
+    ) -> Option<Room> {
+        let pending: Vec<TensorId> = operands
+            .iter()
+            .copied()
+            .filter(|&x| {
+                x != t
+                    && self.may_evict_for(x)
+                    && self.st[x].loc != Loc::Chip
+                    && !streamed.contains(&x)
+            })
+            .collect();
+        let need: u64 = pending.iter().map(|&x| self.aligned(x)).sum();
+        let size = self.aligned(t);
+        if self.alloc.free_bytes() < size.saturating_add(need) {
+            return None;
+        }
+        // Clear of where the placement puts the op's pending operands.
+        let reserved: Vec<(u64, u64)> = match &self.placement {
+            Some(p) => pending.iter().filter_map(|&x| p.offset(x, i)).collect(),
+            None => Vec::new(),
+        };
+        let offset = self.alloc.alloc_avoiding(t, size, &reserved)?;
+        Some(Room {
+            offset,
+            writeback_end: self.now,
+            fragmentation_evictions: 0,
+        })
+    }
+
+    /// Whether bringing `t` in may push others out. Under the planned
+    /// policy weights and graph inputs take only free room (reading them
+    /// where they are used is a load either way, never spill), as the plan
+    /// that sized everything else assumed.
+    fn may_evict_for(&self, t: TensorId) -> bool {
+        self.plan.is_none()
+            || !matches!(
+                self.g.tensors[t].kind,
+                TensorKind::Weight | TensorKind::Input
+            )
     }
 
     /// Phase 2: every input that is not streamed becomes resident: it is
@@ -503,7 +635,14 @@ impl<'a> Sim<'a> {
                 }
                 (Loc::Dram, Some(plan)) => self.recompute(i, t, plan, &mut ready),
                 (Loc::Dram | Loc::Absent, _) => {
-                    match self.make_room(self.aligned(t), i, self.now, t) {
+                    let room = if self.may_evict_for(t) {
+                        let now = self.now;
+                        self.planned_room(t, i, now)
+                            .or_else(|| self.make_room(self.aligned(t), i, now, t))
+                    } else {
+                        self.spare_room(i, t, operands, streamed)
+                    };
+                    match room {
                         Some(room) => {
                             ready.fragmentation_evictions += room.fragmentation_evictions;
                             let landed = self.bring_in(
@@ -594,7 +733,10 @@ impl<'a> Sim<'a> {
             if self.is_input(i, t) || streamed.contains(&t) {
                 continue;
             }
-            match self.make_room(self.aligned(t), i, now, t) {
+            let room = self
+                .planned_room(t, i, now)
+                .or_else(|| self.make_room(self.aligned(t), i, now, t));
+            match room {
                 Some(room) => {
                     ready.fragmentation_evictions += room.fragmentation_evictions;
                     ready.wait_until = ready.wait_until.max(room.writeback_end);
@@ -729,6 +871,10 @@ impl<'a> Sim<'a> {
     /// free space only (a prefetch never evicts), leaving room for those
     /// ops' outputs.
     fn prefetch(&mut self, i: usize, start: u64) {
+        if self.placement.is_some() {
+            // A planned run keeps to its packed offsets.
+            return;
+        }
         let n = self.g.ops.len();
         for j in (i + 1)..=(i + self.prefetch_distance).min(n.saturating_sub(1)) {
             let next = &self.g.ops[j];
@@ -998,6 +1144,23 @@ fn named_tensors(g: &Graph, cfg: &SimConfig) -> Result<(Vec<bool>, FreePoints)> 
         free_at.push((t.id, *extra));
     }
     Ok((pinned, free_at))
+}
+
+/// Above every other policy score: a tensor the plan keeps off chip.
+const PLANNED_OFF: f64 = 1e30;
+
+/// How long the planned policy's solve may take inside a run (callers that
+/// solved already pass the plan in the config).
+pub const PLAN_TIME_LIMIT_S: f64 = 1.0;
+
+/// The plan of the integer program in `pool` (its optimum or best
+/// solution within the limit); none for graphs past the solver's limits.
+fn plan_for(g: &Graph, pool: PoolSize) -> Option<Arc<Residency>> {
+    let limits = OptimumLimits {
+        time_limit_s: PLAN_TIME_LIMIT_S,
+        ..Default::default()
+    };
+    optimal_traffic(g, pool, limits).plan
 }
 
 /// Working demand per step: live bytes, plus the weights an op loads when

@@ -11,6 +11,8 @@
 pub mod allocator;
 pub mod config;
 pub mod engine;
+pub mod optimum;
+pub mod plan;
 pub mod policy;
 mod room;
 

@@ -17,14 +17,20 @@ pub enum EvictionPolicy {
     Belady,
     /// The seed's global interval planning: largest size x time to next use.
     Lifetime,
+    /// Evictions, reloads and streams from a whole-schedule solve (the
+    /// integer program behind the bound): victims are the tensors the plan
+    /// keeps off chip, operands it leaves in DRAM stream, weights and graph
+    /// inputs take only free room. Belady where the plan is silent.
+    Planned,
 }
 
 impl EvictionPolicy {
-    pub const ALL: [EvictionPolicy; 4] = [
+    pub const ALL: [EvictionPolicy; 5] = [
         EvictionPolicy::Ideal,
         EvictionPolicy::Lru,
         EvictionPolicy::Belady,
         EvictionPolicy::Lifetime,
+        EvictionPolicy::Planned,
     ];
     pub fn as_str(self) -> &'static str {
         match self {
@@ -32,6 +38,7 @@ impl EvictionPolicy {
             EvictionPolicy::Lru => "lru",
             EvictionPolicy::Belady => "belady",
             EvictionPolicy::Lifetime => "lifetime",
+            EvictionPolicy::Planned => "planned",
         }
     }
 
@@ -40,7 +47,7 @@ impl EvictionPolicy {
         match self {
             EvictionPolicy::Ideal => 0.0,
             EvictionPolicy::Lru => -(last_access as f64),
-            EvictionPolicy::Belady => next_use as f64,
+            EvictionPolicy::Belady | EvictionPolicy::Planned => next_use as f64,
             EvictionPolicy::Lifetime => size as f64 * (next_use.saturating_sub(now)) as f64,
         }
     }
@@ -77,9 +84,10 @@ impl FromStr for EvictionPolicy {
             "lru" => EvictionPolicy::Lru,
             "belady" | "furthest" | "furthest-next-use" | "min" => EvictionPolicy::Belady,
             "lifetime" | "global-interval" | "interval" => EvictionPolicy::Lifetime,
+            "planned" | "plan" => EvictionPolicy::Planned,
             _ => {
                 return Err(format!(
-                    "unknown policy {s:?} (use ideal, lru, belady, lifetime or all)"
+                    "unknown policy {s:?} (use ideal, lru, belady, lifetime, planned or all)"
                 ))
             }
         })

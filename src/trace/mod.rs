@@ -292,6 +292,9 @@ pub enum BoundMethod {
     Lp,
     /// The exact program's proven optimum (a minimum, not just a bound).
     Ilp,
+    /// The sum of the exact program's minima over windows of the schedule,
+    /// tensors live on entry to a window given for free (long schedules).
+    Windowed,
 }
 
 impl BoundMethod {
@@ -301,6 +304,7 @@ impl BoundMethod {
             BoundMethod::PerOp => "per-op",
             BoundMethod::Lp => "lp",
             BoundMethod::Ilp => "ilp",
+            BoundMethod::Windowed => "windowed",
         }
     }
 }

@@ -261,7 +261,7 @@ fn spawn_suggester(tx: Sender<Msg>) -> Arc<SuggestInbox> {
         if let Ok((g, hw, _)) = &inputs {
             let optimum = crate::analysis::optimum::optimal_traffic(
                 g,
-                hw.memory.capacity.0,
+                crate::analysis::optimum::PoolSize::of(hw),
                 crate::analysis::optimum::OptimumLimits {
                     time_limit_s: crate::analysis::optimum::DEFAULT_TIME_LIMIT_S,
                     ..Default::default()

@@ -1,0 +1,352 @@
+//! The `planned` policy's plan: where the whole-schedule solve (the same
+//! integer program as the bound, [`super::optimum`]) keeps each tensor. Plain
+//! data, so a run's config may carry it; the engine reads it to pick
+//! victims and to stream what the plan leaves off chip.
+
+/// Where a solve keeps each tensor: per tensor the program's key steps
+/// (production, uses, steps under pressure), ascending, and whether the
+/// tensor is on chip there. Tensors the program leaves out (weights, graph
+/// inputs, tensors never under pressure) have none: keep them as usual.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Residency {
+    pub keys: Vec<Option<Vec<(usize, bool)>>>,
+}
+
+impl Residency {
+    /// Whether the plan has `t` on chip at the first key step at or after
+    /// `step` (the next moment its residency matters); `None` when the plan
+    /// says nothing about `t` from there on.
+    pub fn wanted(&self, t: usize, step: usize) -> Option<bool> {
+        let keys = self.keys.get(t)?.as_ref()?;
+        let i = keys.partition_point(|&(s, _)| s < step);
+        keys.get(i).map(|&(_, on)| on)
+    }
+
+    /// Whether the plan has `t` on chip at `step` itself, if that is a key step.
+    pub fn at(&self, t: usize, step: usize) -> Option<bool> {
+        let keys = self.keys.get(t)?.as_ref()?;
+        let i = keys.binary_search_by_key(&step, |&(s, _)| s).ok()?;
+        Some(keys[i].1)
+    }
+}
+
+/// One stretch of steps a tensor spends on chip under the plan, and where.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Stay {
+    pub start: usize,
+    pub end: usize,
+    pub size: u64,
+    pub offset: Option<u64>,
+}
+
+/// Where each tensor's stays on chip go: offsets packed ahead of time over
+/// the whole schedule, so the tensors the plan keeps fit together where
+/// an allocator working one request at a time would fragment the pool.
+/// A stay that does not pack below the capacity has no offset and is
+/// placed as it comes.
+#[derive(Debug, Clone, Default)]
+pub struct Placement {
+    /// Per tensor, its stays in step order.
+    pub stays: Vec<Vec<Stay>>,
+}
+
+impl Placement {
+    /// The offset of `t`'s stay that covers `step`, if packed.
+    pub fn offset(&self, t: usize, step: usize) -> Option<(u64, u64)> {
+        let stays = self.stays.get(t)?;
+        let i = stays.partition_point(|s| s.end < step);
+        let s = stays.get(i).filter(|s| s.start <= step)?;
+        Some((s.offset?, s.size))
+    }
+
+    /// Builds the stays of every activation from the plan (whole live
+    /// intervals for those it leaves out) and packs them: largest first,
+    /// each at the lowest offset clear of the stays it overlaps in time
+    /// (greedy by size, as TFLite's arena planner).
+    pub fn pack(
+        plan: &Residency,
+        intervals: &[Option<(usize, usize)>],
+        sizes: &[u64],
+        uses: &[&[usize]],
+        capacity: u64,
+    ) -> Placement {
+        let mut stays: Vec<Vec<Stay>> = vec![Vec::new(); sizes.len()];
+        for (t, iv) in intervals.iter().enumerate() {
+            let Some((start, end)) = *iv else { continue };
+            let size = sizes[t];
+            let mut push = |a: usize, b: usize| {
+                stays[t].push(Stay {
+                    start: a,
+                    end: b,
+                    size,
+                    offset: None,
+                })
+            };
+            match plan.keys.get(t).and_then(|k| k.as_ref()) {
+                None => push(start, end),
+                Some(keys) => {
+                    let mut open: Option<usize> = None;
+                    for (j, &(s, on)) in keys.iter().enumerate() {
+                        match (open, on) {
+                            (None, true) => open = Some(s),
+                            (Some(a), false) => {
+                                push(a, keys[j - 1].0);
+                                open = None;
+                            }
+                            _ => {}
+                        }
+                    }
+                    if let (Some(a), Some(&(last, _))) = (open, keys.last()) {
+                        push(a, last);
+                    }
+                }
+            }
+        }
+        // Greedy packing depends on the order; a few cheap orders, the one
+        // that leaves the fewest bytes unplaced wins.
+        let items: Vec<Stay> = stays.iter().flatten().copied().collect();
+        let by = |key: &dyn Fn(&Stay) -> (u64, u64)| {
+            let mut order: Vec<usize> = (0..items.len()).collect();
+            order.sort_by_key(|&i| (key(&items[i]), i));
+            order
+        };
+        let span = |s: &Stay| (s.end - s.start + 1) as u64;
+        let orders = [
+            by(&|s| (u64::MAX - s.size, s.start as u64)),
+            by(&|s| (u64::MAX - s.size.saturating_mul(span(s)), 0)),
+            by(&|s| (s.start as u64, u64::MAX - s.size)),
+            by(&|s| (u64::MAX - span(s), u64::MAX - s.size)),
+        ];
+        let mut best: Option<(u64, Vec<Option<u64>>)> = None;
+        // Large graphs get fewer passes (each is about linear in the stays).
+        let rounds = (PACK_WORK / items.len().max(1)).clamp(1, PACK_ROUNDS);
+        'search: for first in orders {
+            // Items that found no room go first in the next round.
+            let mut order = first;
+            for _round in 0..rounds {
+                for tight in [false, true] {
+                    let offsets = pack_in_order(&items, &order, capacity, tight);
+                    let unplaced: u64 = items
+                        .iter()
+                        .zip(&offsets)
+                        .filter(|(_, o)| o.is_none())
+                        .map(|(s, _)| s.size)
+                        .sum();
+                    let failed: Vec<usize> = order
+                        .iter()
+                        .copied()
+                        .filter(|&i| offsets[i].is_none())
+                        .collect();
+                    if best.as_ref().is_none_or(|b| unplaced < b.0) {
+                        best = Some((unplaced, offsets));
+                    }
+                    if unplaced == 0 {
+                        break 'search;
+                    }
+                    if tight {
+                        let rest = order.iter().copied().filter(|i| !failed.contains(i));
+                        order = failed.iter().copied().chain(rest).collect();
+                    }
+                }
+            }
+        }
+        if let Some((_, offsets)) = best {
+            for (stay, o) in stays.iter_mut().flatten().zip(offsets) {
+                stay.offset = o;
+            }
+        }
+        split_unplaced(&mut stays, uses, capacity);
+        Placement { stays }
+    }
+}
+
+/// A stay that found no room is cut into pieces that do: the longest
+/// stretch from its start that packs, then again from its next use after
+/// that (it leaves the chip in between and is read back at that use), and
+/// so on. What is left over keeps no offset and is placed as it comes.
+fn split_unplaced(stays: &mut [Vec<Stay>], uses: &[&[usize]], capacity: u64) {
+    let mut placed: Vec<Stay> = stays
+        .iter()
+        .flatten()
+        .filter(|s| s.offset.is_some())
+        .copied()
+        .collect();
+    let mut failed: Vec<(usize, Stay)> = stays
+        .iter()
+        .enumerate()
+        .flat_map(|(t, v)| {
+            v.iter()
+                .filter(|s| s.offset.is_none())
+                .map(move |&s| (t, s))
+        })
+        .collect();
+    failed.sort_by_key(|&(t, s)| (std::cmp::Reverse(s.size), s.start, t));
+    for (t, stay) in failed {
+        let mut pieces = Vec::new();
+        let mut from = Some(stay.start);
+        while let Some(a) = from {
+            // The longest [a, x] that packs (shorter stretches pack whenever
+            // longer ones do, so bisect).
+            let fits = |x: usize| lowest_gap(&placed, a, x, stay.size, capacity);
+            let mut x = None;
+            let (mut lo, mut hi) = (a, stay.end);
+            while lo <= hi {
+                let mid = lo + (hi - lo) / 2;
+                if fits(mid).is_some() {
+                    x = Some(mid);
+                    lo = mid + 1;
+                } else if mid == 0 {
+                    break;
+                } else {
+                    hi = mid - 1;
+                }
+            }
+            let after = x.unwrap_or(a);
+            if let Some(x) = x {
+                let piece = Stay {
+                    start: a,
+                    end: x,
+                    size: stay.size,
+                    offset: fits(x),
+                };
+                placed.push(piece);
+                pieces.push(piece);
+            }
+            // Back on chip at the next use after this piece.
+            let u = uses.get(t).copied().unwrap_or(&[]);
+            from = u
+                .get(u.partition_point(|&s| s <= after))
+                .copied()
+                .filter(|&s| s <= stay.end);
+        }
+        let v = &mut stays[t];
+        v.retain(|s| !(s.start == stay.start && s.offset.is_none()));
+        v.extend(pieces);
+        v.sort_by_key(|s| s.start);
+    }
+}
+
+/// The lowest offset where `size` bytes are free over steps `[a, b]`.
+fn lowest_gap(placed: &[Stay], a: usize, b: usize, size: u64, capacity: u64) -> Option<u64> {
+    let mut taken: Vec<(u64, u64)> = placed
+        .iter()
+        .filter(|p| p.start <= b && a <= p.end)
+        .filter_map(|p| p.offset.map(|o| (o, o + p.size)))
+        .collect();
+    taken.sort_unstable();
+    let mut at = 0u64;
+    for (lo, hi) in taken {
+        if lo >= at + size {
+            break;
+        }
+        at = at.max(hi);
+    }
+    (at + size <= capacity).then_some(at)
+}
+
+/// Rounds of moving the stays that found no room to the front, per order.
+const PACK_ROUNDS: usize = 8;
+/// Stays times rounds above which a graph gets fewer rounds.
+const PACK_WORK: usize = 400_000;
+
+/// Packs `items` one at a time in `order`, each clear of the placed items
+/// it overlaps in time: at the lowest offset, or (`tight`) in the smallest
+/// gap that holds it. `None` for an item that fits nowhere below `capacity`.
+fn pack_in_order(items: &[Stay], order: &[usize], capacity: u64, tight: bool) -> Vec<Option<u64>> {
+    let mut offsets: Vec<Option<u64>> = vec![None; items.len()];
+    // Placed items by the stretches of steps they cover, so an item looks
+    // only at items near it in time.
+    let mut buckets: Vec<Vec<usize>> = Vec::new();
+    let mut seen = vec![usize::MAX; items.len()];
+    for &i in order {
+        let me = items[i];
+        let (b0, b1) = (me.start / BUCKET_STEPS, me.end / BUCKET_STEPS);
+        let mut taken: Vec<(u64, u64)> = Vec::new();
+        for bucket in buckets.iter().take(b1 + 1).skip(b0) {
+            for &p in bucket {
+                if seen[p] == i {
+                    continue;
+                }
+                seen[p] = i;
+                if items[p].start <= me.end && me.start <= items[p].end {
+                    if let Some(o) = offsets[p] {
+                        taken.push((o, o + items[p].size));
+                    }
+                }
+            }
+        }
+        taken.sort_unstable();
+        // Gaps between the taken ranges (and up to the capacity).
+        let mut gaps: Vec<(u64, u64)> = Vec::new();
+        let mut at = 0u64;
+        for (a, b) in taken {
+            if a > at {
+                gaps.push((at, a - at));
+            }
+            at = at.max(b);
+        }
+        if capacity > at {
+            gaps.push((at, capacity - at));
+        }
+        let fits = gaps.into_iter().filter(|&(_, len)| len >= me.size);
+        let chosen = if tight {
+            fits.min_by_key(|&(o, len)| (len, o))
+        } else {
+            fits.min_by_key(|&(o, _)| o)
+        };
+        if let Some((o, _)) = chosen {
+            offsets[i] = Some(o);
+            if buckets.len() <= b1 {
+                buckets.resize_with(b1 + 1, Vec::new);
+            }
+            for bucket in &mut buckets[b0..=b1] {
+                bucket.push(i);
+            }
+        }
+    }
+    offsets
+}
+
+/// Steps per bucket of the packing's index.
+const BUCKET_STEPS: usize = 16;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stays_follow_the_plan_and_pack_without_overlap() {
+        // Tensor 0 leaves the chip after step 1 and is back at step 3;
+        // tensor 1 is not in the plan (on chip over its whole interval).
+        let plan = Residency {
+            keys: vec![
+                Some(vec![(0, true), (1, true), (2, false), (3, true)]),
+                None,
+            ],
+        };
+        let p = Placement::pack(
+            &plan,
+            &[Some((0, 3)), Some((1, 2))],
+            &[64, 64],
+            &[&[1, 3], &[2]],
+            128,
+        );
+        let s0: Vec<(usize, usize)> = p.stays[0].iter().map(|s| (s.start, s.end)).collect();
+        assert_eq!(s0, vec![(0, 1), (3, 3)]);
+        assert!(p.offset(1, 2).is_some());
+        // Overlapping stays get disjoint ranges.
+        let (a, _) = p.offset(0, 1).unwrap();
+        let (b, _) = p.offset(1, 1).unwrap();
+        assert!(a + 64 <= b || b + 64 <= a);
+        assert_eq!(p.offset(0, 2), None, "off chip at step 2");
+        // Nothing packs past the capacity.
+        let q = Placement::pack(
+            &plan,
+            &[Some((0, 3)), Some((1, 2))],
+            &[64, 96],
+            &[&[1, 3], &[2]],
+            128,
+        );
+        assert!(q.offset(0, 1).is_none() || q.offset(1, 1).is_none());
+    }
+}
