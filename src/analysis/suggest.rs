@@ -257,11 +257,13 @@ pub fn suggest(g: &Graph, hw: &HardwareProfile, cfg: &SimConfig) -> Result<Sugge
             );
         }
     }
-    // Another policy.
+    // Another policy (the planned one says how much less it moves).
+    let base_traffic = baseline.traffic_bytes;
     for p in [
         EvictionPolicy::Lru,
         EvictionPolicy::Belady,
         EvictionPolicy::Lifetime,
+        EvictionPolicy::Planned,
     ] {
         if p != cfg.policy {
             let c = SimConfig {
@@ -269,12 +271,14 @@ pub fn suggest(g: &Graph, hw: &HardwareProfile, cfg: &SimConfig) -> Result<Sugge
                 ..cfg.clone()
             };
             let r = RunRow::from_trace(&simulate(g, hw, &c)?);
-            consider(
-                Change::Policy { policy: p },
-                format!("switch policy {} -> {p}", cfg.policy),
-                r,
-                Some(c),
-            );
+            let mut description = format!("switch policy {} -> {p}", cfg.policy);
+            if p == EvictionPolicy::Planned && r.traffic_bytes < base_traffic {
+                description += &format!(
+                    ": a planner would move {} less",
+                    fmt_bytes(base_traffic - r.traffic_bytes)
+                );
+            }
+            consider(Change::Policy { policy: p }, description, r, Some(c));
         }
     }
     // Prefetch distance (async DMA only).

@@ -145,6 +145,38 @@ impl Optimum {
         s.lower_bound_method = m;
     }
 
+    /// The best of two passes over the same program: the higher bound of
+    /// each kind, the cheaper plan.
+    fn merge(self, other: Optimum, started: Instant) -> Optimum {
+        let max = |a: Option<u64>, b: Option<u64>| a.max(b);
+        let (plan, plan_bytes, windows) = match (self.plan_bytes, other.plan_bytes) {
+            (Some(a), Some(b)) if b < a => (other.plan.clone(), other.plan_bytes, other.windows),
+            (None, Some(_)) => (other.plan.clone(), other.plan_bytes, other.windows),
+            _ => (self.plan.clone(), self.plan_bytes, self.windows),
+        };
+        let window_bound_bytes = max(self.window_bound_bytes, other.window_bound_bytes);
+        let lp_bound_bytes = max(self.lp_bound_bytes, other.lp_bound_bytes);
+        let exact_bytes = self.exact_bytes.or(other.exact_bytes).or_else(|| {
+            // A plan meeting either pass's bound is a minimum.
+            plan_bytes.filter(|&p| Some(p) <= max(window_bound_bytes, lp_bound_bytes))
+        });
+        let note = match (self.note, other.note) {
+            (Some(a), Some(b)) => Some(format!("{a}; then {b}")),
+            (a, b) => a.or(b),
+        };
+        Optimum {
+            exact_bytes,
+            lp_bound_bytes,
+            window_bound_bytes,
+            windows,
+            plan_bytes,
+            variables: self.variables + other.variables,
+            solve_ms: started.elapsed().as_millis() as u64,
+            note,
+            plan,
+        }
+    }
+
     fn zero() -> Optimum {
         Optimum {
             exact_bytes: Some(0),
@@ -217,6 +249,42 @@ type ModelledTensor = (TensorId, Vec<usize>, Vec<Variable>, Option<Variable>);
 /// A tensor's residency in a solution: key steps and whether on chip, and
 /// whether it was written.
 type SolvedTensor = (TensorId, Vec<(usize, bool)>, bool);
+
+impl Member {
+    /// Whether the residency `on` (per key) needs a DRAM copy: off at
+    /// production, off at a use, or coming back.
+    fn needs_write(&self, t: &crate::graph::Tensor, on: &[bool]) -> bool {
+        let entry_on = !matches!(self.how, Entry::Fixed { on: false, .. });
+        let is_use = |s: usize| t.consumers.binary_search(&s).is_ok();
+        (!self.entering && !on[0])
+            || (!entry_on && on[0])
+            || self
+                .keys
+                .iter()
+                .enumerate()
+                .any(|(j, &s)| (is_use(s) && !on[j]) || (j > 0 && on[j] && !on[j - 1]))
+    }
+
+    /// Whether the program gives this member a write variable (none when
+    /// the write is paid before the window, or free for the bound).
+    fn pays_write(&self) -> bool {
+        !(matches!(self.how, Entry::Fixed { written: true, .. })
+            || self.entering && self.how == Entry::Free)
+    }
+
+    /// Traffic (bytes) of residency `on` by the program's accounting.
+    fn cost(&self, t: &crate::graph::Tensor, on: &[bool]) -> u64 {
+        let entry_on = !matches!(self.how, Entry::Fixed { on: false, .. });
+        let is_use = |s: usize| t.consumers.binary_search(&s).is_ok();
+        let mut moves = u64::from(!entry_on && on[0]);
+        for (j, &s) in self.keys.iter().enumerate() {
+            moves += u64::from(is_use(s) && !on[j]);
+            moves += u64::from(j > 0 && on[j] && !on[j - 1]);
+        }
+        moves += u64::from(self.pays_write() && self.needs_write(t, on));
+        moves.saturating_mul(t.bytes)
+    }
+}
 
 /// One window's program.
 struct Model {
@@ -355,10 +423,18 @@ impl Setup<'_> {
     /// Builds the program of steps `[a, b]`; `entry` says how each tensor
     /// live before `a` comes in. The solver starts from the greedy
     /// residency.
-    fn build(
+    fn build(&self, w: (usize, usize), entry: &dyn Fn(TensorId) -> Entry, integer: bool) -> Model {
+        let members = self.members(w, entry);
+        let greedy = self.greedy(&members);
+        self.build_from(w, &members, greedy, integer)
+    }
+
+    /// The program of `members` over steps `[a, b]`, starting from `start`.
+    fn build_from(
         &self,
         (a, b): (usize, usize),
-        entry: &dyn Fn(TensorId) -> Entry,
+        members: &[Member],
+        start: Vec<Vec<bool>>,
         integer: bool,
     ) -> Model {
         let (g, pool, pressure) = (self.g, self.pool, &self.pressure);
@@ -378,11 +454,9 @@ impl Setup<'_> {
             n_vars: 0,
             residency: Vec::new(),
         };
-        let members = self.members((a, b), entry);
-        let greedy = self.greedy(&members);
         // Per pressured step: each member's room and residency variable.
         let mut at_step: Vec<Vec<(f64, Variable)>> = vec![Vec::new(); b + 1 - a];
-        for (mem, start_on) in members.iter().zip(greedy) {
+        for (mem, start_on) in members.iter().zip(start) {
             let t = &g.tensors[mem.id];
             let is_use = |s: usize| t.consumers.binary_search(&s).is_ok();
             let bytes = t.bytes as f64 * SCALE;
@@ -393,17 +467,11 @@ impl Setup<'_> {
             let val = |j: usize| if start_on[j] { 1.0 } else { 0.0 };
             m.start
                 .extend(r.iter().enumerate().map(|(j, &v)| (v, val(j))));
-            // Written if it is ever off where that needs a DRAM copy.
             let entry_on = !matches!(mem.how, Entry::Fixed { on: false, .. });
-            let needs_write = (!mem.entering && !start_on[0])
-                || (!entry_on && start_on[0])
-                || keys.iter().enumerate().any(|(j, &s)| {
-                    (is_use(s) && !start_on[j]) || (j > 0 && start_on[j] && !start_on[j - 1])
-                });
-            let w = match mem.how {
-                Entry::Free if mem.entering => None,
-                Entry::Fixed { written: true, .. } => None,
-                _ => {
+            let needs_write = mem.needs_write(t, &start_on);
+            let w = match mem.pays_write() {
+                false => None,
+                true => {
                     let w = new_var(&mut m.vars);
                     m.n_vars += 1;
                     m.start.push((w, if needs_write { 1.0 } else { 0.0 }));
@@ -697,11 +765,45 @@ pub fn optimal_traffic(g: &Graph, pool: PoolSize, limits: OptimumLimits) -> Opti
         modelled,
         cover_cuts: limits.cover_cuts,
     };
-    let windows = cut_windows(&setup, limits.window_variables.max(1));
-    if windows.len() == 1 {
-        return whole(&setup, windows[0], limits, started);
+    // Small windows first (quick, and usually proven); then, with the time
+    // left, windows FINE_WINDOWS times larger (fewer boundaries, so a
+    // tighter bound), keeping the best of both.
+    let fine = solve_windows(
+        &setup,
+        (limits.window_variables / FINE_WINDOWS).max(1),
+        limits,
+        started,
+    );
+    let out_of_time = started.elapsed().as_secs_f64() >= budget_s(limits);
+    if fine.windows <= 1 || fine.exact_bytes.is_some() || out_of_time {
+        return fine;
     }
-    windowed(&setup, &windows, limits, started)
+    let coarse = solve_windows(&setup, limits.window_variables.max(1), limits, started);
+    fine.merge(coarse, started)
+}
+
+/// How many times smaller the first pass's windows are.
+const FINE_WINDOWS: usize = 8;
+
+/// One pass: the schedule cut into windows of about `window_variables`.
+fn solve_windows(
+    setup: &Setup,
+    window_variables: usize,
+    limits: OptimumLimits,
+    started: Instant,
+) -> Optimum {
+    let windows = cut_windows(setup, window_variables);
+    if windows.len() == 1 {
+        return whole(setup, windows[0], limits, started);
+    }
+    windowed(setup, &windows, limits, started)
+}
+
+/// The solver's share of the time limit: the solver checks its clock only
+/// now and then, and the LP fallback and bookkeeping follow it, so a
+/// little is kept back for them.
+fn budget_s(limits: OptimumLimits) -> f64 {
+    (limits.time_limit_s * 0.97 - 0.05).max(0.0)
 }
 
 /// One window holds every pressured step: the LP bound, then the integer
@@ -711,7 +813,7 @@ fn whole(setup: &Setup, w: (usize, usize), limits: OptimumLimits, started: Insta
     let lp = solve_relaxed(setup.build(w, &free, false)).map(floor_bytes);
     let m = setup.build(w, &free, true);
     let variables = m.n_vars;
-    let left = limits.time_limit_s - started.elapsed().as_secs_f64();
+    let left = budget_s(limits) - started.elapsed().as_secs_f64();
     let solved = solve_integer(m, left);
     let exact = solved
         .as_ref()
@@ -753,7 +855,7 @@ fn windowed(
     started: Instant,
 ) -> Optimum {
     let g = setup.g;
-    let deadline = started + Duration::from_secs_f64(limits.time_limit_s.max(0.0));
+    let deadline = started + Duration::from_secs_f64(budget_s(limits));
     let ws = crate::graph::bounds::working_sets(g);
     let mut state: Vec<Entry> = vec![
         Entry::Fixed {
@@ -764,66 +866,115 @@ fn windowed(
     ];
     let mut keys: Vec<Option<Vec<(usize, bool)>>> = vec![None; g.tensors.len()];
     let (mut bound, mut plan_cost) = (0u64, 0f64);
-    let (mut proven, mut relaxed, mut skipped, mut unplanned) = (0usize, 0usize, 0usize, 0usize);
+    let (mut proven, mut relaxed, mut skipped, mut greedy_only) = (0usize, 0usize, 0usize, 0usize);
     let mut variables = 0usize;
+    let passes = if limits.plan { 2.0 } else { 1.0 };
+    let share = |k: usize| {
+        let left = deadline
+            .saturating_duration_since(Instant::now())
+            .as_secs_f64();
+        left / (windows.len() - k) as f64 / passes
+    };
+    let out_of_time = || Instant::now() >= deadline;
     for (k, &w) in windows.iter().enumerate() {
-        let now = Instant::now();
-        let left = deadline.saturating_duration_since(now).as_secs_f64();
-        let share = left / (windows.len() - k) as f64 / if limits.plan { 2.0 } else { 1.0 };
-        if left <= 0.0 {
-            bound = bound.saturating_add(setup.working_set_bound(w, &ws));
-            skipped += 1;
-            unplanned += 1;
-            continue;
-        }
-        // The bound: entry free.
-        let m = setup.build(w, &|_| Entry::Free, true);
-        variables += m.n_vars;
         // Whether anything is live into the window (its entry then
         // matters, and the plan needs its own solve).
         let entering = setup
             .modelled
             .iter()
             .any(|&t| setup.live.intervals[t].is_some_and(|iv| iv.start < w.0 && w.0 <= iv.end));
-        let solved = solve_integer(m, share);
-        let window_bound = match &solved {
-            Some(s) if s.proven => {
-                proven += 1;
+        // The bound: entry free; the integer program, else its LP
+        // relaxation, else (out of time) the per-op bound.
+        let mut solved = None;
+        let window_bound = if out_of_time() {
+            skipped += 1;
+            setup.working_set_bound(w, &ws)
+        } else {
+            let m = setup.build(w, &|_| Entry::Free, true);
+            variables += m.n_vars;
+            solved = solve_integer(m, share(k));
+            match &solved {
                 // A proven minimum is a sum of whole bytes.
-                s.value.round().max(0.0) as u64
+                Some(s) if s.proven => {
+                    proven += 1;
+                    s.value.round().max(0.0) as u64
+                }
+                _ => match (!out_of_time())
+                    .then(|| solve_relaxed(setup.build(w, &|_| Entry::Free, false)))
+                    .flatten()
+                {
+                    Some(v) => {
+                        relaxed += 1;
+                        floor_bytes(v)
+                    }
+                    None => {
+                        skipped += 1;
+                        setup.working_set_bound(w, &ws)
+                    }
+                },
             }
-            _ => match solve_relaxed(setup.build(w, &|_| Entry::Free, false)) {
-                Some(v) => {
-                    relaxed += 1;
-                    floor_bytes(v)
-                }
-                None => {
-                    skipped += 1;
-                    setup.working_set_bound(w, &ws)
-                }
-            },
         };
         bound = bound.saturating_add(window_bound);
         if !limits.plan {
             continue;
         }
-        // The plan: entry as the plan left it (the same program when
-        // nothing enters the window).
-        let planned = if entering {
-            let left = deadline
-                .saturating_duration_since(Instant::now())
-                .as_secs_f64();
-            let m = setup.build(w, &|t| state[t], true);
-            solve_integer(m, (left / (windows.len() - k) as f64).max(0.01))
-        } else {
-            solved
+        // The plan: entry as the plan left it. The bound's solution is a
+        // feasible residency for it too; where its traffic under the real
+        // entry matches what the bound paid, it is the plan. Otherwise the
+        // window is solved again with its entry fixed, time permitting;
+        // out of time, the better of that solution and the greedy one.
+        let members = setup.members(w, &|t| state[t]);
+        let priced = |on: &[Vec<bool>]| -> (u64, Vec<SolvedTensor>) {
+            let mut cost = 0u64;
+            let res = members
+                .iter()
+                .zip(on)
+                .map(|(m, on)| {
+                    let t = &g.tensors[m.id];
+                    cost = cost.saturating_add(m.cost(t, on));
+                    let written = m.pays_write() && m.needs_write(t, on);
+                    (
+                        m.id,
+                        m.keys.iter().copied().zip(on.iter().copied()).collect(),
+                        written,
+                    )
+                })
+                .collect();
+            (cost, res)
         };
-        let Some(p) = planned else {
-            unplanned += 1;
-            continue;
+        let reused = solved.as_ref().filter(|s| {
+            s.residency.len() == members.len()
+                && s.residency.iter().zip(&members).all(|(r, m)| r.0 == m.id)
+        });
+        let reused = reused.map(|s| {
+            let on: Vec<Vec<bool>> = s
+                .residency
+                .iter()
+                .map(|r| r.1.iter().map(|x| x.1).collect())
+                .collect();
+            (priced(&on), s.value)
+        });
+        let (cost, residency) = match reused {
+            Some((p, paid)) if !entering || p.0 as f64 <= paid + 0.5 => p,
+            other => {
+                let solved_again = (!out_of_time())
+                    .then(|| setup.build(w, &|t| state[t], true))
+                    .and_then(|m| solve_integer(m, share(k).max(0.01)));
+                match solved_again {
+                    Some(p) => (p.value.round().max(0.0) as u64, p.residency),
+                    None => {
+                        greedy_only += 1;
+                        let g = priced(&setup.greedy(&members));
+                        match other {
+                            Some((p, _)) if p.0 < g.0 => p,
+                            _ => g,
+                        }
+                    }
+                }
+            }
         };
-        plan_cost += p.value;
-        for (t, on, written) in p.residency {
+        plan_cost += cost as f64;
+        for (t, on, written) in residency {
             let last = on.last().is_none_or(|x| x.1);
             let was_written = matches!(state[t], Entry::Fixed { written: true, .. });
             state[t] = Entry::Fixed {
@@ -833,7 +984,7 @@ fn windowed(
             keys[t].get_or_insert_with(Vec::new).extend(on);
         }
     }
-    let plan_bytes = (limits.plan && unplanned == 0).then(|| plan_cost.round().max(0.0) as u64);
+    let plan_bytes = limits.plan.then(|| plan_cost.round().max(0.0) as u64);
     // A plan whose cost meets the bound is a minimum.
     let exact = plan_bytes.filter(|&p| p <= bound);
     let mut note = format!(
@@ -846,8 +997,8 @@ fn windowed(
             limits.time_limit_s
         );
     }
-    if limits.plan && unplanned > 0 {
-        note += &format!("; {unplanned} windows left unplanned (Belady there)");
+    if greedy_only > 0 {
+        note += &format!("; {greedy_only} windows planned greedily (out of time)");
     }
     Optimum {
         exact_bytes: exact,

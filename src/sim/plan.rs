@@ -85,19 +85,33 @@ impl Placement {
             match plan.keys.get(t).and_then(|k| k.as_ref()) {
                 None => push(start, end),
                 Some(keys) => {
-                    let mut open: Option<usize> = None;
-                    for (j, &(s, on)) in keys.iter().enumerate() {
+                    // On from production until the plan says otherwise
+                    // (where the tensor met no pressure the plan has no
+                    // key: it stays), and on through its uses.
+                    let used = uses.get(t).copied().unwrap_or(&[]);
+                    let last_use_before =
+                        |s: usize| used[..used.partition_point(|&u| u < s)].last().copied();
+                    let mut open: Option<usize> = Some(start);
+                    let mut last_on = start;
+                    for &(s, on) in keys {
                         match (open, on) {
-                            (None, true) => open = Some(s),
+                            (None, true) => {
+                                open = Some(s);
+                                last_on = s;
+                            }
                             (Some(a), false) => {
-                                push(a, keys[j - 1].0);
+                                let until = last_use_before(s).unwrap_or(a).max(last_on);
+                                if s > a {
+                                    push(a, until.max(a));
+                                }
                                 open = None;
                             }
-                            _ => {}
+                            (Some(_), true) => last_on = s,
+                            (None, false) => {}
                         }
                     }
-                    if let (Some(a), Some(&(last, _))) = (open, keys.last()) {
-                        push(a, last);
+                    if let Some(a) = open {
+                        push(a, end);
                     }
                 }
             }
