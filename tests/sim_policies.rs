@@ -122,6 +122,12 @@ fn fragmentation_spill_when_live_bytes_fit() {
         assert_eq!(tr.summary.lower_bound_traffic_bytes, 0);
         assert_eq!(tr.summary.reloaded_bytes, K);
     }
+    // The planned policy packs every stay on chip ahead of time: the same
+    // schedule fits without the fragmentation spill, at the bound (0 B).
+    let tr = run(&g, 4 * K, EvictionPolicy::Planned);
+    assert_eq!(evicted(&tr), Vec::<String>::new());
+    assert_eq!(tr.summary.traffic_bytes, 0);
+    assert!(tr.ops.iter().all(|o| o.streamed.is_empty()));
 }
 
 /// A tensor larger than the pool: the op streams it, the event stream says
