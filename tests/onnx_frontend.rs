@@ -319,3 +319,34 @@ fn common_shared(sub: &str) -> Option<std::path::PathBuf> {
         None
     }
 }
+
+/// Tensor ids are the same on every load: weights are declared in the
+/// file's initializer order (they were once in a hash map's order, so two
+/// `sim -o` of one model wrote different ids).
+#[test]
+fn weights_keep_the_files_order_on_every_load() {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sample-traces/resnet18.shapes.onnx");
+    let bytes = std::fs::read(&path).unwrap();
+    let proto = pb::ModelProto::decode(bytes.as_slice()).unwrap();
+    let file_order: Vec<String> = proto
+        .graph
+        .unwrap()
+        .initializer
+        .iter()
+        .map(|i| i.name.clone())
+        .collect();
+    assert!(file_order.len() > 20, "{}", file_order.len());
+    let names =
+        |g: &graph::Graph| -> Vec<String> { g.tensors.iter().map(|t| t.name.clone()).collect() };
+    let a = graph::load(&path, &LoadOptions::default()).unwrap();
+    let b = graph::load(&path, &LoadOptions::default()).unwrap();
+    assert_eq!(names(&a), names(&b));
+    let weights: Vec<String> = a
+        .tensors
+        .iter()
+        .filter(|t| t.kind == graph::TensorKind::Weight)
+        .map(|t| t.name.clone())
+        .collect();
+    assert_eq!(weights, file_order);
+}

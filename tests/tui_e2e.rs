@@ -343,11 +343,22 @@ fn saves_faster_than_the_debounce_end_on_the_last_one() {
 /// (read off the screen) agree on every ledger figure and the bound.
 #[test]
 fn one_run_shows_the_same_figures_in_every_output() {
+    same_figures_in_every_output("lru");
+}
+
+/// The same for the planned policy: the explorer re-simulating the model
+/// live solves the same plan as `sim` did, and shows the same figures.
+#[test]
+fn a_planned_run_shows_the_same_figures_in_every_output() {
+    same_figures_in_every_output("planned");
+}
+
+fn same_figures_in_every_output(policy: &str) {
     let dir = tempfile::tempdir().unwrap();
     let model = root().join("tests/data/encoder_decoder.json");
     let trace = dir.path().join("t.json");
     let m = model.to_str().unwrap();
-    let flags = ["--capacity", "768KiB", "--policy", "lru"];
+    let flags = ["--capacity", "768KiB", "--policy", policy];
     let sim = common::run_ok(
         &[
             &["sim", m][..],
@@ -406,6 +417,9 @@ fn one_run_shows_the_same_figures_in_every_output() {
         ),
         // The gap and its ratio, as `sim --format json` has them.
         match run["gap_ratio"].as_f64() {
+            Some(r) if r == 0.0 && run["lower_bound_method"] == "ilp" => {
+                "gap         0 B (optimal)".to_string()
+            }
             Some(r) => format!(
                 "gap         {} (+{:.0}%)",
                 b("gap_to_bound_bytes"),
@@ -415,9 +429,13 @@ fn one_run_shows_the_same_figures_in_every_output() {
         },
     ];
     let live = format!("{} {}", m, flags.join(" "));
+    let (in_file, in_live) = (
+        format!("same-figures-{policy}"),
+        format!("same-live-{policy}"),
+    );
     for (name, what) in [
-        ("same-figures", trace.to_str().unwrap()),
-        ("same-live", live.as_str()),
+        (in_file.as_str(), trace.to_str().unwrap()),
+        (in_live.as_str(), live.as_str()),
     ] {
         let cmd = format!("{} view {what}; sleep 3", bin().display());
         let Some(t) = Tmux::start(name, &cmd, 80, 24) else {

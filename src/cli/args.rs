@@ -431,7 +431,8 @@ pub struct SimArgs {
     pub force: bool,
     /// Seconds the lower-bound solver (the exact minimum-traffic program,
     /// cut into windows on long schedules) and the planned policy's plan may
-    /// take together; 0 turns it off.
+    /// take together; 0 turns the bound off (a planned run then solves its
+    /// plan with the default budget).
     #[arg(long, value_name = "SECS", default_value_t = crate::analysis::optimum::DEFAULT_TIME_LIMIT_S)]
     pub ilp_time: f64,
     /// Output format of the summary on stdout.

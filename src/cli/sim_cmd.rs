@@ -83,13 +83,15 @@ pub fn run(a: &SimArgs) -> Result<String> {
     }
     let notes = resolve_notes(&r, g.ops.len());
     // The bound at this capacity (the exact program, windowed on long
-    // schedules), of the same (rewritten) graph the runs simulate; it also
-    // solves the plan when the planned policy runs.
+    // schedules), of the same (rewritten) graph the runs simulate, and the
+    // plan the planned policy follows.
     let optimum = if a.ilp_time > 0.0 && policies.iter().any(|&p| p != EvictionPolicy::Ideal) {
         let prepared = crate::sim::prepare_graph(&g, &r.config)?;
         let limits = crate::analysis::optimum::OptimumLimits {
             time_limit_s: a.ilp_time,
-            plan: policies.contains(&EvictionPolicy::Planned),
+            // The plan is solved whether or not the planned policy runs,
+            // so the bound (which shares the time budget) is the same as
+            // the explorer's and the report's.
             ..Default::default()
         };
         Some(crate::analysis::optimum::optimal_traffic(

@@ -202,6 +202,8 @@ fn load_onnx_unguarded(path: &Path, opts: &LoadOptions, shapes: Shapes) -> Resul
 
     // Initializer sizes come straight from their dims.
     let mut initializers: HashMap<String, Known> = HashMap::new();
+    // The file's order, so tensor ids are the same on every load.
+    let init_order: Vec<String> = graph.initializer.iter().map(|i| i.name.clone()).collect();
     for init in &graph.initializer {
         let dt = onnx_dtype(init.data_type).ok_or_else(|| Error::Tensor {
             tensor: init.name.clone(),
@@ -373,7 +375,7 @@ fn load_onnx_unguarded(path: &Path, opts: &LoadOptions, shapes: Shapes) -> Resul
     for n in &graph_inputs {
         declare(&mut b, n, Some(TensorKind::Input))?;
     }
-    for n in initializers.keys() {
+    for n in &init_order {
         declare(&mut b, n, Some(TensorKind::Weight))?;
     }
     let mut names_used: HashSet<String> = HashSet::new();

@@ -593,6 +593,12 @@ impl<'a> Sim<'a> {
         })
     }
 
+    /// A graph input with a use after step `i`.
+    fn read_again(&self, t: TensorId, i: usize) -> bool {
+        let tensor = &self.g.tensors[t];
+        tensor.kind == TensorKind::Input && tensor.consumers.iter().any(|&c| c > i)
+    }
+
     /// Whether bringing `t` in may push others out. Under the planned
     /// policy weights and graph inputs take only free room (reading them
     /// where they are used is a load either way, never spill), as the plan
@@ -639,6 +645,10 @@ impl<'a> Sim<'a> {
                         let now = self.now;
                         self.planned_room(t, i, now)
                             .or_else(|| self.make_room(self.aligned(t), i, now, t))
+                    } else if self.read_again(t, i) {
+                        // A graph input read again later streams: kept on
+                        // chip it would be evicted and read back as spill.
+                        None
                     } else {
                         self.spare_room(i, t, operands, streamed)
                     };
@@ -1149,15 +1159,14 @@ fn named_tensors(g: &Graph, cfg: &SimConfig) -> Result<(Vec<bool>, FreePoints)> 
 /// Above every other policy score: a tensor the plan keeps off chip.
 const PLANNED_OFF: f64 = 1e30;
 
-/// How long the planned policy's solve may take inside a run (callers that
-/// solved already pass the plan in the config).
-pub const PLAN_TIME_LIMIT_S: f64 = 1.0;
-
 /// The plan of the integer program in `pool` (its optimum or best
 /// solution within the limit); none for graphs past the solver's limits.
 fn plan_for(g: &Graph, pool: PoolSize) -> Option<Arc<Residency>> {
+    // The same solve, with the same budget, as `sim` makes for its bound,
+    // so a planned run re-simulated elsewhere (the explorer, what-if)
+    // follows the same plan.
     let limits = OptimumLimits {
-        time_limit_s: PLAN_TIME_LIMIT_S,
+        time_limit_s: super::optimum::DEFAULT_TIME_LIMIT_S,
         ..Default::default()
     };
     optimal_traffic(g, pool, limits).plan
