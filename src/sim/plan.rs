@@ -70,52 +70,7 @@ impl Placement {
         uses: &[&[usize]],
         capacity: u64,
     ) -> Placement {
-        let mut stays: Vec<Vec<Stay>> = vec![Vec::new(); sizes.len()];
-        for (t, iv) in intervals.iter().enumerate() {
-            let Some((start, end)) = *iv else { continue };
-            let size = sizes[t];
-            let mut push = |a: usize, b: usize| {
-                stays[t].push(Stay {
-                    start: a,
-                    end: b,
-                    size,
-                    offset: None,
-                })
-            };
-            match plan.keys.get(t).and_then(|k| k.as_ref()) {
-                None => push(start, end),
-                Some(keys) => {
-                    // On from production until the plan says otherwise
-                    // (where the tensor met no pressure the plan has no
-                    // key: it stays), and on through its uses.
-                    let used = uses.get(t).copied().unwrap_or(&[]);
-                    let last_use_before =
-                        |s: usize| used[..used.partition_point(|&u| u < s)].last().copied();
-                    let mut open: Option<usize> = Some(start);
-                    let mut last_on = start;
-                    for &(s, on) in keys {
-                        match (open, on) {
-                            (None, true) => {
-                                open = Some(s);
-                                last_on = s;
-                            }
-                            (Some(a), false) => {
-                                let until = last_use_before(s).unwrap_or(a).max(last_on);
-                                if s > a {
-                                    push(a, until.max(a));
-                                }
-                                open = None;
-                            }
-                            (Some(_), true) => last_on = s,
-                            (None, false) => {}
-                        }
-                    }
-                    if let Some(a) = open {
-                        push(a, end);
-                    }
-                }
-            }
-        }
+        let mut stays = stays_of(plan, intervals, sizes, uses);
         // Greedy packing depends on the order; a few cheap orders, the one
         // that leaves the fewest bytes unplaced wins.
         let items: Vec<Stay> = stays.iter().flatten().copied().collect();
@@ -172,6 +127,62 @@ impl Placement {
         split_unplaced(&mut stays, uses, capacity);
         Placement { stays }
     }
+}
+
+/// Each activation's stays on chip under the plan: on from production
+/// until the plan says otherwise (where the tensor met no pressure the plan
+/// has no key: it stays), and on through its uses; whole live intervals
+/// for tensors the plan leaves out.
+fn stays_of(
+    plan: &Residency,
+    intervals: &[Option<(usize, usize)>],
+    sizes: &[u64],
+    uses: &[&[usize]],
+) -> Vec<Vec<Stay>> {
+    let mut stays: Vec<Vec<Stay>> = vec![Vec::new(); sizes.len()];
+    for (t, iv) in intervals.iter().enumerate() {
+        let Some((start, end)) = *iv else { continue };
+        let size = sizes[t];
+        let mut push = |a: usize, b: usize| {
+            stays[t].push(Stay {
+                start: a,
+                end: b,
+                size,
+                offset: None,
+            })
+        };
+        match plan.keys.get(t).and_then(|k| k.as_ref()) {
+            None => push(start, end),
+            Some(keys) => {
+                let used = uses.get(t).copied().unwrap_or(&[]);
+                let last_use_before =
+                    |s: usize| used[..used.partition_point(|&u| u < s)].last().copied();
+                let mut open: Option<usize> = Some(start);
+                let mut last_on = start;
+                for &(s, on) in keys {
+                    match (open, on) {
+                        (None, true) => {
+                            open = Some(s);
+                            last_on = s;
+                        }
+                        (Some(a), false) => {
+                            let until = last_use_before(s).unwrap_or(a).max(last_on);
+                            if s > a {
+                                push(a, until.max(a));
+                            }
+                            open = None;
+                        }
+                        (Some(_), true) => last_on = s,
+                        (None, false) => {}
+                    }
+                }
+                if let Some(a) = open {
+                    push(a, end);
+                }
+            }
+        }
+    }
+    stays
 }
 
 /// A stay that found no room is cut into pieces that do: the longest
