@@ -187,7 +187,8 @@ impl<'a> Sim<'a> {
             sim.plan = cfg.plan.clone().or_else(|| plan_for(g, PoolSize::of(hw)));
             sim.placement = sim.plan.as_deref().map(|p| sim.pack(p));
         } else if n > 0 {
-            // The planned policy brings graph inputs in where they are used.
+            // Graph inputs arrive up front; the planned policy instead
+            // brings each in where it is used (or streams it).
             sim.deliver_inputs();
         }
         Ok(sim)
@@ -1159,8 +1160,8 @@ fn named_tensors(g: &Graph, cfg: &SimConfig) -> Result<(Vec<bool>, FreePoints)> 
 /// Above every other policy score: a tensor the plan keeps off chip.
 const PLANNED_OFF: f64 = 1e30;
 
-/// The plan of the integer program in `pool` (its optimum or best
-/// solution within the limit); none for graphs past the solver's limits.
+/// The plan of the integer program in `pool` (its optimum, or the best
+/// solution found within the budget); none only if the solver fails.
 fn plan_for(g: &Graph, pool: PoolSize) -> Option<Arc<Residency>> {
     // The same solve, with the same budget, as `sim` makes for its bound,
     // so a planned run re-simulated elsewhere (the explorer, what-if)

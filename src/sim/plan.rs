@@ -253,20 +253,33 @@ fn split_unplaced(stays: &mut [Vec<Stay>], uses: &[&[usize]], capacity: u64) {
 
 /// The lowest offset where `size` bytes are free over steps `[a, b]`.
 fn lowest_gap(placed: &[Stay], a: usize, b: usize, size: u64, capacity: u64) -> Option<u64> {
-    let mut taken: Vec<(u64, u64)> = placed
+    let taken: Vec<(u64, u64)> = placed
         .iter()
         .filter(|p| p.start <= b && a <= p.end)
         .filter_map(|p| p.offset.map(|o| (o, o + p.size)))
         .collect();
+    gaps(taken, capacity)
+        .into_iter()
+        .find(|&(_, len)| len >= size)
+        .map(|(o, _)| o)
+}
+
+/// The free stretches `(offset, length)` of `[0, capacity)` around the
+/// `taken` ranges `(start, end)`, in address order.
+fn gaps(mut taken: Vec<(u64, u64)>, capacity: u64) -> Vec<(u64, u64)> {
     taken.sort_unstable();
+    let mut gaps: Vec<(u64, u64)> = Vec::new();
     let mut at = 0u64;
-    for (lo, hi) in taken {
-        if lo >= at + size {
-            break;
+    for (a, b) in taken {
+        if a > at {
+            gaps.push((at, a - at));
         }
-        at = at.max(hi);
+        at = at.max(b);
     }
-    (at + size <= capacity).then_some(at)
+    if capacity > at {
+        gaps.push((at, capacity - at));
+    }
+    gaps
 }
 
 /// Rounds of moving the stays that found no room to the front, per order.
@@ -300,20 +313,9 @@ fn pack_in_order(items: &[Stay], order: &[usize], capacity: u64, tight: bool) ->
                 }
             }
         }
-        taken.sort_unstable();
-        // Gaps between the taken ranges (and up to the capacity).
-        let mut gaps: Vec<(u64, u64)> = Vec::new();
-        let mut at = 0u64;
-        for (a, b) in taken {
-            if a > at {
-                gaps.push((at, a - at));
-            }
-            at = at.max(b);
-        }
-        if capacity > at {
-            gaps.push((at, capacity - at));
-        }
-        let fits = gaps.into_iter().filter(|&(_, len)| len >= me.size);
+        let fits = gaps(taken, capacity)
+            .into_iter()
+            .filter(|&(_, len)| len >= me.size);
         let chosen = if tight {
             fits.min_by_key(|&(o, len)| (len, o))
         } else {
