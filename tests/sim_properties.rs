@@ -212,6 +212,22 @@ proptest! {
     }
 }
 
+/// The first `n` small random graphs (up to 14 ops) of the deterministic
+/// runner: the same cases on every run, for the guards below.
+fn small_graphs(n: usize) -> Vec<Graph> {
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::TestRunner;
+    let mut runner = TestRunner::deterministic();
+    (0..n)
+        .map(|_| {
+            arb_graph_upto(false, 14)
+                .new_tree(&mut runner)
+                .unwrap()
+                .current()
+        })
+        .collect()
+}
+
 /// Guards the properties above against being vacuous: the generated graphs
 /// and capacities do produce evictions, reloads and streaming.
 #[test]
@@ -254,16 +270,9 @@ fn random_cases_exercise_spills() {
 /// strictly better than every heuristic (it is not just echoing them).
 #[test]
 fn ilp_cases_are_solved_and_not_trivial() {
-    use proptest::strategy::ValueTree;
-    use proptest::test_runner::TestRunner;
-    let mut runner = TestRunner::deterministic();
     let (mut solved, mut nonzero, mut below_all) = (0, 0, 0);
     let total = 40;
-    for _ in 0..total {
-        let g = arb_graph_upto(false, 14)
-            .new_tree(&mut runner)
-            .unwrap()
-            .current();
+    for g in small_graphs(total) {
         let cap = 1024;
         let opt = optimal_traffic(
             &g,
@@ -353,15 +362,8 @@ proptest! {
 /// (it is not just the per-op bound, or zero).
 #[test]
 fn windowed_cases_have_several_windows() {
-    use proptest::strategy::ValueTree;
-    use proptest::test_runner::TestRunner;
-    let mut runner = TestRunner::deterministic();
     let (mut several, mut tight, mut share) = (0, 0, 0.0);
-    for _ in 0..40 {
-        let g = arb_graph_upto(false, 14)
-            .new_tree(&mut runner)
-            .unwrap()
-            .current();
+    for g in small_graphs(40) {
         let pool = PoolSize::new(1024, 1);
         let limits = OptimumLimits {
             time_limit_s: 5.0,
@@ -397,15 +399,8 @@ fn windowed_cases_have_several_windows() {
 /// most cases where the optimum is known.
 #[test]
 fn planned_reaches_the_optimum_on_most_small_graphs() {
-    use proptest::strategy::ValueTree;
-    use proptest::test_runner::TestRunner;
-    let mut runner = TestRunner::deterministic();
     let (mut known, mut reached, mut beat_others) = (0, 0, 0);
-    for _ in 0..40 {
-        let g = arb_graph_upto(false, 14)
-            .new_tree(&mut runner)
-            .unwrap()
-            .current();
+    for g in small_graphs(40) {
         let hw = test_hw(1024);
         let opt = optimal_traffic(
             &g,

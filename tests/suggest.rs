@@ -127,17 +127,27 @@ fn confirm(g: &Graph, hw: &HardwareProfile, base: &SimConfig) -> usize {
     s.suggestions.len()
 }
 
-#[test]
-fn encoder_decoder_suggestions_are_confirmed() {
-    let g = spillscope::graph::load(
+/// The 6+6 encoder-decoder of tests/data.
+fn encoder_decoder() -> Graph {
+    spillscope::graph::load(
         &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/encoder_decoder.json"),
         &Default::default(),
     )
-    .unwrap();
-    let hw = HardwareProfile::preset("seed-npu")
+    .unwrap()
+}
+
+/// The seed preset at `bytes` of capacity.
+fn seed_at(bytes: u64) -> HardwareProfile {
+    HardwareProfile::preset("seed-npu")
         .unwrap()
-        .with_capacity(640 * 1024)
-        .unwrap();
+        .with_capacity(bytes)
+        .unwrap()
+}
+
+#[test]
+fn encoder_decoder_suggestions_are_confirmed() {
+    let g = encoder_decoder();
+    let hw = seed_at(640 * 1024);
     let n = confirm(&g, &hw, &SimConfig::with_policy(EvictionPolicy::Lru));
     assert!(n >= 3, "fp16, capacity and policy at least");
 }
@@ -152,10 +162,7 @@ fn encoder_output_oscillates_under_lru_and_pinning_it_is_suggested() {
         &Default::default(),
     )
     .unwrap();
-    let hw = HardwareProfile::preset("seed-npu")
-        .unwrap()
-        .with_capacity(1600 * 1024)
-        .unwrap();
+    let hw = seed_at(1600 * 1024);
     let base = SimConfig {
         policy: EvictionPolicy::Lru,
         weights: WeightMode::Ignore,
@@ -303,15 +310,8 @@ fn suggest_from_a_simulator_trace_matches_suggest_from_the_model() {
     )
     .unwrap();
     let (g2, hw2, cfg2) = inputs_of_trace(&tr).unwrap();
-    let g = spillscope::graph::load(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/encoder_decoder.json"),
-        &Default::default(),
-    )
-    .unwrap();
-    let hw = HardwareProfile::preset("seed-npu")
-        .unwrap()
-        .with_capacity(1 << 20)
-        .unwrap();
+    let g = encoder_decoder();
+    let hw = seed_at(1 << 20);
     let a = suggest(&g, &hw, &SimConfig::with_policy(EvictionPolicy::Lru)).unwrap();
     let b = suggest(&g2, &hw2, &cfg2).unwrap();
     assert_eq!(a.baseline, b.baseline);
@@ -386,15 +386,8 @@ fn suggested_capacity_is_the_knee_on_the_shared_models() {
 /// is the difference of the two runs' traffic.
 #[test]
 fn the_planned_policy_is_suggested_with_the_traffic_it_saves() {
-    let g = spillscope::graph::load(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/encoder_decoder.json"),
-        &Default::default(),
-    )
-    .unwrap();
-    let hw = HardwareProfile::preset("seed-npu")
-        .unwrap()
-        .with_capacity(1 << 20)
-        .unwrap();
+    let g = encoder_decoder();
+    let hw = seed_at(1 << 20);
     let base = SimConfig::with_policy(EvictionPolicy::Lru);
     let s = suggest(&g, &hw, &base).unwrap();
     let planned = s
