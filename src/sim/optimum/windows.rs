@@ -88,9 +88,11 @@ pub(super) fn whole(
     limits: OptimumLimits,
     started: Instant,
 ) -> Optimum {
-    let free = |_| Entry::Free;
-    let lp = solve_relaxed(setup.build(w, &free, false)).map(floor_bytes);
-    let m = setup.build(w, &free, true);
+    // One set of members and one greedy start for both programs.
+    let members = setup.members(w, &|_| Entry::Free);
+    let start = setup.greedy(&members);
+    let lp = solve_relaxed(setup.build_from(w, &members, start.clone(), false)).map(floor_bytes);
+    let m = setup.build_from(w, &members, start, true);
     let variables = m.n_vars;
     let left = budget_s(limits) - started.elapsed().as_secs_f64();
     let solved = solve_integer(m, left);
@@ -250,13 +252,10 @@ impl<'a, 's> Pass<'a, 's> {
     /// one.
     fn plan(&mut self, k: usize, w: (usize, usize), solved: Option<Solved>) {
         let setup = self.setup;
-        // Whether anything is live into the window (its entry then matters).
-        let entering = setup
-            .modelled
-            .iter()
-            .any(|&t| setup.live.intervals[t].is_some_and(|iv| iv.start < w.0 && w.0 <= iv.end));
         let state = &self.state;
         let members = setup.members(w, &|t| state[t]);
+        // Whether a member is live into the window (its entry then matters).
+        let entering = members.iter().any(|m| m.entering);
         let reused = solved.filter(|s| {
             s.residency.len() == members.len()
                 && s.residency.iter().zip(&members).all(|(r, m)| r.0 == m.id)
@@ -273,7 +272,7 @@ impl<'a, 's> Pass<'a, 's> {
             Some((p, paid)) if !entering || p.0 as f64 <= paid + 0.5 => p,
             other => {
                 let solved_again = (!self.out_of_time())
-                    .then(|| setup.build(w, &|t| state[t], true))
+                    .then(|| setup.build_from(w, &members, setup.greedy(&members), true))
                     .and_then(|m| solve_integer(m, self.share(k).max(0.01)));
                 match solved_again {
                     Some(p) => (p.value.round().max(0.0) as u64, p.residency),
