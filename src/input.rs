@@ -74,12 +74,17 @@ pub enum Format {
     Chrome,
     /// The spillscope JSONL event stream (docs/jsonl.md).
     Jsonl,
+    /// A TFLite model (flatbuffer, `TFL3`).
+    Tflite,
+    /// A directory of Arm Vela's outputs (summary and per-layer CSVs, the
+    /// debug database, `--verbose-allocation` text).
+    Vela,
 }
 
 impl Format {
     /// A model to simulate, rather than a trace to read.
     pub fn is_model(self) -> bool {
-        matches!(self, Format::Onnx | Format::GraphJson)
+        matches!(self, Format::Onnx | Format::GraphJson | Format::Tflite)
     }
 
     /// What the file is, for messages (`a spillscope trace`, ...).
@@ -92,6 +97,8 @@ impl Format {
             Format::Torch => "PyTorch profiler trace",
             Format::Chrome => "Chrome trace",
             Format::Jsonl => "JSONL event stream",
+            Format::Tflite => "TFLite model",
+            Format::Vela => "Vela output directory",
         }
     }
 
@@ -105,6 +112,8 @@ impl Format {
             Format::Torch => "torch",
             Format::Chrome => "chrome",
             Format::Jsonl => "jsonl",
+            Format::Tflite => "tflite",
+            Format::Vela => "vela",
         }
     }
 }
@@ -126,9 +135,11 @@ impl std::str::FromStr for Format {
             "jsonl" => Format::Jsonl,
             "onnx" => Format::Onnx,
             "graph-json" | "graph" => Format::GraphJson,
+            "tflite" => Format::Tflite,
+            "vela" => Format::Vela,
             _ => {
                 return Err(format!(
-                    "unknown format {s:?} (use ort, torch, chrome, jsonl)"
+                    "unknown format {s:?} (use ort, torch, chrome, jsonl, vela)"
                 ))
             }
         })
@@ -147,16 +158,34 @@ pub fn detect(path: &Path) -> Result<Format> {
 /// [`detect`], with why: `None` when the extension said, else what in the
 /// content decided (for error messages: "read as X because ...").
 pub fn detect_why(path: &Path) -> Result<(Format, Option<&'static str>)> {
+    if path.is_dir() {
+        return if is_vela_dir(path) {
+            Ok((Format::Vela, Some("it holds Vela's summary CSV")))
+        } else {
+            Err(Error::WrongInput {
+                path: path.to_path_buf(),
+                what: "a directory with no Vela output in it (no *_summary_*.csv)".into(),
+                hint: "give a model or trace file, or the --output-dir of a Vela run".into(),
+            })
+        };
+    }
     let ext = path
         .extension()
         .map(|e| e.to_string_lossy().to_ascii_lowercase());
     match ext.as_deref() {
         Some("onnx") => return Ok((Format::Onnx, None)),
         Some("jsonl") | Some("ndjson") => return Ok((Format::Jsonl, None)),
+        Some("tflite") => return Ok((Format::Tflite, None)),
         _ => {}
     }
     let mut head = vec![0u8; DETECT_PREFIX_BYTES];
     let n = read_prefix(path, &mut head)?;
+    if n >= 8 && &head[4..8] == b"TFL3" {
+        return Ok((
+            Format::Tflite,
+            Some("it carries the TFL3 flatbuffer identifier"),
+        ));
+    }
     let (found, why) = detect_bytes_why(&head[..n]).ok_or_else(|| {
         Error::parse(
             path,
@@ -176,6 +205,17 @@ pub fn detect_why(path: &Path) -> Result<(Format, Option<&'static str>)> {
         });
     }
     Ok((found, Some(why)))
+}
+
+/// Whether `dir` holds a Vela run's outputs (its summary CSV).
+pub fn is_vela_dir(dir: &Path) -> bool {
+    std::fs::read_dir(dir).is_ok_and(|rd| {
+        rd.flatten().any(|e| {
+            let n = e.file_name();
+            let n = n.to_string_lossy();
+            n.contains("_summary_") && n.ends_with(".csv")
+        })
+    })
 }
 
 fn contains(hay: &[u8], needle: &[u8]) -> bool {

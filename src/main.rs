@@ -32,6 +32,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             print(&spillscope::cli::whatif_cmd::run_whatif(&a)?);
             Ok(ExitCode::SUCCESS)
         }
+        Some(Command::Merge(a)) => {
+            print(&spillscope::cli::whatif_cmd::run_merge(&a)?);
+            Ok(ExitCode::SUCCESS)
+        }
         Some(Command::Import(a)) => {
             print(&spillscope::cli::trace_cmds::run_import(&a)?);
             Ok(ExitCode::SUCCESS)

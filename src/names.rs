@@ -77,6 +77,16 @@ fn abbreviate(seg: &str, ell: &str, level: u8) -> String {
     }
 }
 
+/// `own;fused;...` as `own`, keeping a trailing ` [tag]`.
+fn own_part(name: &str) -> String {
+    let (body, tag) = match name.rfind(" [") {
+        Some(i) if name.ends_with(']') => name.split_at(i),
+        _ => (name, ""),
+    };
+    let own = body.split(';').find(|p| !p.is_empty()).unwrap_or(body);
+    format!("{own}{tag}")
+}
+
 /// The names shown together (the visible rows of a list), each shortened
 /// to at most `width` characters so that rows whose names differ still read
 /// differently. Names that fit are left whole.
@@ -84,6 +94,22 @@ pub fn elide_all(names: &[&str], width: usize, ascii: bool) -> Vec<String> {
     let ell = if ascii { ELLIPSIS_ASCII } else { ELLIPSIS };
     if names.iter().all(|n| len(n) <= width) {
         return names.iter().map(|n| n.to_string()).collect();
+    }
+    // TensorFlow names a fused op `own;fused;fused` (TFLite files, Vela):
+    // a name too long keeps its own part (and a trailing ` [..]` tag).
+    if names.iter().any(|n| len(n) > width && n.contains(';')) {
+        let own: Vec<String> = names
+            .iter()
+            .map(|n| {
+                if len(n) > width {
+                    own_part(n)
+                } else {
+                    n.to_string()
+                }
+            })
+            .collect();
+        let own: Vec<&str> = own.iter().map(String::as_str).collect();
+        return elide_all(&own, width, ascii);
     }
     let sep = separator(names);
     let segs: Vec<Vec<&str>> = names.iter().map(|n| n.split(sep).collect()).collect();
@@ -385,6 +411,20 @@ fn window(all: &[Vec<char>], k: usize, width: usize, ell: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tensorflow_fused_names_keep_their_own_part() {
+        let names = [
+            "mobilenetv2_1.00_224_1/block_4_project_1/convolution1",
+            "mobilenetv2_1.00_224_1/block_4_expand_relu_1/Relu6;mobilenetv2_1.00_224_1/block_4_expand_1/convolution",
+            "mobilenetv2_1.00_224_1/block_4_expand_relu_1/Relu6;mobilenetv2_1.00_224_1/block_4_expand_1/convolution [Relu6 2]",
+        ];
+        let out = elide_all(&names, 40, false);
+        assert!(out.iter().all(|n| n.chars().count() <= 40), "{out:?}");
+        assert!(out[1].ends_with("Relu6"), "{out:?}");
+        assert!(out[2].ends_with("Relu6 [Relu6 2]"), "{out:?}");
+        assert_ne!(out[1], out[2]);
+    }
 
     fn distinct(v: &[String]) -> bool {
         let mut s: Vec<&String> = v.iter().collect();

@@ -130,6 +130,120 @@ impl Resolved {
     }
 }
 
+/// Every policy of `r` simulated on `g` the way `sim` does it: the exact
+/// program at this capacity first (within `ilp_time_s`; 0 turns it off),
+/// its plan followed by the planned policy, and its bound tightening every
+/// run's. The traces in policy order, and the optimum.
+pub fn simulate_resolved(
+    g: &Graph,
+    r: &Resolved,
+    ilp_time_s: f64,
+) -> Result<(
+    Vec<crate::trace::Trace>,
+    Option<crate::sim::optimum::Optimum>,
+)> {
+    use crate::sim::optimum::{optimal_traffic, OptimumLimits, PoolSize};
+    let policies = &r.policies;
+    let optimum = if ilp_time_s > 0.0 && policies.iter().any(|&p| p != EvictionPolicy::Ideal) {
+        let prepared = crate::sim::prepare_graph(g, &r.config)?;
+        let limits = OptimumLimits {
+            time_limit_s: ilp_time_s,
+            // The plan is solved whether or not the planned policy runs,
+            // so the bound (which shares the time budget) is the same as
+            // the explorer's and the report's.
+            ..Default::default()
+        };
+        Some(optimal_traffic(
+            &prepared,
+            PoolSize::of(&r.hardware),
+            limits,
+        ))
+    } else {
+        None
+    };
+    // The planned policy follows that same solve (solved in the run when
+    // there is none).
+    let plan = optimum.as_ref().and_then(|o| o.plan.clone());
+    let mut traces: Vec<crate::trace::Trace> = policies
+        .iter()
+        .map(|&p| {
+            let mut cfg = r.config_for(p);
+            if p == EvictionPolicy::Planned {
+                cfg.plan = plan.clone();
+            }
+            crate::sim::simulate(g, &r.hardware, &cfg)
+        })
+        .collect::<Result<_>>()?;
+    // One bound per run, everywhere: the tightest found, in the traces too.
+    if let Some(o) = &optimum {
+        for tr in &mut traces {
+            o.tighten(&mut tr.summary);
+        }
+    }
+    Ok((traces, optimum))
+}
+
+/// The `whatif` sweep of `r`'s policies over `capacities` x `bandwidths`
+/// (`None` = the profile's), in the grid's order (capacity fastest, then
+/// bandwidth, then policy), in parallel; only `shard`'s slice of it when
+/// given, with the grid's fingerprint so `merge` can check the slices
+/// belong together. `tick` is called as each point finishes.
+pub fn sweep(
+    g: &Graph,
+    r: &Resolved,
+    capacities: &[u64],
+    bandwidths: &[Option<f64>],
+    shard: Option<crate::analysis::shard::Shard>,
+    tick: &(dyn Fn() + Sync),
+) -> Result<crate::analysis::runs::RunsReport> {
+    use crate::analysis::shard::ShardInfo;
+    use crate::analysis::whatif::{grid, run};
+    if capacities.contains(&0) {
+        return Err(Error::Hardware("capacity must be greater than zero".into()));
+    }
+    let all = grid(capacities, bandwidths, &r.policies);
+    let info = shard.map(|s| ShardInfo {
+        index: s.index,
+        count: s.count,
+        points: all.len(),
+        grid: grid_fingerprint(g, &r.hardware, &r.config, &all),
+    });
+    let points = match shard {
+        Some(s) => &all[s.range(all.len())],
+        None => &all[..],
+    };
+    Ok(crate::analysis::runs::RunsReport {
+        model: g.name.clone(),
+        runs: run(g, &r.hardware, &r.config, points, tick)?,
+        optimum: None,
+        shard: info,
+    })
+}
+
+/// What makes two sweeps the same grid: the graph, hardware, config and
+/// every point, as their JSON.
+fn grid_fingerprint(
+    g: &crate::graph::Graph,
+    hw: &crate::cost::HardwareProfile,
+    cfg: &crate::sim::SimConfig,
+    points: &[crate::analysis::whatif::Point],
+) -> String {
+    let graph = format!(
+        "{} {} ops {} tensors {} bytes",
+        g.name,
+        g.ops.len(),
+        g.tensors.len(),
+        g.tensors.iter().map(|t| t.bytes).sum::<u64>()
+    );
+    let json = |v: serde_json::Result<String>| v.unwrap_or_default();
+    crate::analysis::shard::fingerprint(&[
+        &graph,
+        &json(serde_json::to_string(hw)),
+        &json(serde_json::to_string(cfg)),
+        &json(serde_json::to_string(points)),
+    ])
+}
+
 impl RunSpec {
     /// A spec for `model` with the default hardware and no config or flags.
     pub fn new(model: impl Into<PathBuf>) -> RunSpec {

@@ -219,3 +219,103 @@ fn whatif_rows_record_the_rewrites_they_ran_with() {
     assert_ne!(plain["runs"][0]["latency_ns"], rows[1]["latency_ns"]);
     assert_eq!(plain["runs"][0]["fuse"], false);
 }
+
+/// `whatif --shard K/N` slices merged with `spillscope merge` are the
+/// unsharded sweep byte for byte, whatever order the shards come in; a
+/// shard of another sweep, a missing one or a repeated one is refused in
+/// one line.
+#[test]
+fn shards_merge_into_the_unsharded_sweep_byte_for_byte() {
+    let model = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/encoder_decoder.json"
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let sweep = |extra: &[&str]| -> Vec<u8> {
+        let mut args = vec![
+            "whatif",
+            model,
+            "--capacity",
+            "256KiB..4MiB:256KiB",
+            "--policy",
+            "lru,belady,lifetime",
+            "--format",
+            "json",
+        ];
+        args.extend_from_slice(extra);
+        let o = assert_cmd::Command::cargo_bin("spillscope")
+            .unwrap()
+            .args(&args)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        o.stdout
+    };
+    let whole = sweep(&[]);
+    let mut files = Vec::new();
+    for k in 1..=3 {
+        let p = tmp.path().join(format!("s{k}.json"));
+        let text = sweep(&["--shard", &format!("{k}/3")]);
+        let v: serde_json::Value = serde_json::from_slice(&text).unwrap();
+        // 16 capacities x 3 policies = 48 points: 16 per shard.
+        assert_eq!(v["runs"].as_array().unwrap().len(), 16);
+        assert_eq!(v["shard"]["points"], 48);
+        std::fs::write(&p, text).unwrap();
+        files.push(p.to_string_lossy().into_owned());
+    }
+    let merge = |args: &[&str]| {
+        assert_cmd::Command::cargo_bin("spillscope")
+            .unwrap()
+            .arg("merge")
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let o = merge(&[&files[2], &files[0], &files[1]]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(o.stdout, whole, "merged shards equal the unsharded output");
+    let out = tmp.path().join("all.json");
+    let o = merge(&[&files[0], &files[1], &files[2], "-o", out.to_str().unwrap()]);
+    assert!(o.status.success());
+    assert_eq!(std::fs::read(&out).unwrap(), whole);
+    // Refusals: another grid, a missing shard, a repeated shard.
+    let other = tmp.path().join("other.json");
+    let o = assert_cmd::Command::cargo_bin("spillscope")
+        .unwrap()
+        .args([
+            "whatif",
+            model,
+            "--capacity",
+            "1MiB..3MiB:1MiB",
+            "--policy",
+            "lru",
+            "--format",
+            "json",
+            "--shard",
+            "2/3",
+        ])
+        .output()
+        .unwrap();
+    std::fs::write(&other, o.stdout).unwrap();
+    let other = other.to_string_lossy().into_owned();
+    for (args, needle) in [
+        (
+            vec![files[0].as_str(), other.as_str(), files[2].as_str()],
+            "different sweep",
+        ),
+        (
+            vec![files[0].as_str(), files[2].as_str()],
+            "shard 2/3 is missing",
+        ),
+        (
+            vec![files[0].as_str(), files[0].as_str(), files[2].as_str()],
+            "given twice",
+        ),
+    ] {
+        let o = merge(&args);
+        assert_eq!(o.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+        assert!(err.contains(needle), "{err}");
+    }
+}

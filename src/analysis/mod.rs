@@ -18,6 +18,8 @@ pub mod report;
 pub mod residency;
 pub mod roundtrips;
 pub mod runs;
+pub mod shard;
 pub mod suggest;
 pub mod timeline;
+pub mod vela;
 pub mod whatif;

@@ -11,21 +11,14 @@ use crate::trace::Trace;
 /// bytes, `free` and `evict` remove them (never below zero, should a stream
 /// begin mid-run). O((events + ops) log events).
 pub fn resident_by_step(trace: &Trace, pool: &str) -> Vec<u64> {
+    // In-place outputs count the bytes they share with an operand once.
+    let deltas = crate::trace::inplace::deltas(&trace.events, &trace.ops, trace.tensors.len());
     let mut events: Vec<(u64, i128)> = trace
         .events
         .iter()
-        .filter(|e| e.pool.as_str() == pool)
-        .map(|e| {
-            let b = e.bytes as i128;
-            let delta = if e.kind.places() {
-                b
-            } else if e.kind.removes() {
-                -b
-            } else {
-                0
-            };
-            (e.t_ns, delta)
-        })
+        .zip(deltas)
+        .filter(|(e, _)| e.pool.as_str() == pool)
+        .map(|(e, d)| (e.t_ns, d))
         .collect();
     // Traces are in time order by contract; a stable sort keeps same-time
     // events in stream order should one not be.

@@ -64,6 +64,10 @@ pub struct RunsReport {
     /// already include it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub optimum: Option<crate::analysis::optimum::Optimum>,
+    /// Extension: which slice of a sharded `whatif` this is
+    /// (`spillscope merge` joins the slices and drops it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<crate::analysis::shard::ShardInfo>,
 }
 
 /// The label of a run's bound: `minimum traffic (ILP)` when proven, else

@@ -27,6 +27,9 @@ pub enum Command {
     Sample(SampleArgs),
     /// Sweep capacity, bandwidth and policy; one row per configuration and the knee called out.
     Whatif(WhatifArgs),
+    /// Join the shards of a `whatif --shard K/N` sweep into exactly what the
+    /// unsharded sweep prints.
+    Merge(MergeArgs),
     /// Re-simulated suggestions (pin, capacity, policy, prefetch, weights, fp16, fuse, recompute, reorder) sorted by ms saved.
     Suggest(SuggestArgs),
     /// Import a runtime trace (ONNX Runtime, PyTorch, Chrome/Perfetto, spillscope JSONL).
@@ -141,6 +144,26 @@ pub struct WhatifArgs {
     pub schedule: ScheduleOpts,
     #[arg(long, value_enum, default_value = "table")]
     pub format: SweepFormat,
+    /// Compute only the K-th of N slices of the grid (1-based, with
+    /// `--format json`); `spillscope merge` joins the slices into what the
+    /// whole sweep prints. Slurm: `--shard $SLURM_ARRAY_TASK_ID/$N` with
+    /// `--array=1-N`; Kubernetes Indexed Jobs: `$((JOB_COMPLETION_INDEX+1))/$N`.
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<crate::analysis::shard::Shard>,
+}
+
+/// `spillscope merge`: shards of one `whatif` sweep into its whole output.
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// The shards' JSON files (any order).
+    #[arg(required = true, value_name = "SHARD")]
+    pub shards: Vec<PathBuf>,
+    /// Write here instead of standard output.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Overwrite the output file if it exists.
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// How a trace file is read (spillscope traces load directly; others are imported).
@@ -286,7 +309,7 @@ pub struct RewriteOpts {
 impl RewriteOpts {
     /// The rewrite flags the user gave, over `flags`.
     pub fn add_to(&self, flags: &mut crate::run::Flags) -> crate::Result<()> {
-        use crate::sim::config::{NamedOrder, OrderSpec};
+        use crate::sim::config::OrderSpec;
         if self.fuse {
             flags.fuse = Some(true);
         }
@@ -294,16 +317,7 @@ impl RewriteOpts {
             flags.dtype = Some(d.parse().map_err(crate::Error::Config)?);
         }
         if let Some(o) = &self.order {
-            flags.order = Some(match o.trim() {
-                "file" => OrderSpec::Named(NamedOrder::File),
-                "memory" => OrderSpec::Named(NamedOrder::Memory),
-                list => OrderSpec::Ops(
-                    list.split(',')
-                        .map(|s| s.trim().to_string())
-                        .filter(|s| !s.is_empty())
-                        .collect(),
-                ),
-            });
+            flags.order = o.parse::<OrderSpec>().ok();
         }
         if self.recompute {
             flags.recompute = Some(crate::sim::RecomputeSpec::All(true));

@@ -13,6 +13,7 @@ pub mod report_cmd;
 pub mod sample;
 pub mod sim_cmd;
 pub mod trace_cmds;
+pub mod vela_text;
 pub mod verify_cmd;
 pub mod view_cmd;
 pub mod whatif_cmd;

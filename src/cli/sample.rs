@@ -49,6 +49,7 @@ pub fn summary(format: Format) -> Result<String> {
         model: SAMPLE_NAME.into(),
         runs: trs.iter().map(RunRow::from_trace).collect(),
         optimum: None,
+        shard: None,
     };
     Ok(super::sim_cmd::render(&rep, format))
 }

@@ -2,8 +2,7 @@
 
 use super::args::{Format, SimArgs};
 use crate::analysis::runs::{render_json, render_markdown, render_table, RunRow, RunsReport};
-use crate::sim::{simulate, EvictionPolicy};
-use crate::trace::Trace;
+use crate::sim::EvictionPolicy;
 use crate::Result;
 use std::path::{Path, PathBuf};
 
@@ -82,45 +81,7 @@ pub fn run(a: &SimArgs) -> Result<String> {
         }
     }
     let notes = resolve_notes(&r, g.ops.len());
-    // The bound at this capacity (the exact program, windowed on long
-    // schedules), of the same (rewritten) graph the runs simulate, and the
-    // plan the planned policy follows.
-    let optimum = if a.ilp_time > 0.0 && policies.iter().any(|&p| p != EvictionPolicy::Ideal) {
-        let prepared = crate::sim::prepare_graph(&g, &r.config)?;
-        let limits = crate::analysis::optimum::OptimumLimits {
-            time_limit_s: a.ilp_time,
-            // The plan is solved whether or not the planned policy runs,
-            // so the bound (which shares the time budget) is the same as
-            // the explorer's and the report's.
-            ..Default::default()
-        };
-        Some(crate::analysis::optimum::optimal_traffic(
-            &prepared,
-            crate::analysis::optimum::PoolSize::of(&r.hardware),
-            limits,
-        ))
-    } else {
-        None
-    };
-    // The planned policy follows that same solve (solved in the run when
-    // there is none).
-    let plan = optimum.as_ref().and_then(|o| o.plan.clone());
-    let mut traces: Vec<Trace> = policies
-        .iter()
-        .map(|&p| {
-            let mut cfg = r.config_for(p);
-            if p == EvictionPolicy::Planned {
-                cfg.plan = plan.clone();
-            }
-            simulate(&g, &r.hardware, &cfg)
-        })
-        .collect::<Result<_>>()?;
-    // One bound per run, everywhere: the tightest found, in the traces too.
-    if let Some(o) = &optimum {
-        for tr in &mut traces {
-            o.tighten(&mut tr.summary);
-        }
-    }
+    let (traces, optimum) = crate::run::simulate_resolved(&g, &r, a.ilp_time)?;
     if let Some(out) = &a.output {
         let to_stdout = out.as_os_str() == "-";
         if to_stdout && several {
@@ -140,6 +101,7 @@ pub fn run(a: &SimArgs) -> Result<String> {
         model: g.name.clone(),
         runs: traces.iter().map(RunRow::from_trace).collect(),
         optimum,
+        shard: None,
     };
     if a.format == Format::Json {
         if !notes.is_empty() {

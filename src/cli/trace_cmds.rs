@@ -43,6 +43,7 @@ pub fn run_import(a: &ImportArgs) -> Result<String> {
         model: tr.meta.model.clone(),
         runs: vec![RunRow::from_trace(&tr)],
         optimum: None,
+        shard: None,
     };
     let mut s = render(&rep, a.format);
     if a.format == Format::Table {
@@ -97,6 +98,10 @@ pub fn run_diff(a: &DiffArgs) -> Result<String> {
     warn_all(&wb);
     let d = diff(&ta, &tb);
     let ag = agreement(&ta, &tb, a.limit);
+    // Vela's plan on either side: the like-for-like comparison too.
+    let vela = crate::analysis::vela::compare(&ta, &tb)
+        .map(|c| ('A', c))
+        .or_else(|| crate::analysis::vela::compare(&tb, &ta).map(|c| ('B', c)));
     let (ca, cb) = (Capabilities::of(&ta), Capabilities::of(&tb));
     // Spill figures only where both sides record spills: against a runtime
     // profile, ops compare by time.
@@ -116,6 +121,10 @@ pub fn run_diff(a: &DiffArgs) -> Result<String> {
                 m.remove("tensors");
             }
         }
+        if let (Some((side, c)), Some(m)) = (&vela, v.as_object_mut()) {
+            m.insert("vela_side".into(), serde_json::json!(side.to_string()));
+            m.insert("vela".into(), serde_json::to_value(c).unwrap_or_default());
+        }
         return Ok(serde_json::to_string_pretty(&v).unwrap_or_default() + "\n");
     }
     let side = |label: &str, p: &std::path::Path, t: &crate::trace::Trace, c: &Capabilities| {
@@ -131,6 +140,16 @@ pub fn run_diff(a: &DiffArgs) -> Result<String> {
         )
     };
     let mut s = side("A", &a.a, &ta, &ca) + &side("B", &a.b, &tb, &cb);
+    if let Some((which, c)) = &vela {
+        // Against Vela's plan the like-for-like view replaces the generic
+        // event matching (Vela's graph and events are not spillscope's).
+        s += &format!(
+            "latency B-A: {} (Vela's cycle estimate vs the hardware profile's)\n",
+            crate::units::fmt_ms_delta(d.latency_delta_ns)
+        );
+        s += &super::vela_text::render(*which, c, a.limit);
+        return Ok(s);
+    }
     if spills {
         s += &format!(
             "agreement: spill events {:.1}% ({} matched of {} / {}), alloc/free {:.1}% ({} of {} / {})\n",

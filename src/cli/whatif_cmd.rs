@@ -2,9 +2,8 @@
 
 use super::args::{SweepFormat, WhatifArgs};
 use crate::analysis::runs::{render_table_led, Lead, RunRow, RunsReport};
-use crate::analysis::whatif::{
-    grid, knees, parse_bandwidth_range, parse_size_range, run, search_knees,
-};
+use crate::analysis::shard::merge;
+use crate::analysis::whatif::{grid, knees, parse_bandwidth_range, parse_size_range, search_knees};
 use crate::sim::EvictionPolicy;
 use crate::{Error, Result};
 use std::io::IsTerminal;
@@ -49,21 +48,24 @@ pub fn run_whatif(a: &WhatifArgs) -> Result<String> {
     let (g, r) = spec.resolve()?;
     let hw = r.hardware.clone();
     let policies = r.policies.clone();
+    let base = r.config.clone();
     let capacities = match &a.capacity {
         Some(r) => parse_size_range(r)?,
         None => vec![hw.memory.capacity.0],
     };
-    if capacities.contains(&0) {
-        return Err(Error::Hardware("capacity must be greater than zero".into()));
-    }
     let bandwidths: Vec<Option<f64>> = match &a.bandwidth {
         Some(r) => parse_bandwidth_range(r)?.into_iter().map(Some).collect(),
         None => vec![None],
     };
-    let base = r.config.clone();
-    let points = grid(&capacities, &bandwidths, &policies);
-    let bar = if std::io::stderr().is_terminal() && points.len() > 1 {
-        let pb = indicatif::ProgressBar::new(points.len() as u64);
+    if a.shard.is_some() && a.format != SweepFormat::Json {
+        return Err(Error::Config(
+            "--shard writes JSON for `spillscope merge`: add --format json".into(),
+        ));
+    }
+    let total = grid(&capacities, &bandwidths, &policies).len();
+    let shown = a.shard.map_or(total, |s| s.range(total).len());
+    let bar = if std::io::stderr().is_terminal() && shown > 1 {
+        let pb = indicatif::ProgressBar::new(shown as u64);
         pb.set_style(
             indicatif::ProgressStyle::with_template(
                 "{bar:40} {pos}/{len} configurations {elapsed}",
@@ -79,7 +81,7 @@ pub fn run_whatif(a: &WhatifArgs) -> Result<String> {
             b.inc(1);
         }
     };
-    let rows = run(&g, &hw, &base, &points, &tick)?;
+    let rep = crate::run::sweep(&g, &r, &capacities, &bandwidths, a.shard, &tick)?;
     if let Some(b) = bar {
         b.finish_and_clear();
     }
@@ -88,12 +90,7 @@ pub fn run_whatif(a: &WhatifArgs) -> Result<String> {
     } else {
         Vec::new()
     };
-    let knees = knees(&rows, &searched);
-    let rep = RunsReport {
-        model: g.name.clone(),
-        runs: rows,
-        optimum: None,
-    };
+    let knees = knees(&rep.runs, &searched);
     Ok(match a.format {
         SweepFormat::Json => serde_json::to_string_pretty(&rep).unwrap_or_default() + "\n",
         SweepFormat::Csv => to_csv(&rep.runs),
@@ -107,6 +104,26 @@ pub fn run_whatif(a: &WhatifArgs) -> Result<String> {
             s
         }
     })
+}
+
+/// `spillscope merge`: the shards, checked to be one sweep, joined.
+pub fn run_merge(a: &super::args::MergeArgs) -> Result<String> {
+    let mut shards = Vec::with_capacity(a.shards.len());
+    for p in &a.shards {
+        let bytes = crate::input::read(p)?;
+        let r: RunsReport =
+            serde_json::from_slice(&bytes).map_err(|e| Error::parse(p, "whatif shard JSON", e))?;
+        shards.push((p.display().to_string(), r));
+    }
+    let all = merge(shards)?;
+    let text = serde_json::to_string_pretty(&all).unwrap_or_default() + "\n";
+    match &a.output {
+        Some(path) => {
+            crate::output::write_atomic(path, &text, a.force)?;
+            Ok(String::new())
+        }
+        None => Ok(text),
+    }
 }
 
 /// `spillscope suggest`.

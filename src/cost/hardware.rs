@@ -91,9 +91,17 @@ pub struct HardwareProfile {
 
 const PRESET_SEED: &str = include_str!("../../profiles/seed-npu.toml");
 const PRESET_EDGE: &str = include_str!("../../profiles/edge-npu-16m.toml");
+const PRESET_U65_HIGH_END: &str = include_str!("../../profiles/ethos-u65-high-end.toml");
+const PRESET_U55_HIGH_END_EMBEDDED: &str =
+    include_str!("../../profiles/ethos-u55-high-end-embedded.toml");
 
 /// Names of the built-in presets, for help texts and errors.
-pub const PRESETS: &[&str] = &["seed-npu", "edge-npu-16m"];
+pub const PRESETS: &[&str] = &[
+    "seed-npu",
+    "edge-npu-16m",
+    "ethos-u65-high-end",
+    "ethos-u55-high-end-embedded",
+];
 
 impl HardwareProfile {
     /// A built-in profile by name.
@@ -101,6 +109,11 @@ impl HardwareProfile {
         let text = match name {
             "seed-npu" | "seed" | "default" => PRESET_SEED,
             "edge-npu-16m" | "edge" => PRESET_EDGE,
+            // Vela's system configuration names are accepted as written.
+            "ethos-u65-high-end" | "Ethos_U65_High_End" => PRESET_U65_HIGH_END,
+            "ethos-u55-high-end-embedded" | "Ethos_U55_High_End_Embedded" => {
+                PRESET_U55_HIGH_END_EMBEDDED
+            }
             _ => {
                 return Err(Error::Hardware(format!(
                     "unknown preset {name:?} (known: {})",
@@ -233,6 +246,19 @@ mod tests {
         assert_eq!(s.dram.read_bandwidth.0, 60e9);
         let e = HardwareProfile::preset("edge-npu-16m").unwrap();
         assert_eq!(e.memory.capacity.0, 16 << 20);
+        // Vela's figures: U65 at 1 GHz moves 16 B/cycle per port, DRAM at
+        // clock scale 0.234375; U55 at 500 MHz, 8 B/cycle, flash at 0.125.
+        let u65 = HardwareProfile::preset("ethos-u65-high-end").unwrap();
+        assert_eq!(u65.dram.read_bandwidth.0, 1e9 * 0.234375 * 16.0);
+        assert_eq!(u65.memory.sram_bandwidth.0, 16e9);
+        assert_eq!(u65.dram.burst_bytes, 128);
+        assert_eq!(HardwareProfile::preset("Ethos_U65_High_End").unwrap(), u65);
+        let u55 = HardwareProfile::preset("ethos-u55-high-end-embedded").unwrap();
+        assert_eq!(u55.dram.read_bandwidth.0, 500e6 * 0.125 * 8.0);
+        assert_eq!(u55.memory.sram_bandwidth.0, 500e6 * 8.0);
+        for p in PRESETS {
+            HardwareProfile::preset(p).unwrap();
+        }
         assert!(HardwareProfile::preset("nope")
             .unwrap_err()
             .to_string()

@@ -15,6 +15,8 @@ pub mod json;
 pub mod liveness;
 #[cfg(feature = "onnx")]
 pub mod onnx;
+#[cfg(feature = "tflite")]
+pub mod tflite;
 pub mod transform;
 
 pub use builder::{GraphBuilder, OpSpec, TensorSpec};
@@ -129,13 +131,15 @@ pub struct LoadOptions {
     pub batch: Option<u64>,
 }
 
-/// Loads a model by file type: `.onnx` through tract, otherwise graph JSON.
+/// Loads a model by file type: `.onnx` and `.tflite` through tract's
+/// readers, otherwise graph JSON.
 pub fn load(path: &Path, opts: &LoadOptions) -> crate::Result<Graph> {
     if let Err(e) = std::fs::metadata(path) {
         return Err(crate::Error::io(path, e));
     }
     // A trace given where a model is expected: say which command reads it.
-    if let Ok(f) = crate::input::detect(path) {
+    let detected = crate::input::detect(path).ok();
+    if let Some(f) = detected {
         if !f.is_model() {
             return Err(crate::Error::WrongInput {
                 path: path.to_path_buf(),
@@ -158,6 +162,19 @@ pub fn load(path: &Path, opts: &LoadOptions) -> crate::Result<Graph> {
             let _ = opts;
             return Err(crate::Error::Unsupported(format!(
                 "{}: ONNX support was not compiled in (build with the `onnx` feature)",
+                path.display()
+            )));
+        }
+    }
+    if detected == Some(crate::input::Format::Tflite) {
+        #[cfg(feature = "tflite")]
+        {
+            return tflite::load_tflite(path, opts);
+        }
+        #[cfg(not(feature = "tflite"))]
+        {
+            return Err(crate::Error::Unsupported(format!(
+                "{}: TFLite support was not compiled in (build with the `tflite` feature)",
                 path.display()
             )));
         }

@@ -242,6 +242,23 @@ pub enum NamedOrder {
     Memory,
 }
 
+impl std::str::FromStr for OrderSpec {
+    type Err = std::convert::Infallible;
+    /// `file`, `memory`, or comma-separated op names (`--order`).
+    fn from_str(s: &str) -> Result<OrderSpec, Self::Err> {
+        Ok(match s.trim() {
+            "file" => OrderSpec::Named(NamedOrder::File),
+            "memory" => OrderSpec::Named(NamedOrder::Memory),
+            list => OrderSpec::Ops(
+                list.split(',')
+                    .map(|s| s.trim().to_string())
+                    .filter(|s| !s.is_empty())
+                    .collect(),
+            ),
+        })
+    }
+}
+
 impl OrderSpec {
     pub fn is_file(&self) -> bool {
         matches!(self, OrderSpec::Named(NamedOrder::File))

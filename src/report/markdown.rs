@@ -380,8 +380,11 @@ fn measured_sections(
         );
     }
     *out += &format!("\n## Hotspots (by {})\n\n", r.hotspots_by.label());
+    // A trace that records spills (a probe stream, a Vela plan) shows
+    // each op's traffic, which it may be ranked by.
+    let spills = r.capabilities.spill_events;
     let time_row = |h: &crate::analysis::hotspots::Hotspot| {
-        vec![
+        let mut row = vec![
             h.name.clone(),
             h.op_type.clone(),
             fmt_ms(h.start_ns),
@@ -391,9 +394,13 @@ fn measured_sections(
             fmt_bytes(h.alloc_bytes),
             h.allocs.to_string(),
             fmt_bytes(h.peak_bytes),
-        ]
+        ];
+        if spills {
+            row.push(fmt_bytes(h.traffic_bytes));
+        }
+        row
     };
-    let head = [
+    let mut head = vec![
         "op",
         "type",
         "at",
@@ -404,6 +411,9 @@ fn measured_sections(
         "allocations",
         "at peak",
     ];
+    if spills {
+        head.push("traffic");
+    }
     *out += table(&head, &r.hotspots.iter().map(time_row).collect::<Vec<_>>());
     if !r.memory_hotspots.is_empty() {
         *out += &format!(

@@ -141,12 +141,9 @@ impl TraceBuilder {
         let mut live: i128 = 0;
         let mut peak: i128 = 0;
         let mut high_water: Vec<(&str, u64)> = Vec::new();
-        for e in &self.events {
-            live += match e.kind {
-                k if k.places() => e.bytes as i128,
-                k if k.removes() => -(e.bytes as i128),
-                _ => 0,
-            };
+        let deltas = super::inplace::deltas(&self.events, &self.ops, self.tensors.len());
+        for (e, d) in self.events.iter().zip(deltas) {
+            live += d;
             peak = peak.max(live);
             if let Some(off) = e.offset {
                 let end = off + e.bytes;

@@ -309,7 +309,7 @@ impl Ledger {
     }
 
     /// Calls `f(part, tensor, op, bytes)` for every ledger entry.
-    fn each(&self, tr: &Trace, mut f: impl FnMut(Part, usize, Option<usize>, u64)) {
+    pub fn each(&self, tr: &Trace, mut f: impl FnMut(Part, usize, Option<usize>, u64)) {
         for (i, e) in tr.events.iter().enumerate() {
             if let Some(part) = self.part(i) {
                 f(part, e.tensor, e.op, Ledger::bytes(e));

@@ -71,6 +71,8 @@ pub enum Importer {
     Torch,
     Chrome,
     Jsonl,
+    /// Arm Vela's compiled plan (its output directory).
+    Vela,
 }
 
 /// An import's record: the importer and what it chose.
@@ -99,6 +101,9 @@ pub struct Instrumented {
     /// ONNX Runtime with a model: how the profile's nodes were linked to it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub linked: Option<crate::trace::import::ort_link::LinkSummary>,
+    /// Vela: its configuration and its own summary figures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vela: Option<Box<crate::trace::import::vela::VelaInfo>>,
 }
 
 impl Instrumented {
@@ -111,6 +116,7 @@ impl Instrumented {
             capacity_declared: false,
             model: None,
             linked: None,
+            vela: None,
         }
     }
 }

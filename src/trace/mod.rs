@@ -13,6 +13,7 @@ pub mod build;
 pub mod caps;
 pub mod export;
 pub mod import;
+pub mod inplace;
 pub mod ledger;
 pub mod nesting;
 mod ranges;

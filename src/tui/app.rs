@@ -148,6 +148,9 @@ pub enum Effect {
 pub struct App {
     pub data: Vec<Dataset>,
     pub diff: Option<TraceDiff>,
+    /// Vela's plan against the spillscope run beside it (Compare), when
+    /// one side is an imported Vela plan.
+    pub vela: Option<crate::analysis::vela::VelaComparison>,
     pub view: View,
     /// Visible time window `[t0, t1)` (shared by the time-axis views).
     pub window: (u64, u64),
@@ -219,6 +222,7 @@ impl App {
         let mut app = App {
             data: Vec::new(),
             diff: None,
+            vela: None,
             view: View::Overview,
             window: (0, 1),
             cursor: 0,
@@ -318,6 +322,11 @@ impl App {
         self.diff = match (self.data.as_slice(), &self.previous) {
             ([a, b, ..], _) => Some(compare(a, b)),
             ([now], Some(before)) => Some(compare(before, now)),
+            _ => None,
+        };
+        self.vela = match self.data.as_slice() {
+            [a, b, ..] => crate::analysis::vela::compare(&a.trace, &b.trace)
+                .or_else(|| crate::analysis::vela::compare(&b.trace, &a.trace)),
             _ => None,
         };
         self.resort_hotspots();

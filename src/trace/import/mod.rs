@@ -11,6 +11,7 @@ pub mod jsonl;
 pub mod ort;
 pub mod ort_link;
 pub mod torch;
+pub mod vela;
 
 use super::Trace;
 use crate::graph::Graph;
@@ -87,7 +88,8 @@ fn import_as(path: &Path, format: Format, opts: &ImportOptions) -> Result<(Trace
         Format::Torch => torch::import(path, opts),
         Format::Chrome => generic::import(path, opts),
         Format::Jsonl => jsonl::import(path, opts),
-        Format::Onnx | Format::GraphJson => Err(Error::WrongInput {
+        Format::Vela => vela::import(path, opts),
+        Format::Onnx | Format::GraphJson | Format::Tflite => Err(Error::WrongInput {
             path: path.to_path_buf(),
             what: "a model, not a trace".into(),
             hint: "simulate it with `spillscope sim` or open it with `spillscope view`".into(),

@@ -75,6 +75,15 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
         };
         draw_strip(f, app, theme, g, d, r, tag, window, own);
     }
+    let table = match &app.vela {
+        Some(v) if table.height >= 8 => {
+            let [vela_area, rest] =
+                Layout::vertical([Constraint::Length(4), Constraint::Min(3)]).areas(table);
+            draw_vela(f, theme, g, v, vela_area);
+            rest
+        }
+        _ => table,
+    };
     let Some(diff) = &app.diff else { return };
     let changed: Vec<_> = diff
         .tensors
@@ -93,6 +102,39 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
         draw_tensors(f, app, theme, g, &changed, tensor_area);
     }
     draw_ops(f, app, theme, g, diff, table);
+}
+
+/// Vela's plan against the spillscope run: the spilled-set agreement and
+/// the DRAM feature-map bytes of the feature maps both have, with the
+/// bound (`diff` prints the same, with the lists).
+fn draw_vela(
+    f: &mut Frame,
+    theme: &Theme,
+    g: &Glyphs,
+    v: &crate::analysis::vela::VelaComparison,
+    area: Rect,
+) {
+    let lines = vec![
+        Line::raw(format!(
+            "spilled set: {:.1}% of {} agree ({} both, {} only Vela, {} only spillscope)",
+            v.agreement_pct,
+            v.matched,
+            v.both_spilled.len(),
+            v.only_vela_spilled.len(),
+            v.only_sim_spilled.len()
+        )),
+        Line::raw(format!(
+            "DRAM bytes: Vela {}, spillscope {}; bound {} ({})",
+            fmt_bytes(v.vela_matched_bytes),
+            fmt_bytes(v.sim_matched_bytes),
+            fmt_bytes(v.bound_bytes),
+            v.bound_method
+        )),
+    ];
+    f.render_widget(
+        Paragraph::new(lines).block(block(" Vela vs spillscope, same feature maps ", theme, g)),
+        area,
+    );
 }
 
 /// One run's strip: ops, the spill lanes (busiest wins), spill markers.

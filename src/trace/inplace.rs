@@ -1,0 +1,107 @@
+//! Resident bytes when outputs may be written in place. A compiler such as
+//! Vela places an elementwise op's output over an operand it reads for the
+//! last time (`alloc` with `reason: "in-place"`); both tensors are resident
+//! while the op runs, but the shared bytes exist once. Every reader of
+//! resident bytes (the trace's peak, the per-op residency chart) takes
+//! its per-event change from here, so the chart never shows more than the
+//! pool holds.
+
+use super::{Event, EventKind, TraceOp};
+
+/// The `reason` of an in-place `alloc`.
+pub const IN_PLACE: &str = "in-place";
+
+/// The change in resident bytes each event makes (places add, removes
+/// subtract, others 0), counting bytes an in-place output shares with the
+/// operands of its op once: the output adds only what it does not
+/// overlap, and each operand it overlapped later removes only the rest.
+pub fn deltas(events: &[Event], ops: &[TraceOp], n_tensors: usize) -> Vec<i128> {
+    // Where each resident tensor sits, and bytes it shares with an
+    // in-place output placed over it.
+    let mut at: Vec<Option<(u64, u64)>> = vec![None; n_tensors];
+    let mut shared: Vec<u64> = vec![0; n_tensors];
+    events
+        .iter()
+        .map(|e| {
+            let b = e.bytes as i128;
+            let t = e.tensor;
+            if e.kind.places() {
+                let mut overlap = 0u64;
+                if e.kind == EventKind::Alloc && e.reason.as_deref() == Some(IN_PLACE) {
+                    if let (Some(off), Some(op)) = (e.offset, e.op.and_then(|o| ops.get(o))) {
+                        let end = off.saturating_add(e.bytes);
+                        for &i in &op.inputs {
+                            if let Some(Some((o2, e2))) = at.get(i).copied() {
+                                let k = end.min(e2).saturating_sub(off.max(o2));
+                                let k = k.min(e.bytes - overlap);
+                                overlap += k;
+                                shared[i] += k;
+                            }
+                        }
+                    }
+                }
+                if let Some(slot) = at.get_mut(t) {
+                    *slot = e.offset.map(|o| (o, o.saturating_add(e.bytes)));
+                }
+                b - overlap as i128
+            } else if e.kind.removes() {
+                let credit = shared.get_mut(t).map(std::mem::take).unwrap_or(0);
+                if let Some(slot) = at.get_mut(t) {
+                    *slot = None;
+                }
+                -(b - (credit as i128).min(b))
+            } else {
+                0
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(
+        kind: EventKind,
+        tensor: usize,
+        offset: u64,
+        bytes: u64,
+        op: usize,
+        reason: Option<&str>,
+    ) -> Event {
+        Event {
+            t_ns: 0,
+            kind,
+            tensor,
+            bytes,
+            pool: "sram".into(),
+            offset: Some(offset),
+            op: Some(op),
+            dma_start_ns: None,
+            dma_end_ns: None,
+            thread: None,
+            live_bytes: None,
+            reason: reason.map(Into::into),
+            written_bytes: None,
+        }
+    }
+
+    #[test]
+    fn shared_bytes_count_once() {
+        let mut op1 = TraceOp::span("add", "Add", 0, 1);
+        op1.inputs = vec![0];
+        let ops = vec![TraceOp::span("conv", "Conv", 0, 1), op1];
+        // I at [0, 100); O (64 B) in place at [36, 100); then I and O freed.
+        let events = [
+            ev(EventKind::Alloc, 0, 0, 100, 0, None),
+            ev(EventKind::Alloc, 1, 36, 64, 1, Some(IN_PLACE)),
+            ev(EventKind::Free, 0, 0, 100, 1, None),
+            ev(EventKind::Free, 1, 36, 64, 1, None),
+        ];
+        assert_eq!(deltas(&events, &ops, 2), vec![100, 0, -36, -64]);
+        // Without the reason both count whole.
+        let mut plain = events.clone();
+        plain[1].reason = None;
+        assert_eq!(deltas(&plain, &ops, 2), vec![100, 64, -100, -64]);
+    }
+}
