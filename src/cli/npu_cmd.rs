@@ -28,6 +28,35 @@ pub enum NpuCommand {
     /// Validate a solution directory against every rule and recompute its
     /// metrics (exit 1 naming the rule broken).
     Check(CheckArgs),
+    /// Write a larger case of the benchmark's families, to measure the
+    /// search at scale: `matmul M N K` (the benchmark's own tiling;
+    /// `matmul 8 8 8` is Matmul_Case0) or `replicate CASE COPIES`.
+    #[command(subcommand)]
+    Gen(GenCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum GenCommand {
+    /// An M x N grid of output tiles, each a chain of K products through
+    /// L0A/L0B into L0C (7MNK + 3(MK + KN + MN) nodes).
+    Matmul {
+        m: usize,
+        n: usize,
+        k: usize,
+        #[arg(short = 'o', long = "output", value_name = "CASE.json")]
+        output: PathBuf,
+        #[arg(long)]
+        force: bool,
+    },
+    /// COPIES independent copies of CASE side by side.
+    Replicate {
+        case: PathBuf,
+        copies: usize,
+        #[arg(short = 'o', long = "output", value_name = "CASE.json")]
+        output: PathBuf,
+        #[arg(long)]
+        force: bool,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -199,8 +228,44 @@ pub fn heuristic_solution(k: &Kernel) -> Result<Solution> {
     Ok(r.cycles.solution)
 }
 
+/// Writes the generated case and says how big it is.
+fn run_gen(g: &GenCommand) -> Result<(String, bool)> {
+    use crate::npu::gen;
+    let (case, output, force) = match g {
+        GenCommand::Matmul {
+            m,
+            n,
+            k,
+            output,
+            force,
+        } => (gen::matmul(*m, *n, *k)?, output, *force),
+        GenCommand::Replicate {
+            case,
+            copies,
+            output,
+            force,
+        } => {
+            // Loaded first so a broken case is named as the loader names it.
+            Kernel::load(case)?;
+            let text = std::fs::read_to_string(case).map_err(|e| Error::io(case, e))?;
+            let v: serde_json::Value =
+                serde_json::from_str(&text).map_err(|e| Error::parse(case, "NPU kernel DAG", e))?;
+            (gen::replicate(&v, *copies)?, output, *force)
+        }
+    };
+    let nodes = case["Nodes"].as_array().map_or(0, Vec::len);
+    let text = serde_json::to_string_pretty(&case)
+        .map_err(|e| Error::Unsupported(format!("cannot write the case: {e}")))?;
+    crate::output::write_atomic(output, text, force)?;
+    Ok((
+        format!("wrote {} ({nodes} nodes)\n", output.display()),
+        true,
+    ))
+}
+
 pub fn run(cmd: &NpuCommand) -> Result<(String, bool)> {
     match cmd {
+        NpuCommand::Gen(g) => run_gen(g),
         NpuCommand::Import(a) => {
             let k = Kernel::load(&a.case)?;
             let sol = match &a.solution {

@@ -552,6 +552,11 @@ impl Proxy {
         }
     }
 
+    /// The non-L0 buffers each group touches, in access order.
+    pub fn access(&self) -> &[Vec<usize>] {
+        &self.access
+    }
+
     /// Estimated extra traffic of a group order.
     pub fn traffic(&mut self, order: &[usize]) -> u64 {
         self.seq.clear();
@@ -730,16 +735,31 @@ pub fn solve(k: &Kernel, opts: SolveOptions) -> Result<SolveReport> {
     // Traffic: the proxy first (cheap), then real evaluations.
     let mut tstarts = starts.clone();
     let mut real_share = 0.25;
+    let gs = groups(k);
+    let mut proxy = Proxy::new(k, &gs);
+    // Banded walks of a tiled grid, when the groups form one: the best
+    // few by the proxy join the starts (heuristics included).
+    let bands = super::bands::band_orders(&mut proxy, k.buffers.len(), 2);
+    for (order, _) in &bands {
+        tstarts.push(Plan {
+            order: order.clone(),
+            lookahead: 0,
+            alloc: AllocOptions::default(),
+        });
+    }
     if !opts.time.is_zero() {
-        let gs = groups(k);
-        let mut proxy = Proxy::new(k, &gs);
         let mut rng = Rng::new(opts.seed ^ 0x5eed);
-        let base: Vec<usize> = (0..gs.len()).collect();
+        // The proxy search starts from the best banded walk when there is
+        // one (file order otherwise).
+        let base: Vec<usize> = bands
+            .first()
+            .map_or_else(|| (0..gs.len()).collect(), |(o, _)| o.clone());
         // Where the proxy predicts the allocator exactly (uniform tiles),
         // it also gets most of the real search's time.
         let sources: Vec<Vec<usize>> = gs.iter().map(|g| sources_of(k, g)).collect();
+        let file_order: Vec<usize> = (0..gs.len()).collect();
         let exact = evaluate_plan(k, &gs, &sources, &starts[0], Goal::Traffic)
-            .is_some_and(|(_, m, _)| m.extra_traffic == proxy.traffic(&base));
+            .is_some_and(|(_, m, _)| m.extra_traffic == proxy.traffic(&file_order));
         // Otherwise it only seeds the real search with a few orders.
         let proxy_share = if exact { 0.50 } else { 0.10 };
         real_share = if exact { 0.05 } else { 0.45 };
