@@ -13,8 +13,9 @@
 
 use super::model::{BufType, Kernel, NodeKind};
 use super::Solution;
+use crate::cost::AllocatorFit;
+use crate::sim::allocator::{cheapest_window, Allocator, Seg};
 use crate::{Error, Result};
-use std::collections::BTreeMap;
 
 /// How the allocator chooses holes and victims (searched by `npu solve`).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -36,41 +37,27 @@ impl Default for AllocOptions {
     }
 }
 
-/// One pool's address space: resident buffers by offset, and when each
-/// byte was last released (schedule position).
+/// One pool: the shared offset allocator (best fit, byte alignment), and
+/// when each byte was last released (schedule position) for the
+/// oldest-hole choice.
 #[derive(Debug, Clone)]
 struct Pool {
-    cap: u64,
-    /// offset -> (end, buffer index)
-    blocks: BTreeMap<u64, (u64, usize)>,
+    space: Allocator,
     freed_at: Vec<usize>,
 }
 
 impl Pool {
     fn new(cap: u64) -> Pool {
         Pool {
-            cap,
-            blocks: BTreeMap::new(),
+            space: Allocator::new(cap, 1, AllocatorFit::BestFit),
             freed_at: vec![0; cap as usize],
         }
     }
-    /// A hole for `size`: best fit, or the placement whose bytes were
-    /// released longest ago.
+    /// A hole for `size`: best fit, or the placement (either end of a
+    /// hole) whose bytes were released longest ago.
     fn find(&self, size: u64, oldest: bool) -> Option<u64> {
-        let mut holes: Vec<(u64, u64)> = Vec::new();
-        let mut cursor = 0;
-        for (&off, &(end, _)) in &self.blocks {
-            if off > cursor {
-                holes.push((cursor, off));
-            }
-            cursor = cursor.max(end);
-        }
-        if self.cap > cursor {
-            holes.push((cursor, self.cap));
-        }
-        let fits = holes.into_iter().filter(|(s, e)| e - s >= size);
         if !oldest {
-            return fits.min_by_key(|(s, e)| (e - s, *s)).map(|h| h.0);
+            return self.space.find_fit(size);
         }
         let last_free = |at: u64| -> usize {
             self.freed_at[at as usize..(at + size) as usize]
@@ -79,15 +66,25 @@ impl Pool {
                 .max()
                 .unwrap_or(0)
         };
-        fits.flat_map(|(s, e)| [s, e - size])
+        self.space
+            .holes()
+            .filter(|&(_, s)| s >= size)
+            .flat_map(|(o, s)| [o, o + s - size])
             .min_by_key(|&at| (last_free(at), at))
     }
-    fn place(&mut self, off: u64, size: u64, b: usize) {
-        self.blocks.insert(off, (off + size, b));
+    fn place(&mut self, off: u64, size: u64, b: usize) -> Result<()> {
+        if self.space.alloc_at(b, off, size) {
+            Ok(())
+        } else {
+            Err(Error::Config(format!(
+                "npu allocate: internal error, [{off}, {}) is not free",
+                off + size
+            )))
+        }
     }
     fn remove(&mut self, off: u64, now: usize) {
-        if let Some((end, _)) = self.blocks.remove(&off) {
-            for x in &mut self.freed_at[off as usize..end as usize] {
+        if let Some(b) = self.space.free(off) {
+            for x in &mut self.freed_at[off as usize..(off + b.size) as usize] {
                 *x = now;
             }
         }
@@ -204,20 +201,10 @@ pub fn allocate_with(k: &Kernel, order: &[usize], opts: AllocOptions) -> Result<
                 ty.as_str()
             )));
         }
-        // Segments in address order; choose the cheapest window >= size.
-        let cap = w.pools[p].cap;
-        let mut segs: Vec<(u64, u64, Option<usize>)> = Vec::new(); // (start, end, buffer)
-        let mut cursor = 0;
-        for (&off, &(end, b)) in &w.pools[p].blocks {
-            if off > cursor {
-                segs.push((cursor, off, None));
-            }
-            segs.push((off, end, Some(b)));
-            cursor = cursor.max(end);
-        }
-        if cap > cursor {
-            segs.push((cursor, cap, None));
-        }
+        // The cheapest window of at least `size` bytes, clear of what the
+        // op needs (the victim choice; the segments are the shared
+        // allocator's view of the pool).
+        let segs = w.pools[p].space.segments(|b| protect.contains(&b));
         let cost = |b: usize| -> f64 {
             let traffic = spill_traffic(k, b) as f64;
             match next_use(b, now) {
@@ -226,38 +213,14 @@ pub fn allocate_with(k: &Kernel, order: &[usize], opts: AllocOptions) -> Result<
                 Some(u) => traffic / ((u - now) as f64 + 1.0).powf(opts.distance_exponent),
             }
         };
-        let mut best: Option<(f64, usize, usize)> = None;
-        for lo in 0..segs.len() {
-            let (mut c, mut hi) = (0.0, lo);
-            let mut ok = true;
-            while hi < segs.len() {
-                if let Some(b) = segs[hi].2 {
-                    if protect.contains(&b) {
-                        ok = false;
-                        break;
-                    }
-                    c += cost(b);
-                }
-                if segs[hi].1 - segs[lo].0 >= size {
-                    break;
-                }
-                hi += 1;
-            }
-            if !ok || hi >= segs.len() {
-                continue;
-            }
-            if best.is_none_or(|(bc, _, _)| c < bc) {
-                best = Some((c, lo, hi));
-            }
-        }
-        let Some((_, lo, hi)) = best else {
+        let Some((lo, hi)) = cheapest_window(&segs, size, cost) else {
             return Err(Error::Config(format!(
                 "npu allocate: no window of {size} in {} at position {now} without evicting a buffer the op needs",
                 ty.as_str()
             )));
         };
         for s in &segs[lo..=hi] {
-            if let Some(b) = s.2 {
+            if let Seg::Block(b) = s.2 {
                 let State::Resident(off) = w.state[b] else {
                     continue;
                 };
@@ -278,7 +241,7 @@ pub fn allocate_with(k: &Kernel, order: &[usize], opts: AllocOptions) -> Result<
     let bring_back = |w: &mut Work, b: usize, now: usize, protect: &[usize]| -> Result<()> {
         let (size, ty) = (k.buffers[b].size, k.buffers[b].ty);
         let off = room(k, w, ty, size, now, protect, &next_use, opts)?;
-        w.pools[ty.index()].place(off, size, b);
+        w.pools[ty.index()].place(off, size, b)?;
         w.state[b] = State::Resident(off);
         if let Some(s) = w.pending_in[b].take() {
             w.spills[s].1 = off;
@@ -303,7 +266,7 @@ pub fn allocate_with(k: &Kernel, order: &[usize], opts: AllocOptions) -> Result<
                     .flatten()
                     .collect();
                 let off = room(k, &mut w, *ty, *size, now, &feeds, &next_use, opts)?;
-                w.pools[ty.index()].place(off, *size, b);
+                w.pools[ty.index()].place(off, *size, b)?;
                 w.state[b] = State::Resident(off);
                 first_offset[b] = Some(off);
                 w.out_order.push(i);

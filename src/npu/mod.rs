@@ -3,12 +3,16 @@
 //! intra-core scheduling benchmark: schedule for low peak residency,
 //! allocate addresses with SPILL, time the pipes, check any solution.
 //!
-//! Owns: the kernel IR, scheduler, allocator, checker, timing and search of
-//! the benchmark, and its conversion to a trace. May import `trace`,
-//! `input` and `output`; only the front ends import it.
+//! Owns: the kernel IR, scheduler, checker, timing and search of the
+//! benchmark, its victim choice, and its conversion to a trace. The offset
+//! allocator (holes, fits, the segments a victim search walks) is the graph
+//! simulator's `sim::allocator`. May import `sim::allocator`, `cost`,
+//! `trace`, `input` and `output`; only the front ends import it.
 
 pub mod alloc;
+pub mod bands;
 pub mod check;
+pub mod gen;
 pub mod model;
 pub mod schedule;
 pub mod solve;

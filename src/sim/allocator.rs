@@ -1,5 +1,10 @@
 //! An offset-based on-chip allocator (first-fit or best-fit) so that
 //! fragmentation is real: a request can fail while enough bytes are free.
+//! Shared by the graph simulator and the NPU allocator: both see a full
+//! pool as the same segments (holes, evictable blocks, barriers) and pick
+//! the stretch to clear with their own victim choice (the simulator grows
+//! a hole from the policy's first victim; the NPU allocator takes the
+//! cheapest window, `cheapest_window`).
 
 use crate::cost::AllocatorFit;
 use crate::graph::TensorId;
@@ -10,6 +15,16 @@ use std::collections::BTreeMap;
 pub struct Block {
     pub tensor: TensorId,
     pub size: u64,
+}
+
+/// One stretch of a pool's address space, as a victim search sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Seg {
+    Hole,
+    /// An evictable block.
+    Block(TensorId),
+    /// A block that must stay (an operand of the running op, a pinned tensor).
+    Barrier,
 }
 
 /// A pool's address space: holes and blocks, both keyed by offset.
@@ -176,6 +191,63 @@ impl Allocator {
     pub fn holes(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
         self.holes.iter().map(|(&o, &s)| (o, s))
     }
+
+    /// The whole pool in address order as `(offset, size, segment)`:
+    /// holes, and blocks that are barriers where `stays` says so.
+    pub fn segments(&self, stays: impl Fn(TensorId) -> bool) -> Vec<(u64, u64, Seg)> {
+        let mut segs: Vec<(u64, u64, Seg)> = self
+            .holes()
+            .map(|(o, s)| (o, s, Seg::Hole))
+            .chain(self.blocks().map(|(o, b)| {
+                let seg = if stays(b.tensor) {
+                    Seg::Barrier
+                } else {
+                    Seg::Block(b.tensor)
+                };
+                (o, b.size, seg)
+            }))
+            .collect();
+        // Only a zero-byte block shares an offset with a hole (at the
+        // hole's start): the block comes first.
+        segs.sort_by_key(|&(o, _, seg)| (o, seg == Seg::Hole));
+        segs
+    }
+}
+
+/// The stretch `[lo, hi]` of consecutive segments spanning at least `size`
+/// bytes, with no barrier inside, whose blocks cost least in sum (`cost` of
+/// each evicted block; holes are free); the lowest such stretch on ties.
+pub fn cheapest_window(
+    segs: &[(u64, u64, Seg)],
+    size: u64,
+    cost: impl Fn(TensorId) -> f64,
+) -> Option<(usize, usize)> {
+    let mut best: Option<(f64, usize, usize)> = None;
+    for lo in 0..segs.len() {
+        let (mut c, mut hi) = (0.0, lo);
+        let mut ok = true;
+        while hi < segs.len() {
+            match segs[hi].2 {
+                Seg::Barrier => {
+                    ok = false;
+                    break;
+                }
+                Seg::Block(t) => c += cost(t),
+                Seg::Hole => {}
+            }
+            if segs[hi].0 + segs[hi].1 - segs[lo].0 >= size {
+                break;
+            }
+            hi += 1;
+        }
+        if !ok || hi >= segs.len() {
+            continue;
+        }
+        if best.is_none_or(|(bc, _, _)| c < bc) {
+            best = Some((c, lo, hi));
+        }
+    }
+    best.map(|(_, lo, hi)| (lo, hi))
 }
 
 #[cfg(test)]
@@ -242,5 +314,26 @@ mod tests {
         let off = a.alloc_avoiding(1, 64, &[(0, 512)]);
         assert_eq!(off, Some(512));
         assert_eq!(a.alloc_avoiding(2, 512, &[(0, 512)]), None);
+    }
+
+    #[test]
+    fn segments_and_the_cheapest_window() {
+        let mut a = Allocator::new(1024, 32, AllocatorFit::FirstFit);
+        for t in 0..4 {
+            a.alloc(t, 256).unwrap();
+        }
+        a.free(256); // hole at 256..512
+        let segs = a.segments(|t| t == 3);
+        let kinds: Vec<Seg> = segs.iter().map(|s| s.2).collect();
+        assert_eq!(
+            kinds,
+            vec![Seg::Block(0), Seg::Hole, Seg::Block(2), Seg::Barrier]
+        );
+        // 512 bytes: block 0 + the hole, or the hole + block 2; block 2 is
+        // cheaper. The barrier is never part of a window.
+        let cost = |t: usize| if t == 0 { 5.0 } else { 1.0 };
+        assert_eq!(cheapest_window(&segs, 512, cost), Some((1, 2)));
+        assert_eq!(cheapest_window(&segs, 256, cost), Some((1, 1)));
+        assert_eq!(cheapest_window(&segs, 1024, cost), None);
     }
 }

@@ -2,18 +2,9 @@
 //! tensors by policy while growing one contiguous hole (a fragmentation-aware
 //! victim choice), so the allocator can place the request.
 
+use super::allocator::Seg;
 use super::engine::Sim;
 use crate::graph::TensorId;
-
-/// One stretch of the address space, in address order.
-#[derive(Clone, Copy)]
-enum Seg {
-    Hole,
-    /// An evictable block.
-    Block(TensorId),
-    /// A block that must stay (an operand of the running op, a pinned tensor).
-    Barrier,
-}
 
 /// Where room was made: the offset given to the request, when the last
 /// write-back of an evicted tensor ends, and how many evictions only
@@ -46,7 +37,7 @@ impl Sim<'_> {
             return None;
         }
         let fragmentation = self.alloc.free_bytes() >= size;
-        let segs = self.segments();
+        let segs = self.alloc.segments(|t| self.protected[t] || self.pinned[t]);
         let (region, totals) = regions(&segs);
         let (lo, hi) = self.grow_hole(&segs, &region, &totals, size, step)?;
         let reason = if fragmentation {
@@ -68,35 +59,6 @@ impl Sim<'_> {
             writeback_end,
             fragmentation_evictions: if fragmentation { evicted } else { 0 },
         })
-    }
-
-    /// The pool in address order: holes, evictable blocks and barriers.
-    fn segments(&self) -> Vec<(u64, u64, Seg)> {
-        let mut segs = Vec::new();
-        let mut holes = self.alloc.holes().peekable();
-        let mut blocks = self.alloc.blocks().peekable();
-        loop {
-            let take_hole = match (holes.peek(), blocks.peek()) {
-                (Some(h), Some(b)) => h.0 < b.0,
-                (Some(_), None) => true,
-                (None, Some(_)) => false,
-                (None, None) => break,
-            };
-            if take_hole {
-                if let Some((o, s)) = holes.next() {
-                    segs.push((o, s, Seg::Hole));
-                }
-            } else if let Some((o, b)) = blocks.next() {
-                let blocked = self.protected[b.tensor] || self.pinned[b.tensor];
-                let seg = if blocked {
-                    Seg::Barrier
-                } else {
-                    Seg::Block(b.tensor)
-                };
-                segs.push((o, b.size, seg));
-            }
-        }
-        segs
     }
 
     /// The stretch `[lo, hi]` of segments to clear: seeded at the block the
