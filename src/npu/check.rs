@@ -2,8 +2,8 @@
 //! benchmark and recomputes its metrics. Each violation names its rule.
 
 use super::model::{BufType, Kernel, NodeKind, Pipe};
-use super::timing::{pipe_times, Timed};
 use super::{Metrics, Solution};
+use crate::cost::pipes::{pipe_times, Timed};
 use crate::{Error, Result};
 use std::path::Path;
 
@@ -353,11 +353,11 @@ pub fn evaluate_timed(
             if i < n {
                 match &k.nodes[i].kind {
                     NodeKind::Op { pipe, cycles, .. } => Timed {
-                        pipe: Some(*pipe),
+                        unit: Some(pipe.index()),
                         cycles: *cycles,
                     },
                     _ => Timed {
-                        pipe: None,
+                        unit: None,
                         cycles: 0,
                     },
                 }
@@ -367,12 +367,12 @@ pub fn evaluate_timed(
                 let buf = &k.buffers[b];
                 if (i - n).is_multiple_of(2) {
                     Timed {
-                        pipe: Some(Pipe::Mte3),
+                        unit: Some(Pipe::Mte3.index()),
                         cycles: spill_cycles(buf.size, buf.copy_in),
                     }
                 } else {
                     Timed {
-                        pipe: Some(Pipe::Mte2),
+                        unit: Some(Pipe::Mte2.index()),
                         cycles: spill_cycles(buf.size, false),
                     }
                 }

@@ -3,11 +3,12 @@
 //! intra-core scheduling benchmark: schedule for low peak residency,
 //! allocate addresses with SPILL, time the pipes, check any solution.
 //!
-//! Owns: the kernel IR, scheduler, checker, timing and search of the
-//! benchmark, its victim choice, and its conversion to a trace. The offset
-//! allocator (holes, fits, the segments a victim search walks) is the graph
-//! simulator's `sim::allocator`. May import `sim::allocator`, `cost`,
-//! `trace`, `input` and `output`; only the front ends import it.
+//! Owns: the kernel IR, scheduler, checker and search of the benchmark, its
+//! victim choice, and its conversion to a trace. The offset allocator
+//! (holes, fits, the segments a victim search walks) is the graph
+//! simulator's `sim::allocator`; pipe timing is `cost::pipes`. May import
+//! `sim::allocator`, `cost`, `trace`, `input` and `output`; only the front
+//! ends import it.
 
 pub mod alloc;
 pub mod bands;
@@ -16,7 +17,6 @@ pub mod gen;
 pub mod model;
 pub mod schedule;
 pub mod solve;
-pub mod timing;
 pub mod to_trace;
 
 pub use model::{BufType, Kernel, Node, NodeKind, Pipe};
