@@ -186,6 +186,56 @@ pub fn fmt_bytes_delta(delta: i64) -> String {
     format!("{sign}{}", fmt_bytes(delta.unsigned_abs()))
 }
 
+/// What a trace's times count: nanoseconds (simulations, runtime traces,
+/// Vela at its clock) or cycles of an unstated clock (NPU benchmark cases,
+/// whose `*_ns` fields hold cycles by the trace format's contract). Views
+/// print times through it so a cycle count never reads as milliseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Clock {
+    #[default]
+    Nanoseconds,
+    Cycles,
+}
+
+impl Clock {
+    /// A time or duration: `21.800 ms`, or `39,591 cyc`.
+    pub fn fmt(self, t: u64) -> String {
+        match self {
+            Clock::Nanoseconds => fmt_ms(t),
+            Clock::Cycles => format!("{} cyc", thousands(t)),
+        }
+    }
+    /// A signed difference: `+6.778 ms`, `-1,200 cyc`.
+    pub fn fmt_delta(self, delta: i64) -> String {
+        let sign = if delta < 0 { "-" } else { "+" };
+        format!("{sign}{}", self.fmt(delta.unsigned_abs()))
+    }
+    /// An axis label, as precise as the visible `span` needs.
+    pub fn axis(self, t: u64, span: u64) -> String {
+        match self {
+            Clock::Nanoseconds if span >= 10_000_000 => format!("{:.1}ms", t as f64 / 1e6),
+            Clock::Nanoseconds if span >= 100_000 => format!("{:.3}ms", t as f64 / 1e6),
+            Clock::Nanoseconds => format!("{:.1}us", t as f64 / 1e3),
+            Clock::Cycles if span >= 10_000_000 => format!("{:.1}Mcyc", t as f64 / 1e6),
+            Clock::Cycles if span >= 10_000 => format!("{:.1}kcyc", t as f64 / 1e3),
+            Clock::Cycles => format!("{t}cyc"),
+        }
+    }
+}
+
+/// An integer with thousands separators: `39,591`.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// A signed time difference in milliseconds: `+6.778 ms`, `-0.120 ms`.
 pub fn fmt_ms_delta(delta: i64) -> String {
     let sign = if delta < 0 { "-" } else { "+" };
@@ -344,6 +394,19 @@ impl fmt::Display for Size {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn clocks_print_their_own_unit() {
+        assert_eq!(thousands(39_591), "39,591");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1_000_000), "1,000,000");
+        assert_eq!(Clock::Cycles.fmt(39_591), "39,591 cyc");
+        assert_eq!(Clock::Nanoseconds.fmt(21_800_000), "21.800 ms");
+        assert_eq!(Clock::Cycles.fmt_delta(-1_200), "-1,200 cyc");
+        assert_eq!(Clock::Cycles.axis(19_795, 39_591), "19.8kcyc");
+        assert_eq!(Clock::Nanoseconds.axis(19_795, 39_591), "19.8us");
+    }
+
     use super::*;
 
     #[test]

@@ -163,3 +163,42 @@ fn long_lists_scroll_to_keep_the_selection_visible() {
         .collect();
     assert!(s.contains(&tail), "{name:?} not on screen:\n{s}");
 }
+
+/// A kernel trace (a generated 2x2x2 Matmul of the NPU benchmark, solved
+/// by the heuristics): one timeline lane per pipe and, where the screen
+/// has room, one fill lane per pool; times in cycles, never milliseconds
+/// or frames per second; the peak read as the benchmark's L1+UB.
+#[test]
+fn kernel_trace_lanes_per_pipe_and_pool_in_cycles() {
+    use spillscope::npu::solve::{solve, SolveOptions};
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("Matmul_2x2x2.json");
+    let case = spillscope::npu::gen::matmul(2, 2, 2).unwrap();
+    std::fs::write(&p, serde_json::to_string(&case).unwrap()).unwrap();
+    let k = spillscope::npu::Kernel::load(&p).unwrap();
+    let sol = solve(&k, SolveOptions::default()).unwrap().cycles.solution;
+    let tr = spillscope::npu::to_trace::to_trace(&k, &sol).unwrap();
+    let mut a = App::new(vec![Dataset::build("Matmul_2x2x2.json", tr)]);
+    for (w, h) in [(80u16, 24u16), (120, 40)] {
+        a.view = View::Overview;
+        let s = render(&a, w, h);
+        assert!(
+            s.contains(" cyc") && !s.contains("fps") && !s.contains(" ms"),
+            "{s}"
+        );
+        assert!(s.contains("L1+UB"), "{s}");
+        insta::assert_snapshot!(format!("kernel_overview_{w}x{h}"), s);
+        a.view = View::Timeline;
+        let s = render(&a, w, h);
+        for pipe in [" CUBE", " FIXP", " MTE1", " MTE2"] {
+            assert!(s.contains(pipe), "pipe lane {pipe}:\n{s}");
+        }
+        assert!(s.contains("kcyc") || s.contains("cyc"), "{s}");
+        if h >= 40 {
+            for pool in [" L1 ", " UB ", " L0A", " L0B", " L0C"] {
+                assert!(s.contains(pool), "pool lane {pool}:\n{s}");
+            }
+        }
+        insta::assert_snapshot!(format!("kernel_timeline_{w}x{h}"), s);
+    }
+}

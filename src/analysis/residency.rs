@@ -46,6 +46,31 @@ pub fn resident_by_step(trace: &Trace, pool: &str) -> Vec<u64> {
         .collect()
 }
 
+/// Bytes resident in `pool` over time: one `(t_ns, bytes)` sample per
+/// event of that pool, counted as [`resident_by_step`] counts them (the
+/// step function a per-pool timeline lane draws). O(events log events).
+pub fn resident_over_time(trace: &Trace, pool: &str) -> Vec<(u64, u64)> {
+    let deltas = crate::trace::inplace::deltas(&trace.events, &trace.ops, trace.tensors.len());
+    let mut events: Vec<(u64, i128)> = trace
+        .events
+        .iter()
+        .zip(deltas)
+        .filter(|(e, _)| e.pool.as_str() == pool)
+        .map(|(e, d)| (e.t_ns, d))
+        .collect();
+    if !events.is_sorted_by_key(|e| e.0) {
+        events.sort_by_key(|e| e.0);
+    }
+    let mut resident = 0i128;
+    events
+        .into_iter()
+        .map(|(t, d)| {
+            resident = (resident + d).max(0);
+            (t, resident as u64)
+        })
+        .collect()
+}
+
 /// [`resident_by_step`] for the trace's first pool (the one whose capacity
 /// the views and the report draw), or `None` for a trace without pools.
 pub fn first_pool_resident_by_step(trace: &Trace) -> Option<Vec<u64>> {

@@ -269,6 +269,7 @@ mod tests {
         let n = v["Nodes"].as_array().unwrap().len();
         assert_eq!(r["Nodes"].as_array().unwrap().len(), 3 * n);
         assert_eq!(r["Nodes"][n]["Id"], n);
-        assert_eq!(r["Nodes"][n]["BufId"], 4);
+        // matmul(1, 1, 1) has five buffers (C, A, B, L0A, L0B).
+        assert_eq!(r["Nodes"][n]["BufId"], 5);
     }
 }

@@ -22,6 +22,17 @@ pub struct Meta {
     pub tool_version: String,
 }
 
+impl Meta {
+    /// What the trace's times count: cycles for an NPU case whose
+    /// `time_unit` says so, nanoseconds otherwise.
+    pub fn clock(&self) -> crate::units::Clock {
+        match &self.producer {
+            Producer::NpuCase(n) if n.time_unit == "cycles" => crate::units::Clock::Cycles,
+            _ => crate::units::Clock::Nanoseconds,
+        }
+    }
+}
+
 impl Default for Meta {
     fn default() -> Self {
         Meta {

@@ -290,6 +290,11 @@ impl App {
         self.data.first()
     }
 
+    /// How times print: the primary trace's clock (cycles for an NPU case).
+    pub fn clock(&self) -> crate::units::Clock {
+        self.primary().map(|d| d.clock).unwrap_or_default()
+    }
+
     /// Puts a dataset in a slot, keeping the user's place where it still makes sense.
     fn install(&mut self, slot: usize, d: Dataset) {
         let new_primary = slot == 0

@@ -100,6 +100,12 @@ pub struct Dataset {
     /// One timeline per unit (pipe) for kernel traces (e.g. from `npu
     /// import`), where pipes run ops in parallel.
     pub pipes: Vec<(String, TimelineIndex)>,
+    /// One lane per on-chip pool when a trace has several (an NPU kernel's
+    /// L1, UB, L0A/L0B/L0C): the pool's name, capacity and its resident
+    /// bytes as a fraction of that capacity over time.
+    pub pools: Vec<PoolLane>,
+    /// How the trace's times print (cycles for an NPU case).
+    pub clock: crate::units::Clock,
     /// What the reader skipped or doubted (malformed stream lines, events
     /// the runtime dropped): shown in the banner so a view built from
     /// partial data says so.
@@ -110,6 +116,39 @@ pub struct Dataset {
 fn measured_of(tr: &Trace) -> Option<crate::analysis::measured::MeasuredSummary> {
     (tr.source == crate::trace::Source::Instrumented)
         .then(|| crate::analysis::measured::summary(tr, &crate::trace::caps::Capabilities::of(tr)))
+}
+
+/// A pool's timeline lane (see [`Dataset::pools`]).
+#[derive(Debug, Clone)]
+pub struct PoolLane {
+    pub name: String,
+    pub capacity: u64,
+    /// Highest resident bytes over the run.
+    pub peak: u64,
+    /// Resident bytes / capacity, max per column at any zoom.
+    pub fill: crate::analysis::timeline::SeriesIndex,
+}
+
+/// Pool lanes for a trace with two or more pools (built once at load).
+fn pool_lanes(tr: &Trace, end_ns: u64) -> Vec<PoolLane> {
+    if tr.pools.len() < 2 {
+        return Vec::new();
+    }
+    tr.pools
+        .iter()
+        .map(|p| {
+            let series = crate::analysis::residency::resident_over_time(tr, &p.name);
+            let cap = p.capacity_bytes.max(1) as f64;
+            let samples: Vec<(u64, f64)> =
+                series.iter().map(|&(t, b)| (t, b as f64 / cap)).collect();
+            PoolLane {
+                name: p.name.clone(),
+                capacity: p.capacity_bytes,
+                peak: series.iter().map(|s| s.1).max().unwrap_or(0),
+                fill: crate::analysis::timeline::SeriesIndex::build(&samples, end_ns),
+            }
+        })
+        .collect()
 }
 
 /// Per-unit timeline indexes when ops carry the unit (pipe) they ran on.
@@ -186,6 +225,8 @@ impl Dataset {
             level: 1,
             levels: 1,
             pipes: Vec::new(),
+            pools: Vec::new(),
+            clock: crate::units::Clock::Nanoseconds,
             warnings: Vec::new(),
             trace,
         }
@@ -254,6 +295,7 @@ impl Dataset {
             .unwrap_or(0);
         let capacity = trace.pools.first().map(|p| p.capacity_bytes).unwrap_or(0);
         let occupancy = OccupancyIndex::build(&placements, index.end_ns, capacity);
+        let pools = pool_lanes(&trace, index.end_ns);
         let shades = crate::analysis::memmap::shades(&placements, trace.tensors.len());
         Dataset {
             label: label.into(),
@@ -276,6 +318,8 @@ impl Dataset {
             level: 1,
             levels: 1,
             pipes: pipe_indexes(&trace),
+            pools,
+            clock: trace.meta.clock(),
             warnings: Vec::new(),
             trace,
             ledger,

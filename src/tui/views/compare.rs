@@ -10,7 +10,7 @@ use crate::tui::data::Dataset;
 use crate::tui::glyphs::Glyphs;
 use crate::tui::theme::Theme;
 use crate::tui::ui::{block, fit_columns, scroll_offset};
-use crate::units::{count, fmt_bytes, fmt_bytes_delta, fmt_ms, fmt_ms_delta};
+use crate::units::{count, fmt_bytes, fmt_bytes_delta};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::Line;
 use ratatui::widgets::{Cell, Paragraph, Row, Table, TableState};
@@ -155,7 +155,7 @@ fn draw_strip(
         " {tag}: {} [{}] {} {}{} ",
         d.label,
         d.trace.meta.policy,
-        fmt_ms(s.latency_ns),
+        app.clock().fmt(s.latency_ns),
         if d.caps.spill_events {
             format!("traffic {}", fmt_bytes(s.traffic_bytes))
         } else {
@@ -287,18 +287,18 @@ fn draw_ops(
         // with: where the model still differs, op by op.
         let title = format!(
             " B-A: latency {}; {} matched by name, by |dur B-A|{unmatched} ",
-            fmt_ms_delta(diff.latency_delta_ns),
+            app.clock().fmt_delta(diff.latency_delta_ns),
             count(diff.ops.len() as u64, "op"),
         );
         let cols: &OpColumns = &[("dur B-A", 11), ("B/A", 7), ("dur A", 10), ("dur B", 10)];
         let cell = |o: &crate::analysis::diff::OpDelta, i: usize| match i {
-            0 => fmt_ms_delta(o.duration_delta()),
+            0 => app.clock().fmt_delta(o.duration_delta()),
             1 if o.a_duration_ns > 0 => {
                 format!("{:.2}x", o.b_duration_ns as f64 / o.a_duration_ns as f64)
             }
             1 => "-".into(),
-            2 => fmt_ms(o.a_duration_ns),
-            _ => fmt_ms(o.b_duration_ns),
+            2 => app.clock().fmt(o.a_duration_ns),
+            _ => app.clock().fmt(o.b_duration_ns),
         };
         draw_op_table(
             f,
@@ -316,7 +316,7 @@ fn draw_ops(
     }
     let head = format!(
         " B-A: latency {}, traffic {}",
-        fmt_ms_delta(diff.latency_delta_ns),
+        app.clock().fmt_delta(diff.latency_delta_ns),
         fmt_bytes_delta(diff.traffic_delta_bytes),
     );
     // The sort order is named in full when it fits, else its first key.
@@ -337,8 +337,8 @@ fn draw_ops(
     ];
     let cell = |o: &crate::analysis::diff::OpDelta, i: usize| match i {
         0 => fmt_bytes_delta(o.traffic_delta()),
-        1 => fmt_ms_delta(o.duration_delta()),
-        2 => fmt_ms_delta(o.stall_delta()),
+        1 => app.clock().fmt_delta(o.duration_delta()),
+        2 => app.clock().fmt_delta(o.stall_delta()),
         3 => fmt_bytes(o.a_traffic_bytes),
         _ => fmt_bytes(o.b_traffic_bytes),
     };

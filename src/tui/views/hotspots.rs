@@ -5,7 +5,7 @@ use crate::tui::app::App;
 use crate::tui::glyphs::Glyphs;
 use crate::tui::theme::Theme;
 use crate::tui::ui::{block, scroll_offset};
-use crate::units::{count, fmt_bytes, fmt_ms};
+use crate::units::{count, fmt_bytes};
 use ratatui::layout::{Constraint, Rect};
 use ratatui::style::Modifier;
 use ratatui::widgets::{Cell, Row, Table, TableState};
@@ -115,7 +115,7 @@ fn columns(width: usize, sort: HotspotKey, spill_events: bool) -> (Vec<Column>, 
     (keep, name_w)
 }
 
-fn cell(k: HotspotKey, h: &Hotspot) -> String {
+fn cell(k: HotspotKey, h: &Hotspot, clock: crate::units::Clock) -> String {
     let bytes = |b: u64| {
         if b == 0 {
             "-".to_string()
@@ -129,19 +129,19 @@ fn cell(k: HotspotKey, h: &Hotspot) -> String {
         HotspotKey::Evicted => bytes(h.evicted_bytes),
         HotspotKey::Reloaded => bytes(h.reloaded_bytes),
         HotspotKey::Streamed => bytes(h.streamed_in_bytes + h.streamed_out_bytes),
-        HotspotKey::Stall => fmt_ms(h.stall_ns),
+        HotspotKey::Stall => clock.fmt(h.stall_ns),
         HotspotKey::Share => format!("{:.1}%", h.latency_share * 100.0),
         // Which roof the op sits under (roofline).
         HotspotKey::Bound => h.bound.map(|b| b.as_str()).unwrap_or("-").to_string(),
-        HotspotKey::SelfTime => fmt_ms(h.self_ns),
-        HotspotKey::TotalTime => fmt_ms(h.duration_ns),
+        HotspotKey::SelfTime => clock.fmt(h.self_ns),
+        HotspotKey::TotalTime => clock.fmt(h.duration_ns),
         HotspotKey::Allocated => bytes(h.alloc_bytes),
         HotspotKey::Allocs => match h.allocs {
             0 => "-".into(),
             n => n.to_string(),
         },
         HotspotKey::AtPeak => bytes(h.peak_bytes),
-        HotspotKey::Start => fmt_ms(h.start_ns),
+        HotspotKey::Start => clock.fmt(h.start_ns),
     }
 }
 
@@ -191,7 +191,7 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
                 theme.fg(theme.c.muted)
             };
             let mut cells = vec![Cell::from(name)];
-            cells.extend(cols.iter().map(|c| Cell::from(cell(c.0, h))));
+            cells.extend(cols.iter().map(|c| Cell::from(cell(c.0, h, d.clock))));
             Row::new(cells).style(style)
         })
         .collect();

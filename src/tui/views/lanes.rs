@@ -6,24 +6,12 @@ use crate::analysis::timeline::{Column, Lane};
 use crate::tui::data::Dataset;
 use crate::tui::glyphs::Glyphs;
 use crate::tui::theme::Theme;
-use crate::units::fmt_ms;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
 
 /// Width of the lane labels on the left.
 pub const LABEL_W: u16 = 8;
-
-/// Formats a time for axis labels with precision that fits the span.
-pub fn fmt_t(t: u64, span: u64) -> String {
-    if span >= 10_000_000 {
-        format!("{:.1}ms", t as f64 / 1e6)
-    } else if span >= 100_000 {
-        format!("{:.3}ms", t as f64 / 1e6)
-    } else {
-        format!("{:.1}us", t as f64 / 1e3)
-    }
-}
 
 /// Column of time `t` in a lane of `width` columns over `window`, if visible.
 pub fn col_of(t: u64, window: (u64, u64), width: u16) -> Option<u16> {
@@ -39,7 +27,13 @@ pub fn label(buf: &mut Buffer, x: u16, y: u16, text: &str, style: Style) {
 }
 
 /// Axis: start, middle and end times.
-pub fn axis(buf: &mut Buffer, area: Rect, window: (u64, u64), theme: &Theme) {
+pub fn axis(
+    buf: &mut Buffer,
+    area: Rect,
+    window: (u64, u64),
+    clock: crate::units::Clock,
+    theme: &Theme,
+) {
     let span = window.1 - window.0;
     let st = theme.fg(theme.c.muted);
     label(buf, area.x, area.y, "time", st);
@@ -48,9 +42,9 @@ pub fn axis(buf: &mut Buffer, area: Rect, window: (u64, u64), theme: &Theme) {
     if w < 10 {
         return;
     }
-    let a = fmt_t(window.0, span);
-    let m = fmt_t(window.0 + span / 2, span);
-    let b = fmt_t(window.1, span);
+    let a = clock.axis(window.0, span);
+    let m = clock.axis(window.0 + span / 2, span);
+    let b = clock.axis(window.1, span);
     buf.set_string(x0, area.y, &a, st);
     let mx = x0 + w / 2 - (m.len() as u16 / 2).min(w / 2);
     if mx > x0 + a.len() as u16 + 1 && mx + (m.len() as u16) + 1 < x0 + w - b.len() as u16 {
@@ -202,6 +196,34 @@ pub fn bus_sparkline(
     }
 }
 
+/// A pool's fill (resident / capacity) on a one-row lane: the level glyph
+/// per column, hot colour above 80 % of the pool; an empty column stays
+/// blank so idle stretches read as idle.
+pub fn pool_lane(
+    buf: &mut Buffer,
+    area: Rect,
+    pool: &crate::tui::data::PoolLane,
+    window: (u64, u64),
+    theme: &Theme,
+    g: &Glyphs,
+) {
+    let vals = pool.fill.columns(window.0, window.1, area.width as usize);
+    for (i, &v) in vals.iter().enumerate() {
+        if v <= 0.0 {
+            continue;
+        }
+        let style = if v > 0.8 {
+            theme.strong(theme.c.bus_hot)
+        } else {
+            theme.fg(theme.c.bus)
+        };
+        let sym = g.level(v);
+        if let Some(cell) = buf.cell_mut((area.x + i as u16, area.y)) {
+            cell.set_symbol(sym).set_style(style);
+        }
+    }
+}
+
 /// A cursor mark at time `t` on the one-row lane `area`.
 pub fn cursor_mark(
     buf: &mut Buffer,
@@ -217,8 +239,4 @@ pub fn cursor_mark(
                 .set_style(theme.strong(theme.c.highlight));
         }
     }
-}
-
-pub fn ms(ns: u64) -> String {
-    fmt_ms(ns)
 }

@@ -3,7 +3,7 @@
 //! Neighbouring tensors are drawn in different shades; a cursor (arrows:
 //! time and offset) names the tensor under it, its interval and bytes.
 
-use super::lanes::{self, col_of};
+use super::lanes::col_of;
 use crate::tui::app::App;
 use crate::tui::glyphs::Glyphs;
 use crate::tui::theme::Theme;
@@ -94,7 +94,7 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
     let grid_h = inner.height - 1 - BELOW;
     let muted = theme.fg(theme.c.muted);
     let buf = f.buffer_mut();
-    time_axis(buf, inner, lw, app.window, theme);
+    time_axis(buf, inner, lw, app.window, app.clock(), theme);
     let gy = inner.y + 1;
     buf.set_string(inner.x, gy, fmt_bytes(cap), muted);
     buf.set_string(inner.x, gy + grid_h - 1, "0", muted);
@@ -197,8 +197,8 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
                     fmt_bytes(off),
                     fmt_bytes(off + bytes),
                     fmt_bytes(bytes),
-                    lanes::ms(p0),
-                    lanes::ms(p1)
+                    app.clock().fmt(p0),
+                    app.clock().fmt(p1)
                 )),
             ])
         }
@@ -206,7 +206,7 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
             format!(
                 "cursor: free at offset {}, {} (arrows move it)",
                 fmt_bytes(app.memory.offset),
-                lanes::ms(app.cursor)
+                app.clock().fmt(app.cursor)
             ),
             muted,
         ),
@@ -236,6 +236,7 @@ fn time_axis(
     inner: Rect,
     lw: u16,
     window: (u64, u64),
+    clock: crate::units::Clock,
     theme: &Theme,
 ) {
     let st = theme.fg(theme.c.muted);
@@ -243,9 +244,9 @@ fn time_axis(
     let x0 = inner.x + lw;
     let w = inner.width - lw;
     let span = window.1 - window.0;
-    let a = lanes::fmt_t(window.0, span);
-    let m = lanes::fmt_t(window.0 + span / 2, span);
-    let b = lanes::fmt_t(window.1, span);
+    let a = clock.axis(window.0, span);
+    let m = clock.axis(window.0 + span / 2, span);
+    let b = clock.axis(window.1, span);
     buf.set_string(x0, inner.y, &a, st);
     let mx = x0 + w / 2 - (m.len() as u16 / 2).min(w / 2);
     if mx > x0 + a.len() as u16 + 1 && mx + (m.len() as u16) + 1 < x0 + w - b.len() as u16 {

@@ -7,7 +7,7 @@ use crate::tui::app::App;
 use crate::tui::glyphs::Glyphs;
 use crate::tui::theme::Theme;
 use crate::tui::ui::block;
-use crate::units::{count, fmt_bytes, fmt_ms};
+use crate::units::{count, fmt_bytes};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
@@ -41,7 +41,17 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
     let figs = vec![
         row(
             "latency",
-            format!("{}  ({:.1} fps)", fmt_ms(s.latency_ns), s.throughput_fps),
+            match app.clock() {
+                // Cycles of an unstated clock have no frame rate.
+                crate::units::Clock::Cycles => app.clock().fmt(s.latency_ns),
+                crate::units::Clock::Nanoseconds => {
+                    format!(
+                        "{}  ({:.1} fps)",
+                        app.clock().fmt(s.latency_ns),
+                        s.throughput_fps
+                    )
+                }
+            },
         ),
         row(
             "evicted out",
@@ -75,16 +85,28 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
             "stall",
             format!(
                 "{} ({:.1}%)",
-                fmt_ms(s.stall_ns),
+                app.clock().fmt(s.stall_ns),
                 s.stall_ns as f64 * 100.0 / s.latency_ns.max(1) as f64
             ),
         ),
         row(
             "peak live",
             match (d.caps.frees, d.caps.capacity) {
-                (true, true) => {
-                    format!("{} / {} cap", fmt_bytes(s.peak_live_bytes), fmt_bytes(cap))
-                }
+                // An NPU case's peak is the benchmark's: L1 and UB together.
+                (true, true) => match &d.trace.meta.producer {
+                    crate::trace::Producer::NpuCase(n) => {
+                        let caps: u64 = ["L1", "UB"]
+                            .iter()
+                            .filter_map(|p| n.capacities.get(*p))
+                            .sum();
+                        format!(
+                            "{} L1+UB / {} caps",
+                            fmt_bytes(s.peak_live_bytes),
+                            fmt_bytes(caps)
+                        )
+                    }
+                    _ => format!("{} / {} cap", fmt_bytes(s.peak_live_bytes), fmt_bytes(cap)),
+                },
                 (true, false) => format!("{} (no declared capacity)", fmt_bytes(s.peak_live_bytes)),
                 (false, _) => "not known (no frees)".into(),
             },

@@ -7,7 +7,7 @@ use crate::tui::app::App;
 use crate::tui::glyphs::Glyphs;
 use crate::tui::theme::Theme;
 use crate::tui::ui::{block, scroll_offset};
-use crate::units::{fmt_bytes, fmt_ms};
+use crate::units::fmt_bytes;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Paragraph, Row, Table, TableState, Wrap};
@@ -122,8 +122,8 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
     let title = format!(
         " {} saving over {}; baseline {} [{}], {} traffic ",
         crate::units::count(s.suggestions.len() as u64, "suggestion"),
-        fmt_ms(floor),
-        fmt_ms(b.latency_ns),
+        app.clock().fmt(floor),
+        app.clock().fmt(b.latency_ns),
         b.policy,
         fmt_bytes(b.traffic_bytes)
     );
@@ -155,7 +155,8 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
         .map(|(i, x)| {
             Row::new(vec![
                 Cell::from((i + 1).to_string()),
-                Cell::from(fmt_ms(x.gain_ns.max(0) as u64)).style(theme.fg(theme.c.compute)),
+                Cell::from(app.clock().fmt(x.gain_ns.max(0) as u64))
+                    .style(theme.fg(theme.c.compute)),
                 Cell::from(format!("{:.1}", x.gain_pct)),
                 Cell::from(x.kind().as_str()),
                 Cell::from(truncate_right(&x.description, desc_w, app.ascii)),
@@ -224,12 +225,12 @@ fn detail_texts(app: &App, x: &crate::analysis::suggest::Suggestion, b: &RunRow)
         apply,
         format!(
             "then: {} ({} -> {}), {}, {} traffic, {} stall",
-            fmt_ms(r.latency_ns),
-            fmt_ms(b.latency_ns),
-            fmt_ms(r.latency_ns),
+            app.clock().fmt(r.latency_ns),
+            app.clock().fmt(b.latency_ns),
+            app.clock().fmt(r.latency_ns),
             crate::units::count(r.spill_count, "eviction"),
             fmt_bytes(r.traffic_bytes),
-            fmt_ms(r.stall_ns)
+            app.clock().fmt(r.stall_ns)
         ),
     ]
 }

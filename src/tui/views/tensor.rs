@@ -169,6 +169,7 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
             ..arrows
         },
         app.window,
+        app.clock(),
         theme,
     );
     let cols = d.index.columns(app.window.0, app.window.1, lane_w as usize);

@@ -1,6 +1,7 @@
-//! Timeline: ops lane with stalls, one DMA lane per ledger part (evict
-//! write-backs, reloads, streaming, weight and input loads), spill markers,
-//! and the bus-occupancy sparkline on the same axis.
+//! Timeline: ops lane with stalls (and one lane per pipe for kernel
+//! traces), one fill lane per pool when there are several, one DMA lane per
+//! ledger part (evict write-backs, reloads, streaming, weight and input
+//! loads), spill markers, and the bus-occupancy sparkline on the same axis.
 
 use super::lanes::{self, LABEL_W};
 use crate::analysis::timeline::Lane;
@@ -42,6 +43,7 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
             height: 1,
         },
         app.window,
+        app.clock(),
         theme,
     );
     y += 1;
@@ -70,6 +72,22 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
                 lanes::label(buf, inner.x, y, &format!(" {pipe}"), muted);
                 lanes::ops_lane(buf, x, y, &pcols, theme, g, None);
                 y += 1;
+            }
+            // Several pools: one fill lane each (resident / capacity), all
+            // or none, so no pool goes missing unannounced; they need room
+            // beside the DMA lanes, the cursor, the bus and the info lines.
+            if !d.pools.is_empty() && y + d.pools.len() as u16 + 11 <= bottom {
+                for p in &d.pools {
+                    lanes::label(buf, inner.x, y, &format!(" {}", p.name), muted);
+                    let lane = Rect {
+                        x,
+                        y,
+                        width: lane_w,
+                        height: 1,
+                    };
+                    lanes::pool_lane(buf, lane, p, app.window, theme, g);
+                    y += 1;
+                }
             }
         }
     }
@@ -143,12 +161,12 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
             Span::raw(format!(
                 " {} {}..{} stall {}",
                 o.op_type,
-                lanes::ms(o.start_ns),
-                lanes::ms(o.end_ns),
-                lanes::ms(o.stall_ns)
+                app.clock().fmt(o.start_ns),
+                app.clock().fmt(o.end_ns),
+                app.clock().fmt(o.stall_ns)
             )),
         ]),
-        None => Line::styled(format!("cursor {}", lanes::ms(app.cursor)), muted),
+        None => Line::styled(format!("cursor {}", app.clock().fmt(app.cursor)), muted),
     };
     let ev: u32 = cols.iter().map(|c| c.evicts).sum();
     let rl: u32 = cols.iter().map(|c| c.reloads).sum();
@@ -255,7 +273,7 @@ fn draw_events(f: &mut Frame, app: &App, theme: &Theme, r: Rect) {
         let rest = w.saturating_sub(fixed + tnames[k].chars().count() + 3);
         let text = format!(
             "{:>12}  {:<10} {:>10}  {}  ({})",
-            lanes::ms(t),
+            app.clock().fmt(t),
             e.kind.as_str(),
             // An eviction that writes nothing drops a copy DRAM still has.
             match (e.kind, Ledger::bytes(e)) {
