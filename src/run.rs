@@ -144,7 +144,12 @@ pub fn simulate_resolved(
 )> {
     use crate::sim::optimum::{optimal_traffic, OptimumLimits, PoolSize};
     let policies = &r.policies;
-    let optimum = if ilp_time_s > 0.0 && policies.iter().any(|&p| p != EvictionPolicy::Ideal) {
+    // The exact program models one pool; several pools get the per-pool
+    // bound of each run instead.
+    let optimum = if ilp_time_s > 0.0
+        && r.hardware.is_single_pool()
+        && policies.iter().any(|&p| p != EvictionPolicy::Ideal)
+    {
         let prepared = crate::sim::prepare_graph(g, &r.config)?;
         let limits = OptimumLimits {
             time_limit_s: ilp_time_s,

@@ -446,3 +446,45 @@ fn planned_reaches_the_optimum_on_most_small_graphs() {
     );
     assert!(beat_others >= 5);
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 120, ..ProptestConfig::default() })]
+
+    /// Several pools: tensors split by a name pattern (every other tensor
+    /// `t1*`..) into a second pool of its own size. Each run replays
+    /// cleanly (verify checks every pool against its own capacity), every
+    /// event and tensor names its tensor's pool, each pool's resident bytes
+    /// stay within that pool, and the per-pool bound is never beaten.
+    #[test]
+    fn multi_pool_runs_replay_and_keep_to_their_pools(g in arb_graph(false), cap_units in 1u64..48, side_units in 1u64..48) {
+        let mut hw = test_hw(cap_units * 128);
+        hw.pools = vec![spillscope::cost::PoolSpec {
+            name: "side".into(),
+            capacity: spillscope::units::Size(side_units * 128),
+            alignment: Some(64),
+            allocator: Some(spillscope::cost::AllocatorFit::BestFit),
+            kinds: vec![],
+            names: vec!["t1*".into(), "in1".into()],
+        }];
+        let side = |name: &str| name.starts_with("t1") || name == "in1";
+        for p in [EvictionPolicy::Lru, EvictionPolicy::Belady, EvictionPolicy::Lifetime] {
+            let cfg = SimConfig { policy: p, weights: WeightMode::Ignore, ..Default::default() };
+            let tr = simulate(&g, &hw, &cfg).unwrap();
+            let v = verify(&tr, 5);
+            prop_assert!(v.ok(), "{p}: {:?}", v.violations);
+            prop_assert_eq!(tr.pools.len(), 2);
+            for t in &tr.tensors {
+                prop_assert_eq!(t.pool.as_str(), if side(&t.name) { "side" } else { "sram" });
+            }
+            for e in &tr.events {
+                prop_assert_eq!(e.pool.as_str(), tr.tensors[e.tensor].pool.as_str());
+            }
+            for c in tr.counters.iter().filter(|c| c.name == "resident_bytes") {
+                let cap = tr.pools.iter().find(|p| Some(&p.name) == c.pool.as_ref()).unwrap().capacity_bytes;
+                prop_assert!(c.samples.iter().all(|s| s.1 <= cap as f64), "{:?} past {cap}", c.pool);
+            }
+            prop_assert!(tr.summary.traffic_bytes >= tr.summary.lower_bound_traffic_bytes,
+                "{p}: traffic {} below bound {}", tr.summary.traffic_bytes, tr.summary.lower_bound_traffic_bytes);
+        }
+    }
+}

@@ -368,6 +368,8 @@ pub fn build(tr: &Trace, resimulate: bool) -> Report {
                     Err(e) => notes.push(format!("what-if: {e}")),
                 }
                 match prepare_graph(&g, &cfg) {
+                    // The exact program models one pool.
+                    Ok(_) if !hw.is_single_pool() => {}
                     Ok(p) => {
                         let o = optimal_traffic(
                             &p,

@@ -58,6 +58,32 @@ pub fn resolve_notes(r: &crate::run::Resolved, ops: usize) -> String {
             );
         }
     }
+    if !r.hardware.is_single_pool() {
+        // The capacity column is sram's; say what the other pools hold.
+        let hw = &r.hardware;
+        let mut pools = vec![format!(
+            "sram {} (the capacity column; every tensor no other pool takes)",
+            crate::units::fmt_bytes(hw.memory.capacity.0)
+        )];
+        for p in &hw.pools {
+            let mut takes: Vec<String> = p
+                .kinds
+                .iter()
+                .map(|k| format!("{k:?}").to_lowercase() + "s")
+                .collect();
+            takes.extend(p.names.iter().map(|n| format!("{n:?}")));
+            pools.push(format!(
+                "{} {} ({})",
+                p.name,
+                crate::units::fmt_bytes(p.capacity.0),
+                takes.join(", ")
+            ));
+        }
+        notes += &format!(
+            "pools: {}; each run's bound adds up every pool's own (the exact program and the planned policy model one pool)\n",
+            pools.join("; ")
+        );
+    }
     if let Some((p, n)) = &r.free_at_from {
         notes += &format!(
             "\nfree points from {}: {}\n",

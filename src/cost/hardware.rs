@@ -75,6 +75,43 @@ pub struct EnergySpec {
     pub sram_pj_per_byte: f64,
 }
 
+/// The kinds of tensor a pool may take (the graph's tensor kinds, named
+/// here so the cost model needs nothing from the graph).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TensorClass {
+    Input,
+    Activation,
+    Weight,
+    Output,
+}
+
+/// A further on-chip pool beside `memory` (whose pool is `sram`): its own
+/// address space with its own capacity, alignment and fit. A tensor goes
+/// to the first pool whose `kinds` hold its kind or whose `names` patterns
+/// (`*` any run of characters, `?` one) match its name; every other tensor
+/// to `sram`. So weights can live in a weight buffer and activations in a
+/// feature-map SRAM, as on accelerators with several on-chip levels.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PoolSpec {
+    pub name: String,
+    pub capacity: Size,
+    /// Default: `memory.alignment`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alignment: Option<u64>,
+    /// Default: `memory.allocator`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allocator: Option<AllocatorFit>,
+    #[serde(default)]
+    pub kinds: Vec<TensorClass>,
+    #[serde(default)]
+    pub names: Vec<String>,
+}
+
+/// The name of the pool `memory` describes.
+pub const MAIN_POOL: &str = "sram";
+
 /// A complete hardware description.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -87,6 +124,9 @@ pub struct HardwareProfile {
     pub compute: ComputeSpec,
     pub dma: DmaSpec,
     pub energy: EnergySpec,
+    /// Further on-chip pools (`[[pools]]`); none: one pool, `sram`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pools: Vec<PoolSpec>,
 }
 
 const PRESET_SEED: &str = include_str!("../../profiles/seed-npu.toml");
@@ -200,10 +240,44 @@ impl HardwareProfile {
         if self.dram.latency_ns < 0.0 || self.compute.op_overhead_ns < 0.0 {
             return Err("latencies must not be negative".into());
         }
+        let mut seen = vec![MAIN_POOL];
+        for p in &self.pools {
+            if seen.contains(&p.name.as_str()) {
+                return Err(format!(
+                    "pool {:?} is declared twice (sram is memory's)",
+                    p.name
+                ));
+            }
+            seen.push(&p.name);
+            if p.capacity.0 == 0 {
+                return Err(format!(
+                    "pool {:?}: capacity must be greater than zero",
+                    p.name
+                ));
+            }
+            if let Some(a) = p.alignment.filter(|a| *a == 0 || !a.is_power_of_two()) {
+                return Err(format!(
+                    "pool {:?}: alignment must be a power of two, got {a}",
+                    p.name
+                ));
+            }
+            if p.kinds.is_empty() && p.names.is_empty() {
+                return Err(format!(
+                    "pool {:?} takes no tensors: give it kinds (input, activation, weight, output) or name patterns",
+                    p.name
+                ));
+            }
+        }
         Ok(())
     }
 
-    /// Overrides the on-chip capacity (`--capacity`).
+    /// One on-chip pool (no `[[pools]]`): what the exact program and the
+    /// planned policy model.
+    pub fn is_single_pool(&self) -> bool {
+        self.pools.is_empty()
+    }
+
+    /// Overrides the on-chip capacity (`--capacity`, the `sram` pool's).
     pub fn with_capacity(mut self, bytes: u64) -> Result<Self> {
         if bytes == 0 {
             return Err(Error::Hardware("capacity must be greater than zero".into()));

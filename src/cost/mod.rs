@@ -11,5 +11,5 @@ pub mod pipes;
 pub mod roofline;
 
 pub use bus::BusModel;
-pub use hardware::{AllocatorFit, HardwareProfile};
+pub use hardware::{AllocatorFit, HardwareProfile, PoolSpec, TensorClass, MAIN_POOL};
 pub use roofline::{op_time_ns, Bound, Roofline};

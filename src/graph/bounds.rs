@@ -68,6 +68,55 @@ pub fn live_excess_bound(g: &Graph, live: &Liveness, capacity: u64) -> u64 {
         .unwrap_or(0)
 }
 
+/// [`lower_bound_traffic`] for tensors split over several pools
+/// (`pool_of[t]` indexes `capacities`). Each pool's working-set excess is
+/// streamed bytes of its own tensors, so the excesses add up across pools;
+/// each pool's live excess is its own tensors written to DRAM, disjoint
+/// from any other pool's, so the per-pool live bounds add up too. One
+/// pool gives exactly [`lower_bound_traffic`].
+pub fn lower_bound_traffic_pools(g: &Graph, pool_of: &[usize], capacities: &[u64]) -> u64 {
+    if capacities.len() == 1 {
+        return lower_bound_traffic(g, capacities[0]);
+    }
+    let live = Liveness::compute(g);
+    let n = g.ops.len();
+    let mut ws = 0u64;
+    let mut live_bound = 0u64;
+    for (p, &cap) in capacities.iter().enumerate() {
+        let mine = |t: usize| pool_of.get(t) == Some(&p);
+        for i in 0..n {
+            let w: u64 = g
+                .operands(i)
+                .into_iter()
+                .filter(|&t| mine(t) && spillable(g.tensors[t].kind))
+                .map(|t| g.tensors[t].bytes)
+                .sum();
+            ws = ws.saturating_add(w.saturating_sub(cap));
+        }
+        // This pool's live bytes per step (graph inputs left out, as in
+        // `live_excess_bound`), by a difference array over the intervals.
+        let mut delta = vec![0i128; n + 1];
+        for t in g
+            .tensors
+            .iter()
+            .filter(|t| mine(t.id) && t.kind != TensorKind::Input)
+        {
+            if let Some(iv) = live.intervals[t.id] {
+                delta[iv.start] += i128::from(t.bytes);
+                delta[iv.end + 1] -= i128::from(t.bytes);
+            }
+        }
+        let mut cur = 0i128;
+        let mut worst = 0u64;
+        for d in &delta[..n] {
+            cur += d;
+            worst = worst.max((cur.max(0) as u64).saturating_sub(cap));
+        }
+        live_bound = live_bound.saturating_add(worst);
+    }
+    ws.max(live_bound)
+}
+
 /// The per-op lower bound on spill traffic at `capacity`.
 pub fn lower_bound_traffic(g: &Graph, capacity: u64) -> u64 {
     let live = Liveness::compute(g);

@@ -78,7 +78,7 @@ impl Builder {
         id
     }
     /// An edge from `from` to the FREE of `buf`.
-    fn to_free(&mut self, from: usize, buf: usize) {
+    fn edge_to_free(&mut self, from: usize, buf: usize) {
         self.edges.push((from, self.first_free + buf));
     }
     /// One FREE per buffer, in buffer order, after everything else (as the
@@ -165,25 +165,25 @@ pub fn matmul(m: usize, n: usize, k: usize) -> Result<Value> {
                 let mm = b.op("MATMUL", "CUBE", 128, &[c, l0b, l0a]);
                 b.edges.extend([(a_in, mv_a), (b_in, mv_b)]);
                 b.edges.push((mv_a, mm));
-                b.to_free(mv_a, a_l1);
+                b.edge_to_free(mv_a, a_l1);
                 b.edges.push((mv_b, mm));
-                b.to_free(mv_b, b_l1);
+                b.edge_to_free(mv_b, b_l1);
                 // A product's edges: the next in the chain, then the frees
                 // of its L0 operands (the benchmark's order).
                 if let Some((p, p_l0b, p_l0a)) = prev_mm {
                     b.edges.push((p, mm));
-                    b.to_free(p, p_l0b);
-                    b.to_free(p, p_l0a);
+                    b.edge_to_free(p, p_l0b);
+                    b.edge_to_free(p, p_l0a);
                 }
                 prev_mm = Some((mm, l0b, l0a));
             }
             let out = b.op("COPY_OUT", "FIXP", 263, &[c]);
             if let Some((p, p_l0b, p_l0a)) = prev_mm {
                 b.edges.push((p, out));
-                b.to_free(p, p_l0b);
-                b.to_free(p, p_l0a);
+                b.edge_to_free(p, p_l0b);
+                b.edge_to_free(p, p_l0a);
             }
-            b.to_free(out, c);
+            b.edge_to_free(out, c);
         }
     }
     b.finish()

@@ -35,7 +35,6 @@ use crate::{Error, Result};
 use std::borrow::Cow;
 use std::sync::Arc;
 
-const POOL: &str = "sram";
 /// Address space of the `ideal` policy: large enough never to fill.
 const IDEAL_CAPACITY: u64 = 1 << 60;
 
@@ -91,7 +90,11 @@ pub(crate) struct Sim<'a> {
     hw: &'a HardwareProfile,
     cfg: &'a SimConfig,
     pub(crate) ideal: bool,
-    pub(crate) alloc: Allocator,
+    /// One allocator per on-chip pool (one unless the profile declares
+    /// `[[pools]]`), and each tensor's pool.
+    pub(crate) allocs: Vec<Allocator>,
+    pool_of: Vec<usize>,
+    pool_names: Vec<String>,
     bus: BusModel,
     st: Vec<TState>,
     pub(crate) pinned: Vec<bool>,
@@ -108,7 +111,8 @@ pub(crate) struct Sim<'a> {
     ops: Vec<TraceOp>,
     totals: Totals,
     peak_resident: u64,
-    resident_samples: Vec<(u64, f64)>,
+    /// Resident bytes over time, per pool.
+    resident_samples: Vec<Vec<(u64, f64)>>,
     live_samples: Vec<(u64, f64)>,
     /// When the next op is dispatched (the previous one ended).
     now: u64,
@@ -139,7 +143,22 @@ impl<'a> Sim<'a> {
             .collect();
         let demand = demand_per_step(g, &live, cfg.weights);
         let dies_at = death_steps(g, &live, cfg.weights);
-        let pool_capacity = if ideal { IDEAL_CAPACITY } else { capacity };
+        let pools = super::pools::Pools::assign(g, hw);
+        if cfg.policy == EvictionPolicy::Planned && !pools.is_single() {
+            return Err(Error::Config(format!(
+                "the planned policy plans one pool; this profile declares {} ({}): use lru, belady or lifetime",
+                pools.defs.len(),
+                pools.defs.iter().map(|p| p.name.as_str()).collect::<Vec<_>>().join(", ")
+            )));
+        }
+        let allocs = pools
+            .defs
+            .iter()
+            .map(|p| {
+                let cap = if ideal { IDEAL_CAPACITY } else { p.capacity };
+                Allocator::new(cap, p.alignment, p.fit)
+            })
+            .collect();
         let prefetch_distance = if hw.dma.async_dma {
             cfg.prefetch_distance.unwrap_or(hw.dma.prefetch_distance)
         } else {
@@ -158,7 +177,9 @@ impl<'a> Sim<'a> {
             hw,
             cfg,
             ideal,
-            alloc: Allocator::new(pool_capacity, hw.memory.alignment, hw.memory.allocator),
+            allocs,
+            pool_of: pools.of,
+            pool_names: pools.defs.iter().map(|p| p.name.clone()).collect(),
             bus: BusModel::new(hw),
             st: vec![start; nt],
             pinned,
@@ -172,7 +193,7 @@ impl<'a> Sim<'a> {
             ops: Vec::with_capacity(n),
             totals: Totals::default(),
             peak_resident: 0,
-            resident_samples: Vec::new(),
+            resident_samples: vec![Vec::new(); pools.defs.len()],
             live_samples: Vec::with_capacity(n),
             now: 0,
             plan: None,
@@ -199,7 +220,7 @@ impl<'a> Sim<'a> {
         let g = self.g;
         for t in g.tensors.iter().filter(|t| t.kind == TensorKind::Input) {
             let size = self.aligned(t.id);
-            if let Some(off) = self.alloc.alloc(t.id, size) {
+            if let Some(off) = self.pool_mut(t.id).alloc(t.id, size) {
                 let s = &mut self.st[t.id];
                 s.loc = Loc::Chip;
                 s.offset = off;
@@ -227,7 +248,8 @@ impl<'a> Sim<'a> {
             .collect();
         let sizes: Vec<u64> = g.tensors.iter().map(|t| self.aligned(t.id)).collect();
         let uses: Vec<&[usize]> = g.tensors.iter().map(|t| t.consumers.as_slice()).collect();
-        Placement::pack(plan, &intervals, &sizes, &uses, self.alloc.capacity())
+        // The planned policy runs on one pool only (checked in `new`).
+        Placement::pack(plan, &intervals, &sizes, &uses, self.allocs[0].capacity())
     }
 
     /// Room for `t` at step `i` where the placement packed its stay,
@@ -236,7 +258,7 @@ impl<'a> Sim<'a> {
     /// or pinned tensor holds the range.
     fn planned_room(&mut self, t: TensorId, i: usize, now: u64) -> Option<Room> {
         let (offset, size) = self.placement.as_ref()?.offset(t, i)?;
-        let occupants = self.alloc.occupants(offset, size);
+        let occupants = self.allocs[0].occupants(offset, size);
         if occupants
             .iter()
             .any(|(_, b)| self.protected[b.tensor] || self.pinned[b.tensor])
@@ -247,7 +269,7 @@ impl<'a> Sim<'a> {
         for (_, b) in occupants {
             writeback_end = writeback_end.max(self.evict(b.tensor, now, i, "capacity"));
         }
-        self.alloc.alloc_at(t, offset, size).then_some(Room {
+        self.allocs[0].alloc_at(t, offset, size).then_some(Room {
             offset,
             writeback_end,
             fragmentation_evictions: 0,
@@ -255,7 +277,21 @@ impl<'a> Sim<'a> {
     }
 
     pub(crate) fn aligned(&self, t: TensorId) -> u64 {
-        self.alloc.aligned(self.g.tensors[t].bytes)
+        self.pool(t).aligned(self.g.tensors[t].bytes)
+    }
+
+    /// The allocator of `t`'s pool.
+    pub(crate) fn pool(&self, t: TensorId) -> &Allocator {
+        &self.allocs[self.pool_of[t]]
+    }
+
+    pub(crate) fn pool_mut(&mut self, t: TensorId) -> &mut Allocator {
+        &mut self.allocs[self.pool_of[t]]
+    }
+
+    /// Whether `a` and `b` live in the same pool.
+    fn same_pool(&self, a: TensorId, b: TensorId) -> bool {
+        self.pool_of[a] == self.pool_of[b]
     }
 
     fn next_use(&self, t: TensorId, now: usize) -> u64 {
@@ -307,7 +343,7 @@ impl<'a> Sim<'a> {
             kind,
             tensor: t,
             bytes: self.g.tensors[t].bytes,
-            pool: POOL.into(),
+            pool: self.pool_names[self.pool_of[t]].as_str().into(),
             offset: Some(self.st[t].offset),
             op: Some(op),
             dma_start_ns: None,
@@ -320,11 +356,14 @@ impl<'a> Sim<'a> {
     }
 
     fn note_resident(&mut self, t_ns: u64) {
-        let used = self.alloc.used();
-        self.peak_resident = self.peak_resident.max(used);
-        match self.resident_samples.last_mut() {
-            Some(last) if last.0 == t_ns => last.1 = used as f64,
-            _ => self.resident_samples.push((t_ns, used as f64)),
+        let total: u64 = self.allocs.iter().map(Allocator::used).sum();
+        self.peak_resident = self.peak_resident.max(total);
+        for (a, samples) in self.allocs.iter().zip(&mut self.resident_samples) {
+            let used = a.used() as f64;
+            match samples.last_mut() {
+                Some(last) if last.0 == t_ns => last.1 = used,
+                _ => samples.push((t_ns, used)),
+            }
         }
     }
 
@@ -351,7 +390,8 @@ impl<'a> Sim<'a> {
             e.written_bytes = Some(bytes);
             done = end;
         }
-        self.alloc.free(self.st[t].offset);
+        let offset = self.st[t].offset;
+        self.pool_mut(t).free(offset);
         self.st[t].loc = Loc::Dram;
         self.st[t].dirty = false;
         self.push(e, step);
@@ -519,32 +559,14 @@ impl<'a> Sim<'a> {
                 .copied()
                 .filter(|&t| self.may_evict_for(t) && !streamed.contains(&t))
                 .collect();
-            let ws: u64 = kept.iter().map(|&t| self.aligned(t)).sum();
-            let pinned_other: u64 = self
-                .alloc
-                .blocks()
-                .filter(|(_, b)| self.pinned[b.tensor] && !self.protected[b.tensor])
-                .map(|(_, b)| b.size)
-                .sum();
-            let avail = self.alloc.capacity().saturating_sub(pinned_other);
-            if ws > avail {
-                // Operands the plan has off chip here go first (on chip
-                // only because nothing needed their room yet), then those
-                // not yet resident, largest first.
-                let mut order = kept;
-                order.sort_by_key(|&t| {
-                    let planned_on = self.plan.as_ref().and_then(|p| p.at(t, i)) != Some(false);
-                    let resident = self.st[t].loc == Loc::Chip;
-                    (planned_on, resident, std::cmp::Reverse(self.aligned(t)), t)
-                });
-                let mut rest = ws;
-                for t in order {
-                    if rest <= avail {
-                        break;
-                    }
-                    rest -= self.aligned(t);
-                    streamed.push(t);
-                }
+            // Pool by pool: each must hold its own operands.
+            for p in 0..self.allocs.len() {
+                let kept: Vec<TensorId> = kept
+                    .iter()
+                    .copied()
+                    .filter(|&t| self.pool_of[t] == p)
+                    .collect();
+                self.stream_excess(i, p, kept, &mut streamed);
             }
         }
         let now = self.now;
@@ -555,6 +577,39 @@ impl<'a> Sim<'a> {
             }
         }
         streamed
+    }
+
+    /// Operands `kept` of pool `p` that do not fit beside its pinned
+    /// tensors: enough of them stream (plan-off first, then those not yet
+    /// resident, largest first).
+    fn stream_excess(&self, i: usize, p: usize, kept: Vec<TensorId>, streamed: &mut Vec<TensorId>) {
+        let ws: u64 = kept.iter().map(|&t| self.aligned(t)).sum();
+        let pinned_other: u64 = self.allocs[p]
+            .blocks()
+            .filter(|(_, b)| self.pinned[b.tensor] && !self.protected[b.tensor])
+            .map(|(_, b)| b.size)
+            .sum();
+        let avail = self.allocs[p].capacity().saturating_sub(pinned_other);
+        if ws <= avail {
+            return;
+        }
+        // Operands the plan has off chip here go first (on chip only
+        // because nothing needed their room yet), then those not yet
+        // resident, largest first.
+        let mut order = kept;
+        order.sort_by_key(|&t| {
+            let planned_on = self.plan.as_ref().and_then(|p| p.at(t, i)) != Some(false);
+            let resident = self.st[t].loc == Loc::Chip;
+            (planned_on, resident, std::cmp::Reverse(self.aligned(t)), t)
+        });
+        let mut rest = ws;
+        for t in order {
+            if rest <= avail {
+                break;
+            }
+            rest -= self.aligned(t);
+            streamed.push(t);
+        }
     }
 
     /// Room for `t` from free space only, leaving enough for the op's
@@ -571,6 +626,7 @@ impl<'a> Sim<'a> {
             .copied()
             .filter(|&x| {
                 x != t
+                    && self.same_pool(x, t)
                     && self.may_evict_for(x)
                     && self.st[x].loc != Loc::Chip
                     && !streamed.contains(&x)
@@ -578,7 +634,7 @@ impl<'a> Sim<'a> {
             .collect();
         let need: u64 = pending.iter().map(|&x| self.aligned(x)).sum();
         let size = self.aligned(t);
-        if self.alloc.free_bytes() < size.saturating_add(need) {
+        if self.pool(t).free_bytes() < size.saturating_add(need) {
             return None;
         }
         // Clear of where the placement puts the op's pending operands.
@@ -586,7 +642,7 @@ impl<'a> Sim<'a> {
             Some(p) => pending.iter().filter_map(|&x| p.offset(x, i)).collect(),
             None => Vec::new(),
         };
-        let offset = self.alloc.alloc_avoiding(t, size, &reserved)?;
+        let offset = self.pool_mut(t).alloc_avoiding(t, size, &reserved)?;
         Some(Room {
             offset,
             writeback_end: self.now,
@@ -889,17 +945,23 @@ impl<'a> Sim<'a> {
         let n = self.g.ops.len();
         for j in (i + 1)..=(i + self.prefetch_distance).min(n.saturating_sub(1)) {
             let next = &self.g.ops[j];
-            let need_out: u64 = next.outputs.iter().map(|&t| self.aligned(t)).sum();
             for &t in &next.inputs {
                 if !self.modeled[t] || self.st[t].loc != Loc::Dram {
                     continue;
                 }
+                // Room for the next op's outputs in the same pool stays free.
+                let need_out: u64 = next
+                    .outputs
+                    .iter()
+                    .filter(|&&o| self.same_pool(o, t))
+                    .map(|&o| self.aligned(o))
+                    .sum();
                 let size = self.aligned(t);
-                if self.alloc.free_bytes() < size + need_out || self.alloc.find_fit(size).is_none()
-                {
+                let pool = self.pool(t);
+                if pool.free_bytes() < size + need_out || pool.find_fit(size).is_none() {
                     continue;
                 }
-                let Some(off) = self.alloc.alloc(t, size) else {
+                let Some(off) = self.pool_mut(t).alloc(t, size) else {
                     continue;
                 };
                 self.bring_in(t, off, i, start, BringIn::Prefetch);
@@ -938,7 +1000,8 @@ impl<'a> Sim<'a> {
             if self.st[t].loc == Loc::Chip {
                 let e = self.event(end, EventKind::Free, t, i);
                 self.push(e, i);
-                self.alloc.free(self.st[t].offset);
+                let offset = self.st[t].offset;
+                self.pool_mut(t).free(offset);
             }
             self.st[t].loc = if g.tensors[t].kind == TensorKind::Weight {
                 Loc::Dram
@@ -989,7 +1052,8 @@ impl<'a> Sim<'a> {
                 if n > 0 {
                     self.push(e, last);
                 }
-                self.alloc.free(self.st[t].offset);
+                let offset = self.st[t].offset;
+                self.pool_mut(t).free(offset);
                 self.st[t].loc = Loc::Absent;
             }
         }
@@ -1011,8 +1075,9 @@ impl<'a> Sim<'a> {
         let (lower_bound, method) = if self.ideal {
             (0, BoundMethod::None)
         } else {
+            let caps: Vec<u64> = self.allocs.iter().map(Allocator::capacity).collect();
             (
-                crate::graph::bounds::lower_bound_traffic(g, capacity),
+                crate::graph::bounds::lower_bound_traffic_pools(g, &self.pool_of, &caps),
                 BoundMethod::PerOp,
             )
         };
@@ -1043,11 +1108,23 @@ impl<'a> Sim<'a> {
         let latency = self.now;
         let bucket = (latency / 1000).max(1);
         let occupancy = self.bus.occupancy(latency.max(1), bucket);
-        let pool_capacity = if self.ideal {
-            hw.memory.capacity.0.max(self.alloc.high_water())
-        } else {
-            self.alloc.capacity()
-        };
+        // The ideal run's pools are as large as it used (at least the
+        // profile's).
+        let declared = super::pools::Pools::assign(g, hw);
+        let pools: Vec<Pool> = self
+            .allocs
+            .iter()
+            .zip(&declared.defs)
+            .map(|(a, d)| Pool {
+                name: d.name.clone(),
+                capacity_bytes: if self.ideal {
+                    d.capacity.max(a.high_water())
+                } else {
+                    a.capacity()
+                },
+                alignment: d.alignment,
+            })
+            .collect();
         let tensors = g
             .tensors
             .iter()
@@ -1056,7 +1133,7 @@ impl<'a> Sim<'a> {
                 name: t.name.clone(),
                 bytes: t.bytes,
                 kind: t.kind,
-                pool: POOL.to_string(),
+                pool: self.pool_names[self.pool_of[t.id]].clone(),
                 producer: t.producer,
                 consumers: t.consumers.clone(),
             })
@@ -1067,6 +1144,16 @@ impl<'a> Sim<'a> {
             pool: pool.map(Into::into),
             samples,
         };
+        // Live bytes are the graph's (every pool); resident bytes per pool.
+        let main = self.pool_names[0].clone();
+        let live_pool = self.allocs.len().eq(&1).then_some(main.as_str());
+        let mut counters = vec![
+            counter("bus_occupancy", "fraction", None, occupancy),
+            counter("live_bytes", "bytes", live_pool, self.live_samples),
+        ];
+        for (name, samples) in self.pool_names.iter().zip(self.resident_samples) {
+            counters.push(counter("resident_bytes", "bytes", Some(name), samples));
+        }
         let mut tr = Trace {
             schema: SCHEMA.to_string(),
             source: Source::Simulator,
@@ -1079,19 +1166,11 @@ impl<'a> Sim<'a> {
                 },
                 tool_version: env!("CARGO_PKG_VERSION").to_string(),
             },
-            pools: vec![Pool {
-                name: POOL.to_string(),
-                capacity_bytes: pool_capacity,
-                alignment: hw.memory.alignment,
-            }],
+            pools,
             tensors,
             ops: self.ops,
             events: self.events,
-            counters: vec![
-                counter("bus_occupancy", "fraction", None, occupancy),
-                counter("live_bytes", "bytes", Some(POOL), self.live_samples),
-                counter("resident_bytes", "bytes", Some(POOL), self.resident_samples),
-            ],
+            counters,
             summary,
             recomputed: Vec::new(),
         };

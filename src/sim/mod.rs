@@ -14,6 +14,7 @@ pub mod engine;
 pub mod optimum;
 pub mod plan;
 pub mod policy;
+pub mod pools;
 mod room;
 
 pub use allocator::Allocator;

@@ -26,18 +26,21 @@ impl Sim<'_> {
         now_ns: u64,
         for_tensor: TensorId,
     ) -> Option<Room> {
-        if let Some(offset) = self.alloc.alloc(for_tensor, size) {
+        if let Some(offset) = self.pool_mut(for_tensor).alloc(for_tensor, size) {
             return Some(Room {
                 offset,
                 writeback_end: now_ns,
                 fragmentation_evictions: 0,
             });
         }
-        if self.ideal || size > self.alloc.capacity() {
+        if self.ideal || size > self.pool(for_tensor).capacity() {
             return None;
         }
-        let fragmentation = self.alloc.free_bytes() >= size;
-        let segs = self.alloc.segments(|t| self.protected[t] || self.pinned[t]);
+        let fragmentation = self.pool(for_tensor).free_bytes() >= size;
+        // Victims come from the request's own pool.
+        let segs = self
+            .pool(for_tensor)
+            .segments(|t| self.protected[t] || self.pinned[t]);
         let (region, totals) = regions(&segs);
         let (lo, hi) = self.grow_hole(&segs, &region, &totals, size, step)?;
         let reason = if fragmentation {
@@ -53,7 +56,7 @@ impl Sim<'_> {
                 evicted += 1;
             }
         }
-        let offset = self.alloc.alloc(for_tensor, size)?;
+        let offset = self.pool_mut(for_tensor).alloc(for_tensor, size)?;
         Some(Room {
             offset,
             writeback_end,

@@ -258,7 +258,11 @@ fn spawn_suggester(tx: Sender<Msg>) -> Arc<SuggestInbox> {
         let inputs = crate::analysis::suggest::inputs_of_trace(&trace);
         // The bound `sim` prints for this run (the exact program, within
         // its time limit, on the graph that ran), before the suggestions.
-        if let Ok((g, hw, _)) = &inputs {
+        if let Some((g, hw, _)) = inputs
+            .as_ref()
+            .ok()
+            .filter(|(_, hw, _)| hw.is_single_pool())
+        {
             let optimum = crate::analysis::optimum::optimal_traffic(
                 g,
                 crate::analysis::optimum::PoolSize::of(hw),
