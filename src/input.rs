@@ -79,12 +79,17 @@ pub enum Format {
     /// A directory of Arm Vela's outputs (summary and per-layer CSVs, the
     /// debug database, `--verbose-allocation` text).
     Vela,
+    /// A kernel DAG of the NPU scheduling benchmark (`{"Nodes", "Edges"}`).
+    Kernel,
 }
 
 impl Format {
     /// A model to simulate, rather than a trace to read.
     pub fn is_model(self) -> bool {
-        matches!(self, Format::Onnx | Format::GraphJson | Format::Tflite)
+        matches!(
+            self,
+            Format::Onnx | Format::GraphJson | Format::Tflite | Format::Kernel
+        )
     }
 
     /// What the file is, for messages (`a spillscope trace`, ...).
@@ -99,6 +104,7 @@ impl Format {
             Format::Jsonl => "JSONL event stream",
             Format::Tflite => "TFLite model",
             Format::Vela => "Vela output directory",
+            Format::Kernel => "NPU kernel DAG",
         }
     }
 
@@ -114,6 +120,7 @@ impl Format {
             Format::Jsonl => "jsonl",
             Format::Tflite => "tflite",
             Format::Vela => "vela",
+            Format::Kernel => "npu-kernel",
         }
     }
 }
@@ -373,6 +380,12 @@ fn detect_bytes_why(head: &[u8]) -> Option<(Format, &'static str)> {
             if m.contains_key("kind") {
                 return Some((Format::Jsonl, "its first line is a JSONL record"));
             }
+        }
+        if text.contains("\"Nodes\"") && text.contains("\"Op\"") && !text.contains("\"schema\"") {
+            return Some((
+                Format::Kernel,
+                "it has the benchmark's Nodes with Op fields",
+            ));
         }
         if text.contains("\"tensors\"") && !text.contains("\"schema\"") {
             return Some((Format::GraphJson, "it lists tensors"));

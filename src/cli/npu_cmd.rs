@@ -253,7 +253,7 @@ fn run_gen(g: &GenCommand) -> Result<(String, bool)> {
             (gen::replicate(&v, *copies)?, output, *force)
         }
     };
-    let nodes = case["Nodes"].as_array().map_or(0, Vec::len);
+    let nodes = case.nodes.len();
     let text = serde_json::to_string_pretty(&case)
         .map_err(|e| Error::Unsupported(format!("cannot write the case: {e}")))?;
     crate::output::write_atomic(output, text, force)?;

@@ -62,7 +62,8 @@ pub fn resolve_notes(r: &crate::run::Resolved, ops: usize) -> String {
         // The capacity column is sram's; say what the other pools hold.
         let hw = &r.hardware;
         let mut pools = vec![format!(
-            "sram {} (the capacity column; every tensor no other pool takes)",
+            "{} {} (the capacity column; every tensor no other pool takes)",
+            hw.main_pool(),
             crate::units::fmt_bytes(hw.memory.capacity.0)
         )];
         for p in &hw.pools {

@@ -19,6 +19,9 @@ pub enum AllocatorFit {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MemorySpec {
+    /// The pool's name in traces (default `sram`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pool: Option<String>,
     /// On-chip pool capacity.
     pub capacity: Size,
     /// Allocation granularity in bytes (offsets and sizes round up to it).
@@ -132,6 +135,7 @@ pub struct HardwareProfile {
 const PRESET_SEED: &str = include_str!("../../profiles/seed-npu.toml");
 const PRESET_EDGE: &str = include_str!("../../profiles/edge-npu-16m.toml");
 const PRESET_U65_HIGH_END: &str = include_str!("../../profiles/ethos-u65-high-end.toml");
+const PRESET_NPU_BENCHMARK: &str = include_str!("../../profiles/npu-benchmark.toml");
 const PRESET_U55_HIGH_END_EMBEDDED: &str =
     include_str!("../../profiles/ethos-u55-high-end-embedded.toml");
 
@@ -141,6 +145,7 @@ pub const PRESETS: &[&str] = &[
     "edge-npu-16m",
     "ethos-u65-high-end",
     "ethos-u55-high-end-embedded",
+    "npu-benchmark",
 ];
 
 impl HardwareProfile {
@@ -154,6 +159,7 @@ impl HardwareProfile {
             "ethos-u55-high-end-embedded" | "Ethos_U55_High_End_Embedded" => {
                 PRESET_U55_HIGH_END_EMBEDDED
             }
+            "npu-benchmark" => PRESET_NPU_BENCHMARK,
             _ => {
                 return Err(Error::Hardware(format!(
                     "unknown preset {name:?} (known: {})",
@@ -240,7 +246,7 @@ impl HardwareProfile {
         if self.dram.latency_ns < 0.0 || self.compute.op_overhead_ns < 0.0 {
             return Err("latencies must not be negative".into());
         }
-        let mut seen = vec![MAIN_POOL];
+        let mut seen = vec![self.main_pool()];
         for p in &self.pools {
             if seen.contains(&p.name.as_str()) {
                 return Err(format!(
@@ -269,6 +275,11 @@ impl HardwareProfile {
             }
         }
         Ok(())
+    }
+
+    /// The name of `memory`'s pool (`sram` unless `memory.pool` says).
+    pub fn main_pool(&self) -> &str {
+        self.memory.pool.as_deref().unwrap_or(MAIN_POOL)
     }
 
     /// One on-chip pool (no `[[pools]]`): what the exact program and the

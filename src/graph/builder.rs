@@ -229,6 +229,7 @@ impl GraphBuilder {
                 inputs,
                 outputs,
                 flops: 0.0,
+                unit: None,
             });
         }
         for (pos, &old) in order.iter().enumerate() {

@@ -12,6 +12,7 @@ pub mod builder;
 pub mod flops;
 pub mod gen;
 pub mod json;
+pub mod kernel;
 pub mod liveness;
 #[cfg(feature = "onnx")]
 pub mod onnx;
@@ -82,6 +83,9 @@ pub struct Op {
     pub outputs: Vec<TensorId>,
     /// Floating-point operations, for the roofline time.
     pub flops: f64,
+    /// The unit (pipe) it runs on, when the front end knows it (a kernel
+    /// DAG's MTE2, CUBE, ...); the trace's ops carry it.
+    pub unit: Option<String>,
 }
 
 /// A computation graph in schedule order (op index = step).
@@ -178,6 +182,9 @@ pub fn load(path: &Path, opts: &LoadOptions) -> crate::Result<Graph> {
                 path.display()
             )));
         }
+    }
+    if detected == Some(crate::input::Format::Kernel) {
+        return kernel::Kernel::load(path)?.to_graph();
     }
     json::load_graph_json(path)
 }

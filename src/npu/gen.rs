@@ -30,6 +30,23 @@ struct GenNode {
     bufs: Option<Vec<usize>>,
 }
 
+/// A case in the benchmark's JSON layout, `Nodes` before `Edges` (as the
+/// benchmark writes them, and as format detection looks for them).
+#[derive(Debug, Clone, Serialize)]
+pub struct Case {
+    #[serde(rename = "Nodes")]
+    pub nodes: Vec<Value>,
+    #[serde(rename = "Edges")]
+    pub edges: Vec<(u64, u64)>,
+}
+
+impl Case {
+    /// As a JSON value (keys sorted: for comparing, not for writing).
+    pub fn to_value(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+}
+
 /// A case under construction: nodes in the benchmark's order, edges by
 /// source in the order they were made, and each buffer's type and size.
 #[derive(Default)]
@@ -83,7 +100,7 @@ impl Builder {
     }
     /// One FREE per buffer, in buffer order, after everything else (as the
     /// benchmark lays them out); every user of a buffer precedes its FREE.
-    fn finish(mut self) -> Result<Value> {
+    fn finish(mut self) -> Result<Case> {
         let first_free = self.nodes.len();
         if first_free != self.first_free {
             return Err(Error::Unsupported(format!(
@@ -109,7 +126,18 @@ impl Builder {
             self.edges.push((*alloc, free));
         }
         self.edges.sort_by_key(|&(from, _)| from);
-        Ok(serde_json::json!({ "Nodes": self.nodes, "Edges": self.edges }))
+        let nodes = self
+            .nodes
+            .iter()
+            .map(serde_json::to_value)
+            .collect::<serde_json::Result<Vec<Value>>>()
+            .map_err(|e| Error::Unsupported(format!("internal: {e}")))?;
+        let edges = self
+            .edges
+            .iter()
+            .map(|&(a, b)| (a as u64, b as u64))
+            .collect();
+        Ok(Case { nodes, edges })
     }
 }
 
@@ -119,7 +147,7 @@ impl Builder {
 /// out. A and B tiles are loaded into L1 once, on first use, and reused by
 /// every tile of their row or column; tiles are visited row by row.
 /// Nodes: `7mnk + 3(mk + kn + mn)`; `matmul(16, 16, 16)` has 30,976.
-pub fn matmul(m: usize, n: usize, k: usize) -> Result<Value> {
+pub fn matmul(m: usize, n: usize, k: usize) -> Result<Case> {
     if m == 0 || n == 0 || k == 0 {
         return Err(Error::Config(format!(
             "a Matmul needs at least one tile each way (got {m} x {n} x {k})"
@@ -196,7 +224,7 @@ fn unreachable() -> Error {
 /// `copies` independent copies of `case` (the benchmark's JSON) side by
 /// side: node and buffer ids of copy `i` offset by `i` times the case's
 /// counts, copies laid out one after another.
-pub fn replicate(case: &Value, copies: usize) -> Result<Value> {
+pub fn replicate(case: &Value, copies: usize) -> Result<Case> {
     let bad = |what: &str| Error::Unsupported(format!("not a benchmark case: {what}"));
     let nodes = case["Nodes"]
         .as_array()
@@ -239,13 +267,16 @@ pub fn replicate(case: &Value, copies: usize) -> Result<Value> {
                 .as_array()
                 .filter(|p| p.len() == 2)
                 .ok_or_else(|| bad("edge"))?;
-            out_edges.push(serde_json::json!([
+            out_edges.push((
                 id_of(&pair[0], "edge")? + c * nnodes,
-                id_of(&pair[1], "edge")? + c * nnodes
-            ]));
+                id_of(&pair[1], "edge")? + c * nnodes,
+            ));
         }
     }
-    Ok(serde_json::json!({ "Nodes": out_nodes, "Edges": out_edges }))
+    Ok(Case {
+        nodes: out_nodes,
+        edges: out_edges,
+    })
 }
 
 #[cfg(test)]
@@ -255,8 +286,7 @@ mod tests {
     #[test]
     fn matmul_node_count_follows_the_formula() {
         for (m, n, k) in [(1, 1, 1), (2, 3, 4), (8, 8, 4)] {
-            let v = matmul(m, n, k).unwrap();
-            let nodes = v["Nodes"].as_array().unwrap().len();
+            let nodes = matmul(m, n, k).unwrap().nodes.len();
             assert_eq!(nodes, 7 * m * n * k + 3 * (m * k + k * n + m * n));
         }
         assert!(matmul(0, 1, 1).is_err());
@@ -264,8 +294,8 @@ mod tests {
 
     #[test]
     fn replicate_offsets_ids() {
-        let v = matmul(1, 1, 1).unwrap();
-        let r = replicate(&v, 3).unwrap();
+        let v = matmul(1, 1, 1).unwrap().to_value();
+        let r = replicate(&v, 3).unwrap().to_value();
         let n = v["Nodes"].as_array().unwrap().len();
         assert_eq!(r["Nodes"].as_array().unwrap().len(), 3 * n);
         assert_eq!(r["Nodes"][n]["Id"], n);

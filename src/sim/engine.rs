@@ -1035,7 +1035,7 @@ impl<'a> Sim<'a> {
             streamed,
             flops: Some(op.flops),
             bound: Some(run.roof.bound),
-            unit: None,
+            unit: op.unit.as_deref().map(|u| crate::trace::Unit(u.into())),
             parent: None,
             self_ns: None,
         });

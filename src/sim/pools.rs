@@ -4,7 +4,7 @@
 //! (first pool that matches wins). One pool unless the profile declares
 //! more, so single-pool runs are exactly what they always were.
 
-use crate::cost::{AllocatorFit, HardwareProfile, TensorClass, MAIN_POOL};
+use crate::cost::{AllocatorFit, HardwareProfile, TensorClass};
 use crate::graph::{Graph, TensorKind};
 use wildmatch::WildMatch;
 
@@ -37,7 +37,7 @@ impl Pools {
     /// The pools `hw` declares, and where each tensor of `g` goes.
     pub fn assign(g: &Graph, hw: &HardwareProfile) -> Pools {
         let mut defs = vec![PoolDef {
-            name: MAIN_POOL.to_string(),
+            name: hw.main_pool().to_string(),
             capacity: hw.memory.capacity.0,
             alignment: hw.memory.alignment,
             fit: hw.memory.allocator,

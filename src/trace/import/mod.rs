@@ -94,6 +94,11 @@ fn import_as(path: &Path, format: Format, opts: &ImportOptions) -> Result<(Trace
             what: "a model, not a trace".into(),
             hint: "simulate it with `spillscope sim` or open it with `spillscope view`".into(),
         }),
+        Format::Kernel => Err(Error::WrongInput {
+            path: path.to_path_buf(),
+            what: "an NPU kernel DAG, not a trace".into(),
+            hint: "`spillscope npu import` turns it and a solution into the benchmark's trace; `spillscope sim CASE --hw npu-benchmark` simulates it as a graph".into(),
+        }),
     }
 }
 

@@ -500,3 +500,86 @@ fn parse_edges_csv(path: &Path, text: &str) -> Result<Vec<(i64, i64)>> {
     }
     Ok(out)
 }
+
+impl Kernel {
+    /// The kernel DAG as a graph the simulator runs: each buffer a tensor
+    /// named `TYPE/ID` (so a hardware profile's pools take them by name
+    /// pattern, as the `npu-benchmark` preset does: `L1/*`, `UB/*`, ...),
+    /// each op node an op on its pipe (`unit`), in the file's order. A
+    /// COPY_IN writes its buffer (a load from DDR is not spill); a MOVE
+    /// reads its source and writes its destination; any other op writes
+    /// its first buffer and reads the rest, and an op whose first buffer
+    /// already holds a value (a MATMUL accumulating into L0C) reads and
+    /// updates it in place; a COPY_OUT reads. Cycles stand in for FLOPs,
+    /// so at the preset's 1 GFLOP/s an op takes its cycle count in ns when
+    /// compute-bound. The benchmark's own rules (L0 one buffer at a time,
+    /// the L1+UB peak, spill numbering) are `npu`'s, not the simulator's.
+    pub fn to_graph(&self) -> Result<super::Graph> {
+        use super::builder::{GraphBuilder, OpSpec, TensorSpec};
+        let order = self.topological_order().ok_or_else(|| {
+            Error::Unsupported(format!("{}: the kernel DAG has a cycle", self.name))
+        })?;
+        let name_of = |b: u32| -> Option<String> {
+            self.buffer(b)
+                .map(|buf| format!("{}/{}", buf.ty.as_str(), buf.id))
+        };
+        let mut g = GraphBuilder::new(self.name.clone());
+        for buf in &self.buffers {
+            g.tensor(TensorSpec {
+                name: format!("{}/{}", buf.ty.as_str(), buf.id),
+                bytes: buf.size,
+                kind: None,
+                shape: None,
+                dtype: None,
+            });
+        }
+        let mut written = vec![false; self.buffers.len()];
+        for &i in &order {
+            let node = &self.nodes[i];
+            let NodeKind::Op { cycles, bufs, .. } = &node.kind else {
+                continue;
+            };
+            let names: Vec<String> = bufs.iter().filter_map(|&b| name_of(b)).collect();
+            let idx: Vec<usize> = bufs
+                .iter()
+                .filter_map(|b| self.buf_index.get(b).copied())
+                .collect();
+            let (inputs, outputs) = match node.op.as_str() {
+                "COPY_IN" => {
+                    idx.iter().for_each(|&b| written[b] = true);
+                    (Vec::new(), names)
+                }
+                "COPY_OUT" => (names, Vec::new()),
+                _ => match idx.first() {
+                    Some(&f) if !written[f] => {
+                        written[f] = true;
+                        (names[1..].to_vec(), names[..1].to_vec())
+                    }
+                    // Updated in place: read (it holds a value), not
+                    // produced again.
+                    _ => (names, Vec::new()),
+                },
+            };
+            g.op(OpSpec {
+                name: format!("{}#{}", node.op, node.id),
+                op_type: node.op.clone(),
+                inputs,
+                outputs,
+                flops: Some(*cycles as f64),
+            });
+        }
+        let mut graph = g.build()?;
+        // The builder keeps a valid declared order; units follow the ops.
+        for op in &mut graph.ops {
+            let declared = op
+                .name
+                .rsplit('#')
+                .next()
+                .and_then(|id| id.parse::<usize>().ok());
+            if let Some(NodeKind::Op { pipe, .. }) = declared.map(|id| &self.nodes[id].kind) {
+                op.unit = Some(pipe.as_str().to_string());
+            }
+        }
+        Ok(graph)
+    }
+}
