@@ -6,16 +6,9 @@
 #![cfg(feature = "cli")] // drives the binary or the explorer
 
 mod common;
+use common::run as spillscope;
 use common::screen::render;
 use std::path::Path;
-
-fn spillscope(args: &[&str]) -> std::process::Output {
-    assert_cmd::Command::cargo_bin("spillscope")
-        .unwrap()
-        .args(args)
-        .output()
-        .unwrap()
-}
 
 const WBUF: &str = "# Weights in a 1 MiB buffer of their own.\n[[pools]]\nname = \"wbuf\"\ncapacity = \"1MiB\"\nkinds = [\"weight\"]\n";
 

@@ -4,6 +4,7 @@
 //! the same case; the CLI writes, checks and imports solutions.
 #![cfg(feature = "cli")] // drives the binary or the explorer
 
+mod common;
 use spillscope::npu::check::{evaluate, read_solution, write_solution};
 use spillscope::npu::schedule::{l0_violation, peak_residency};
 use spillscope::npu::solve::{solve, SolveOptions};
@@ -487,9 +488,7 @@ fn cli_gen_writes_loadable_cases() {
 #[test]
 fn banded_walk_beats_the_published_traffic_at_31k_nodes() {
     let dir = tempfile::tempdir().unwrap();
-    let p = dir.path().join("Matmul_16x16x16.json");
-    let case = spillscope::npu::gen::matmul(16, 16, 16).unwrap();
-    std::fs::write(&p, serde_json::to_string(&case).unwrap()).unwrap();
+    let p = common::write_matmul_case(dir.path(), 16, 16, 16);
     let k = Kernel::load(&p).unwrap();
     assert_eq!(k.len(), 30_976);
     let r = solve(&k, SolveOptions::default()).unwrap();
@@ -507,9 +506,7 @@ fn banded_walk_beats_the_published_traffic_at_31k_nodes() {
 #[test]
 fn kernel_dag_simulates_as_a_graph_with_pools_and_pipes() {
     let dir = tempfile::tempdir().unwrap();
-    let case = dir.path().join("Matmul_4x4x4.json");
-    let v = spillscope::npu::gen::matmul(4, 4, 4).unwrap();
-    std::fs::write(&case, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+    let case = common::write_matmul_case(dir.path(), 4, 4, 4);
     assert_eq!(
         spillscope::input::detect(&case).unwrap(),
         spillscope::input::Format::Kernel
@@ -566,5 +563,14 @@ fn kernel_dag_simulates_as_a_graph_with_pools_and_pipes() {
             );
         }
         assert!(tr.summary.traffic_bytes >= tr.summary.lower_bound_traffic_bytes);
+        // The explorer's timeline at 120x40: a lane per pipe and per pool.
+        let mut app = spillscope::tui::app::App::new(vec![spillscope::tui::data::Dataset::build(
+            "k.json", tr,
+        )]);
+        app.view = spillscope::tui::app::View::Timeline;
+        let screen = common::screen::render(&app, 120, 40);
+        for lane in [" CUBE", " MTE2", " L1 ", " UB ", " L0A", " L0C"] {
+            assert!(screen.contains(lane), "lane {lane}:\n{screen}");
+        }
     }
 }

@@ -172,9 +172,7 @@ fn long_lists_scroll_to_keep_the_selection_visible() {
 fn kernel_trace_lanes_per_pipe_and_pool_in_cycles() {
     use spillscope::npu::solve::{solve, SolveOptions};
     let dir = tempfile::tempdir().unwrap();
-    let p = dir.path().join("Matmul_2x2x2.json");
-    let case = spillscope::npu::gen::matmul(2, 2, 2).unwrap();
-    std::fs::write(&p, serde_json::to_string(&case).unwrap()).unwrap();
+    let p = common::write_matmul_case(dir.path(), 2, 2, 2);
     let k = spillscope::npu::Kernel::load(&p).unwrap();
     let sol = solve(&k, SolveOptions::default()).unwrap().cycles.solution;
     let tr = spillscope::npu::to_trace::to_trace(&k, &sol).unwrap();

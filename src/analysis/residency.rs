@@ -11,28 +11,9 @@ use crate::trace::Trace;
 /// bytes, `free` and `evict` remove them (never below zero, should a stream
 /// begin mid-run). O((events + ops) log events).
 pub fn resident_by_step(trace: &Trace, pool: &str) -> Vec<u64> {
-    // In-place outputs count the bytes they share with an operand once.
-    let deltas = crate::trace::inplace::deltas(&trace.events, &trace.ops, trace.tensors.len());
-    let mut events: Vec<(u64, i128)> = trace
-        .events
-        .iter()
-        .zip(deltas)
-        .filter(|(e, _)| e.pool.as_str() == pool)
-        .map(|(e, d)| (e.t_ns, d))
-        .collect();
-    // Traces are in time order by contract; a stable sort keeps same-time
-    // events in stream order should one not be.
-    if !events.is_sorted_by_key(|e| e.0) {
-        events.sort_by_key(|e| e.0);
-    }
-    let mut resident = 0i128;
-    let after: Vec<u64> = events
-        .iter()
-        .map(|&(_, d)| {
-            resident = (resident + d).max(0);
-            resident as u64
-        })
-        .collect();
+    // Resident bytes after each of the pool's events, in time order.
+    let events = resident_over_time(trace, pool);
+    let after: Vec<u64> = events.iter().map(|s| s.1).collect();
     let tree = MaxTree::new(&after);
     trace
         .ops
@@ -50,6 +31,7 @@ pub fn resident_by_step(trace: &Trace, pool: &str) -> Vec<u64> {
 /// event of that pool, counted as [`resident_by_step`] counts them (the
 /// step function a per-pool timeline lane draws). O(events log events).
 pub fn resident_over_time(trace: &Trace, pool: &str) -> Vec<(u64, u64)> {
+    // In-place outputs count the bytes they share with an operand once.
     let deltas = crate::trace::inplace::deltas(&trace.events, &trace.ops, trace.tensors.len());
     let mut events: Vec<(u64, i128)> = trace
         .events
@@ -58,6 +40,8 @@ pub fn resident_over_time(trace: &Trace, pool: &str) -> Vec<(u64, u64)> {
         .filter(|(e, _)| e.pool.as_str() == pool)
         .map(|(e, d)| (e.t_ns, d))
         .collect();
+    // Traces are in time order by contract; a stable sort keeps same-time
+    // events in stream order should one not be.
     if !events.is_sorted_by_key(|e| e.0) {
         events.sort_by_key(|e| e.0);
     }

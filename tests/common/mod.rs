@@ -105,13 +105,27 @@ pub fn graph(
 /// Runs the `spillscope` binary with `args` and fails the test (showing its
 /// stderr) unless it succeeds.
 pub fn run_ok(args: &[&str]) -> std::process::Output {
-    let o = assert_cmd::Command::cargo_bin("spillscope")
+    let o = run(args);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    o
+}
+
+/// Runs the `spillscope` binary with `args`, whatever its exit.
+pub fn run(args: &[&str]) -> std::process::Output {
+    assert_cmd::Command::cargo_bin("spillscope")
         .unwrap()
         .args(args)
         .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    o
+        .unwrap()
+}
+
+/// Writes the benchmark's Matmul family at tiling `m` x `n` x `k` (`npu
+/// gen matmul`) into `dir`; its path.
+pub fn write_matmul_case(dir: &std::path::Path, m: usize, n: usize, k: usize) -> PathBuf {
+    let p = dir.join(format!("Matmul_{m}x{n}x{k}.json"));
+    let case = spillscope::npu::gen::matmul(m, n, k).unwrap();
+    std::fs::write(&p, serde_json::to_string_pretty(&case).unwrap()).unwrap();
+    p
 }
 
 /// `(name, op_type, inputs, outputs)`; sizes by name (default 64 KiB);
