@@ -94,7 +94,7 @@ pub(crate) struct Sim<'a> {
     /// `[[pools]]`), and each tensor's pool.
     pub(crate) allocs: Vec<Allocator>,
     pool_of: Vec<usize>,
-    pool_names: Vec<String>,
+    pool_defs: Vec<super::pools::PoolDef>,
     bus: BusModel,
     st: Vec<TState>,
     pub(crate) pinned: Vec<bool>,
@@ -151,6 +151,7 @@ impl<'a> Sim<'a> {
                 pools.defs.iter().map(|p| p.name.as_str()).collect::<Vec<_>>().join(", ")
             )));
         }
+        let n_pools = pools.defs.len();
         let allocs = pools
             .defs
             .iter()
@@ -179,7 +180,7 @@ impl<'a> Sim<'a> {
             ideal,
             allocs,
             pool_of: pools.of,
-            pool_names: pools.defs.iter().map(|p| p.name.clone()).collect(),
+            pool_defs: pools.defs,
             bus: BusModel::new(hw),
             st: vec![start; nt],
             pinned,
@@ -193,7 +194,7 @@ impl<'a> Sim<'a> {
             ops: Vec::with_capacity(n),
             totals: Totals::default(),
             peak_resident: 0,
-            resident_samples: vec![Vec::new(); pools.defs.len()],
+            resident_samples: vec![Vec::new(); n_pools],
             live_samples: Vec::with_capacity(n),
             now: 0,
             plan: None,
@@ -343,7 +344,7 @@ impl<'a> Sim<'a> {
             kind,
             tensor: t,
             bytes: self.g.tensors[t].bytes,
-            pool: self.pool_names[self.pool_of[t]].as_str().into(),
+            pool: self.pool_defs[self.pool_of[t]].name.as_str().into(),
             offset: Some(self.st[t].offset),
             op: Some(op),
             dma_start_ns: None,
@@ -1110,11 +1111,10 @@ impl<'a> Sim<'a> {
         let occupancy = self.bus.occupancy(latency.max(1), bucket);
         // The ideal run's pools are as large as it used (at least the
         // profile's).
-        let declared = super::pools::Pools::assign(g, hw);
         let pools: Vec<Pool> = self
             .allocs
             .iter()
-            .zip(&declared.defs)
+            .zip(&self.pool_defs)
             .map(|(a, d)| Pool {
                 name: d.name.clone(),
                 capacity_bytes: if self.ideal {
@@ -1133,7 +1133,7 @@ impl<'a> Sim<'a> {
                 name: t.name.clone(),
                 bytes: t.bytes,
                 kind: t.kind,
-                pool: self.pool_names[self.pool_of[t.id]].clone(),
+                pool: self.pool_defs[self.pool_of[t.id]].name.clone(),
                 producer: t.producer,
                 consumers: t.consumers.clone(),
             })
@@ -1145,14 +1145,14 @@ impl<'a> Sim<'a> {
             samples,
         };
         // Live bytes are the graph's (every pool); resident bytes per pool.
-        let main = self.pool_names[0].clone();
+        let main = self.pool_defs[0].name.clone();
         let live_pool = self.allocs.len().eq(&1).then_some(main.as_str());
         let mut counters = vec![
             counter("bus_occupancy", "fraction", None, occupancy),
             counter("live_bytes", "bytes", live_pool, self.live_samples),
         ];
-        for (name, samples) in self.pool_names.iter().zip(self.resident_samples) {
-            counters.push(counter("resident_bytes", "bytes", Some(name), samples));
+        for (def, samples) in self.pool_defs.iter().zip(self.resident_samples) {
+            counters.push(counter("resident_bytes", "bytes", Some(&def.name), samples));
         }
         let mut tr = Trace {
             schema: SCHEMA.to_string(),
