@@ -162,6 +162,7 @@ fn help_overlay_and_footer_come_from_the_key_table() {
         Scope::Compare,
         Scope::Suggest,
         Scope::Nested,
+        Scope::Pools,
     ];
     let rows = help_rows(&all);
     for b in BINDINGS.iter().filter(|b| !b.help.is_empty()) {
@@ -480,4 +481,39 @@ fn a_background_bound_applies_to_its_own_trace_only() {
         },
     );
     assert_eq!(a.bound_of(&a.data[0]), own);
+}
+
+/// The memory map of a trace with several pools shows one pool at a time:
+/// `o` cycles them (and wraps), the map's title and placements follow, and
+/// the key is offered only where it does something (several pools, the
+/// memory map), never on a one-pool trace.
+#[test]
+fn memory_map_cycles_pools_with_o() {
+    use spillscope::npu::solve::{solve, SolveOptions};
+    let dir = tempfile::tempdir().unwrap();
+    let p = common::write_matmul_case(dir.path(), 2, 2, 2);
+    let k = spillscope::npu::Kernel::load(&p).unwrap();
+    let sol = solve(&k, SolveOptions::default()).unwrap().cycles.solution;
+    let tr = spillscope::npu::to_trace::to_trace(&k, &sol).unwrap();
+    let names: Vec<String> = tr.pools.iter().map(|p| p.name.clone()).collect();
+    assert_eq!(names, ["L1", "UB", "L0A", "L0B", "L0C"]);
+    let mut a = App::new(vec![Dataset::build("mm", tr)]);
+    key(&mut a, KeyCode::Char('5'));
+    assert_eq!(a.view, View::Memory);
+    assert!(footer_hints(&a.scopes()).iter().any(|h| h.1 == "pool"));
+    let s = common::screen::render(&a, 80, 24);
+    assert!(s.contains("pool L1, 4.0 KiB"), "{s}");
+    for (i, want) in names.iter().enumerate().skip(1) {
+        key(&mut a, KeyCode::Char('o'));
+        assert_eq!(a.memory.pool, i);
+        let s = common::screen::render(&a, 80, 24);
+        assert!(s.contains(&format!("pool {want},")), "{want}:\n{s}");
+    }
+    key(&mut a, KeyCode::Char('o'));
+    assert_eq!(a.memory.pool, 0, "wraps");
+    // One pool: no `o` in the footer or the help.
+    let mut one = app();
+    key(&mut one, KeyCode::Char('5'));
+    assert!(!footer_hints(&one.scopes()).iter().any(|h| h.1 == "pool"));
+    assert!(!help_rows(&one.scopes()).iter().any(|r| r.0 == "o"));
 }

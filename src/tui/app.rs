@@ -274,6 +274,9 @@ impl App {
         if self.primary().is_some_and(|d| d.levels > 1) {
             v.push(Scope::Nested);
         }
+        if self.view == View::Memory && self.primary().is_some_and(|d| d.trace.pools.len() > 1) {
+            v.push(Scope::Pools);
+        }
         v
     }
 
@@ -698,7 +701,9 @@ impl App {
     /// Memory map: moves the cursor a column in time or a band in offset.
     fn memory_cursor(&mut self, dt: i64, doff: i64) {
         let Some(d) = self.primary() else { return };
-        let cap = d.capacity.max(1);
+        let cap = super::views::memory::pool_of(self, d)
+            .map_or(d.capacity, |p| p.capacity_bytes)
+            .max(1);
         let (cols, rows) = super::views::memory::grid_size(self);
         if dt != 0 {
             let step = (self.window.1 - self.window.0) / cols.max(1) as u64;
@@ -844,6 +849,13 @@ impl App {
                         self.warnings_hidden = total_warnings(&self.data);
                     }
                     self.banner = None;
+                }
+            }
+            Action::NextPool => {
+                let n = self.primary()?.trace.pools.len();
+                if n > 1 {
+                    self.memory.pool = (self.memory.pool + 1) % n;
+                    self.memory.offset = 0;
                 }
             }
             Action::Deeper | Action::Shallower => {

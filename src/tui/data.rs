@@ -83,7 +83,8 @@ pub struct Dataset {
     pub placement_max_len: u64,
     /// Per tensor, the shade the memory map draws it in (neighbours differ).
     pub shades: Vec<u8>,
-    pub occupancy: OccupancyIndex,
+    /// Per pool (in the trace's order; one for a trace without pools).
+    pub occupancy: Vec<OccupancyIndex>,
     /// Live bytes per op step (from the `live_bytes` counter).
     pub live_by_step: Vec<u64>,
     /// `live_by_step` is on-chip residency from the events (no
@@ -216,7 +217,7 @@ impl Dataset {
             placements: Vec::new(),
             placement_max_len: 0,
             shades: Vec::new(),
-            occupancy: OccupancyIndex::build(&[], end_ns, capacity),
+            occupancy: vec![OccupancyIndex::build(&[], end_ns, capacity)],
             live_by_step,
             live_is_resident,
             capacity,
@@ -294,7 +295,23 @@ impl Dataset {
             .max()
             .unwrap_or(0);
         let capacity = trace.pools.first().map(|p| p.capacity_bytes).unwrap_or(0);
-        let occupancy = OccupancyIndex::build(&placements, index.end_ns, capacity);
+        // One grid per pool, from that pool's placements only.
+        let occupancy: Vec<OccupancyIndex> = if trace.pools.len() > 1 {
+            trace
+                .pools
+                .iter()
+                .map(|p| {
+                    let mine: Vec<Placement> = placements
+                        .iter()
+                        .filter(|x| x.pool == p.name)
+                        .cloned()
+                        .collect();
+                    OccupancyIndex::build(&mine, index.end_ns, p.capacity_bytes)
+                })
+                .collect()
+        } else {
+            vec![OccupancyIndex::build(&placements, index.end_ns, capacity)]
+        };
         let pools = pool_lanes(&trace, index.end_ns);
         let shades = crate::analysis::memmap::shades(&placements, trace.tensors.len());
         Dataset {

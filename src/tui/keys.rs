@@ -42,6 +42,8 @@ pub enum Action {
     /// Nested ops: show the calls one level deeper / one level up.
     Deeper,
     Shallower,
+    /// Memory map: show the next on-chip pool.
+    NextPool,
 }
 
 /// Where a binding applies.
@@ -58,6 +60,8 @@ pub enum Scope {
     /// The memory map's cursor.
     Memory,
     Compare,
+    /// The memory map of a trace with several pools.
+    Pools,
     /// Suggestions applied to a watched schedule config.
     Suggest,
     /// Traces whose ops nest (PyTorch): the level of calls shown.
@@ -421,6 +425,15 @@ pub const BINDINGS: &[Binding] = &[
         scope: Scope::Nested,
         footer: false,
     },
+    Binding {
+        action: Action::NextPool,
+        keys: &[(KeyCode::Char('o'), N)],
+        key_label: "o",
+        hint: "pool",
+        help: "Memory map: show the next on-chip pool (L1, UB, ... or sram, wbuf, ...)",
+        scope: Scope::Pools,
+        footer: true,
+    },
 ];
 
 /// The action bound to `key` in a view with the given scopes, if any.
@@ -503,6 +516,7 @@ pub fn help_rows(scopes: &[Scope]) -> Vec<(String, &'static str, &'static str)> 
                 Scope::Compare => "compare",
                 Scope::Suggest => "live, with --config",
                 Scope::Nested => "nested ops",
+                Scope::Pools => "memory map, several pools",
             };
             (b.key_label.to_string(), b.help, scope)
         })

@@ -20,6 +20,16 @@ use ratatui::Frame;
 #[derive(Debug, Clone, Default)]
 pub struct MemoryView {
     pub offset: u64,
+    /// Which of the trace's pools the map shows (`o` cycles them).
+    pub pool: usize,
+}
+
+/// The pool the map shows.
+pub fn pool_of<'a>(app: &App, d: &'a crate::tui::data::Dataset) -> Option<&'a crate::trace::Pool> {
+    d.trace
+        .pools
+        .get(app.memory.pool)
+        .or_else(|| d.trace.pools.first())
 }
 
 /// Rows under the map: the fragmentation line and the cursor's two lines.
@@ -33,7 +43,10 @@ fn label_w(cap: u64) -> u16 {
 /// The map's grid (time columns, offset rows) for the terminal the app
 /// knows, as [`draw`] lays it out; the cursor moves by one of each.
 pub fn grid_size(app: &App) -> (u16, u16) {
-    let cap = app.primary().map(|d| d.capacity).unwrap_or(1);
+    let cap = app
+        .primary()
+        .map(|d| pool_of(app, d).map_or(d.capacity, |p| p.capacity_bytes))
+        .unwrap_or(1);
     let body_h = app
         .height
         .saturating_sub(crate::tui::ui::rows_above_body(app) + 1);
@@ -44,8 +57,16 @@ pub fn grid_size(app: &App) -> (u16, u16) {
 
 pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
     let Some(d) = app.primary() else { return };
-    let pool = d.trace.pools.first();
+    let pool = pool_of(app, d);
+    let pi = d
+        .trace
+        .pools
+        .iter()
+        .position(|p| Some(p) == pool)
+        .unwrap_or(0);
     let name = pool.map(|p| p.name.clone()).unwrap_or_default();
+    // With several pools, only this pool's placements are drawn.
+    let in_pool = |p: &crate::analysis::memmap::Placement| pool.is_none_or(|x| p.pool == x.name);
     if !d.caps.offsets {
         // Nothing says where tensors sit: no map to draw.
         let how = d
@@ -120,7 +141,7 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
         };
         (fills[s], style)
     };
-    let occ = &d.occupancy;
+    let occ = &d.occupancy[pi.min(d.occupancy.len().saturating_sub(1))];
     let dt = span / lane_w as f64;
     // Small traces are drawn exactly from their placements; big ones read the
     // grid when zoomed out (bounded work per frame).
@@ -146,6 +167,7 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
     for p in d
         .placements_in(app.window.0, app.window.1)
         .take_while(|_| !use_grid)
+        .filter(|p| in_pool(p))
     {
         let c0 = (((p.t0.max(app.window.0) - app.window.0) as f64 / span) * lane_w as f64) as u16;
         let c1 = ((((p.t1.min(app.window.1) - app.window.0) as f64 / span) * lane_w as f64).ceil()
@@ -225,7 +247,9 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
 /// The tensor placed at (`t`, `offset`): (tensor, from, to, offset, bytes).
 fn tensor_at(app: &App, t: u64, offset: u64) -> Option<(usize, u64, u64, u64, u64)> {
     let d = app.primary()?;
+    let pool = pool_of(app, d);
     d.placements_in(t, t + 1)
+        .filter(|p| pool.is_none_or(|x| p.pool == x.name))
         .find(|p| p.offset <= offset && offset < p.offset + p.bytes.max(1))
         .map(|p| (p.tensor, p.t0, p.t1, p.offset, p.bytes))
 }
@@ -264,6 +288,7 @@ fn frag_line(
     (lx, x0, fy, lane_w): (u16, u16, u16, u16),
 ) {
     let Some(d) = app.primary() else { return };
+    let pool = pool_of(app, d);
     buf.set_string(lx, fy, "frag", theme.fg(theme.c.fragmentation));
     let mut n = 0;
     // Spills are in event (time) order: visit only those in the window.
@@ -274,6 +299,10 @@ fn frag_line(
         .take_while(|s| ev_t(s) < app.window.1)
     {
         if s.class != crate::analysis::classify::SpillClass::Lifetime {
+            continue;
+        }
+        // Only the shown pool's fragmentation.
+        if pool.is_some_and(|x| d.trace.events[s.event].pool != x.name) {
             continue;
         }
         let t = d.trace.events[s.event].t_ns;
