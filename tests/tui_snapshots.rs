@@ -170,12 +170,8 @@ fn long_lists_scroll_to_keep_the_selection_visible() {
 /// or frames per second; the peak read as the benchmark's L1+UB.
 #[test]
 fn kernel_trace_lanes_per_pipe_and_pool_in_cycles() {
-    use spillscope::npu::solve::{solve, SolveOptions};
     let dir = tempfile::tempdir().unwrap();
-    let p = common::write_matmul_case(dir.path(), 2, 2, 2);
-    let k = spillscope::npu::Kernel::load(&p).unwrap();
-    let sol = solve(&k, SolveOptions::default()).unwrap().cycles.solution;
-    let tr = spillscope::npu::to_trace::to_trace(&k, &sol).unwrap();
+    let tr = common::matmul_trace(dir.path(), 2, 2, 2);
     let mut a = App::new(vec![Dataset::build("Matmul_2x2x2.json", tr)]);
     for (w, h) in [(80u16, 24u16), (120, 40)] {
         a.view = View::Overview;

@@ -489,12 +489,8 @@ fn a_background_bound_applies_to_its_own_trace_only() {
 /// memory map), never on a one-pool trace.
 #[test]
 fn memory_map_cycles_pools_with_o() {
-    use spillscope::npu::solve::{solve, SolveOptions};
     let dir = tempfile::tempdir().unwrap();
-    let p = common::write_matmul_case(dir.path(), 2, 2, 2);
-    let k = spillscope::npu::Kernel::load(&p).unwrap();
-    let sol = solve(&k, SolveOptions::default()).unwrap().cycles.solution;
-    let tr = spillscope::npu::to_trace::to_trace(&k, &sol).unwrap();
+    let tr = common::matmul_trace(dir.path(), 2, 2, 2);
     let names: Vec<String> = tr.pools.iter().map(|p| p.name.clone()).collect();
     assert_eq!(names, ["L1", "UB", "L0A", "L0B", "L0C"]);
     let mut a = App::new(vec![Dataset::build("mm", tr)]);

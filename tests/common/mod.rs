@@ -128,6 +128,23 @@ pub fn write_matmul_case(dir: &std::path::Path, m: usize, n: usize, k: usize) ->
     p
 }
 
+/// The trace `npu import` makes of a generated `m` x `n` x `k` Matmul
+/// solved by the heuristics (written into `dir`).
+pub fn matmul_trace(
+    dir: &std::path::Path,
+    m: usize,
+    n: usize,
+    k: usize,
+) -> spillscope::trace::Trace {
+    use spillscope::npu::solve::{solve, SolveOptions};
+    let kernel = spillscope::npu::Kernel::load(&write_matmul_case(dir, m, n, k)).unwrap();
+    let sol = solve(&kernel, SolveOptions::default())
+        .unwrap()
+        .cycles
+        .solution;
+    spillscope::npu::to_trace::to_trace(&kernel, &sol).unwrap()
+}
+
 /// `(name, op_type, inputs, outputs)`; sizes by name (default 64 KiB);
 /// tensors nobody produces are graph inputs.
 pub fn typed(
