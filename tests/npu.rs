@@ -126,7 +126,7 @@ fn broken_solutions_are_rejected_with_the_rule_named() {
     let order = [0, 2, 12, 4, 5, 13, 10, 1, 3, 6, 7, 11, 9, 8];
     assert_eq!(
         rule_of(&k, &sol(&order, &OFFSETS, &[(0, 2000)])),
-        "use-while-spilled"
+        "operand-not-resident"
     );
     // Spilling an L0 buffer.
     let order = [0, 2, 4, 12, 13, 5, 10, 1, 3, 6, 7, 11, 9, 8];
@@ -136,6 +136,43 @@ fn broken_solutions_are_rejected_with_the_rule_named() {
         rule_of(&k, &sol(&VALID, &OFFSETS[..3], &[])),
         "missing-offset"
     );
+}
+
+/// One rule set for kernels and traces: the checker's residency, overlap
+/// and use-while-spilled verdicts are `trace::verify`'s on the solution
+/// replayed in schedule order (named by schedule line), and its traffic is
+/// the trace ledger's.
+#[test]
+fn the_checker_is_trace_verify_plus_the_benchmark_rules() {
+    use spillscope::npu::to_trace::to_trace;
+    let (_d, k) = tiny();
+    let order = [0, 2, 12, 1, 3, 6, 7, 11, 9, 13, 4, 5, 10, 8];
+    let good = sol(&order, &[(0, 0), (1, 0), (2, 0), (3, 0)], &[(0, 2000)]);
+    let m = evaluate(&k, &good).unwrap();
+    let tr = to_trace(&k, &good).unwrap();
+    assert!(spillscope::trace::verify::verify(&tr, 10).ok());
+    assert_eq!(tr.summary.traffic_bytes, m.extra_traffic);
+    assert_eq!(tr.summary.spill_count as usize, m.spill_count);
+    // buf0 reloaded at 2000 over buf1 (at 2500, still live).
+    let late_free = [0, 2, 12, 1, 3, 6, 7, 11, 13, 4, 5, 10, 8, 9];
+    let bad = sol(
+        &late_free,
+        &[(0, 0), (1, 2500), (2, 0), (3, 0)],
+        &[(0, 2000)],
+    );
+    let v = evaluate(&k, &bad).unwrap_err();
+    assert_eq!(v.rule, "overlap");
+    // Line 9 of the schedule is the SPILL_IN (id 13) that lands on buf1.
+    assert!(v.detail.starts_with("schedule line 9:"), "{}", v.detail);
+    assert!(
+        v.detail.contains("\"buf0\"") && v.detail.contains("\"buf1\""),
+        "{}",
+        v.detail
+    );
+    // A FREE of a buffer that is spilled out.
+    let order = [0, 2, 4, 5, 10, 12, 8, 13, 1, 3, 6, 7, 11, 9];
+    let v = evaluate(&k, &sol(&order, &OFFSETS, &[(0, 2000)])).unwrap_err();
+    assert_eq!(v.rule, "free-not-resident", "{v}");
 }
 
 #[test]

@@ -3,17 +3,20 @@
 //! intra-core scheduling benchmark: schedule for low peak residency,
 //! allocate addresses with SPILL, time the pipes, check any solution.
 //!
-//! Owns: the kernel IR, scheduler, checker and search of the benchmark, its
-//! victim choice, and its conversion to a trace. The offset allocator
-//! (holes, fits, the segments a victim search walks) is the graph
-//! simulator's `sim::allocator`; pipe timing is `cost::pipes`. May import
-//! `sim::allocator`, `cost`, `trace`, `input` and `output`; only the front
-//! ends import it.
+//! Owns: the benchmark's scheduler and search (a strategy over the shared
+//! core), its victim choice, its own rules (`rules`: ids, spill numbering,
+//! L0) and its conversion to a trace. Shared with the graph simulator: the
+//! kernel IR is a graph front end's (`graph::kernel`), the offset allocator
+//! is `sim::allocator`, pipe timing is `cost::pipes`, and residency,
+//! overlap, capacity and use-while-spilled are checked by `trace::verify`
+//! on the solution's trace. May import `graph`, `sim::allocator`, `cost`,
+//! `trace`, `input` and `output`; only the front ends import it.
 
 pub mod alloc;
 pub mod bands;
 pub mod check;
 pub mod gen;
+pub mod rules;
 /// The kernel DAG itself is a graph front end's (`graph::kernel`).
 pub use crate::graph::kernel as model;
 pub mod schedule;

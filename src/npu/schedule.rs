@@ -35,31 +35,7 @@ pub fn peak_profile(k: &Kernel, order: &[usize]) -> (u64, u64) {
     (peak as u64, count)
 }
 
-/// The first L0 rule broken by `order`, if any: a second buffer of an L0
-/// type allocated while another is live.
-pub fn l0_violation(k: &Kernel, order: &[usize]) -> Option<String> {
-    let mut live: [Option<u32>; 5] = [None; 5];
-    for &i in order {
-        match k.nodes.get(i).map(|n| &n.kind) {
-            Some(NodeKind::Alloc { buf, ty, .. }) if ty.is_l0() => {
-                if let Some(other) = live[ty.index()] {
-                    return Some(format!(
-                        "{} holds buffer {other} when buffer {buf} is allocated (node {i})",
-                        ty.as_str()
-                    ));
-                }
-                live[ty.index()] = Some(*buf);
-            }
-            Some(NodeKind::Free { buf, ty, .. })
-                if ty.is_l0() && live[ty.index()] == Some(*buf) =>
-            {
-                live[ty.index()] = None;
-            }
-            _ => {}
-        }
-    }
-    None
-}
+pub use super::rules::l0_violation;
 
 /// Demand-driven order: walks `targets` and schedules each one just in time
 /// with its unscheduled ancestors (post-order DFS), so a COPY_IN runs right

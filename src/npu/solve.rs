@@ -7,7 +7,7 @@
 //! the lowest traffic, or the fewest cycles within a traffic budget.
 
 use super::alloc::{allocate_with, AllocOptions};
-use super::check::evaluate;
+use super::check::{evaluate, measure};
 use super::model::{Kernel, NodeKind};
 use super::schedule::{demand_schedule, demand_targets, peak_profile};
 use super::{Metrics, Solution};
@@ -199,7 +199,9 @@ pub fn evaluate_plan(
         return Some((solution, m, (peak, at_peak, 0)));
     }
     let a = allocate_with(k, &order, plan.alloc).ok()?;
-    let m = evaluate(k, &a.solution).ok()?;
+    // The allocator's solutions are valid by construction; the ones the
+    // search returns are checked in full once (`solve`).
+    let (m, _) = measure(k, &a.solution);
     Some((a.solution, m, score(goal, &m)))
 }
 
@@ -809,6 +811,16 @@ pub fn solve(k: &Kernel, opts: SolveOptions) -> Result<SolveReport> {
                 lowest_traffic: None,
             };
         }
+    }
+    // Every answer passes the checker before anyone sees it.
+    for (what, f) in [("traffic", &traffic), ("cycles", &cycles)] {
+        let m = evaluate(k, &f.solution).map_err(|v| {
+            crate::Error::Config(format!(
+                "npu solve: internal error: the {what} solution for {} breaks {v}",
+                k.name
+            ))
+        })?;
+        debug_assert_eq!(m, f.metrics);
     }
     Ok(SolveReport {
         peak,

@@ -7,7 +7,7 @@
 
 use super::check::evaluate_timed;
 use super::model::{BufType, Kernel, NodeKind};
-use super::Solution;
+use super::{Metrics, Solution};
 use crate::trace::{
     Counter, Event, EventKind, Meta, NpuCaseInfo, Pool, Producer, Source, Summary, TensorKind,
     Trace, TraceOp, TraceTensor, Unit, SCHEMA,
@@ -19,6 +19,22 @@ use crate::{Error, Result};
 pub fn to_trace(k: &Kernel, sol: &Solution) -> Result<Trace> {
     let (m, span) =
         evaluate_timed(k, sol).map_err(|v| Error::Config(format!("npu solution: {v}")))?;
+    Ok(build(k, sol, &span, &m))
+}
+
+/// The trace of `sol` with the schedule position as its time (every node
+/// at its own instant, ops of no length), which `trace::verify` replays in
+/// exactly the schedule's order. Needs only `rules::check` to have passed.
+pub(super) fn schedule_replay(k: &Kernel, sol: &Solution) -> Trace {
+    let mut span = vec![(0, 0); k.len() + 2 * sol.spills.len()];
+    for (p, &i) in sol.order.iter().enumerate() {
+        span[i] = (p as u64, p as u64);
+    }
+    build(k, sol, &span, &Metrics::default())
+}
+
+/// The trace of `sol` with node `i` running over `span[i]`.
+fn build(k: &Kernel, sol: &Solution, span: &[(u64, u64)], m: &Metrics) -> Trace {
     let latency = m.total_cycles;
     let n = k.len();
     let mut pos = vec![0usize; span.len()];
@@ -90,14 +106,18 @@ pub fn to_trace(k: &Kernel, sol: &Solution) -> Result<Trace> {
             offset_now[b] = off;
         }
     }
-    let near_op = |i: usize| -> Option<usize> {
-        // The op a memory node belongs to: the first op after it in the schedule.
-        sol.order[pos[i]..]
-            .iter()
-            .find(|&&x| x < n && op_index[x] != usize::MAX)
-            .map(|&x| op_index[x])
-            .or_else(|| ops.len().checked_sub(1))
-    };
+    // The op a memory node belongs to: the first op after it in the
+    // schedule (or the last op), one backward pass.
+    let mut next_op: Vec<Option<usize>> = vec![ops.len().checked_sub(1); sol.order.len() + 1];
+    for p in (0..sol.order.len()).rev() {
+        let x = sol.order[p];
+        next_op[p] = if x < n && op_index[x] != usize::MAX {
+            Some(op_index[x])
+        } else {
+            next_op[p + 1]
+        };
+    }
+    let near_op = |i: usize| next_op[pos[i]];
     let ev = |t: u64, kind: EventKind, b: usize, off: u64, op: Option<usize>| Event {
         t_ns: t,
         kind,
@@ -225,5 +245,5 @@ pub fn to_trace(k: &Kernel, sol: &Solution) -> Result<Trace> {
         recomputed: Vec::new(),
     };
     tr.fill_ledger();
-    Ok(tr)
+    tr
 }

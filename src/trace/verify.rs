@@ -18,6 +18,24 @@ pub struct Violation {
     pub detail: String,
 }
 
+impl Violation {
+    /// A broken rule found outside a replay (no event, no time).
+    pub fn new(rule: &'static str, detail: String) -> Self {
+        Violation {
+            event_index: None,
+            t_ns: 0,
+            rule,
+            detail,
+        }
+    }
+}
+
+impl std::fmt::Display for Violation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "[{}] {}", self.rule, self.detail)
+    }
+}
+
 /// The outcome of a replay.
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct VerifyReport {
