@@ -276,9 +276,58 @@ fn shared_cases_heuristic_figures() {
     }
 }
 
-/// The peak search (ties broken by how often the peak is reached) goes
-/// below the best published FlashAttention peak (4,498): a fixed number of
-/// evaluations, so the figure is exact on any machine.
+/// The incremental peak search's figure is a full evaluation's: the order
+/// it returns, scheduled from scratch, has exactly the peak and peak count
+/// it reports (and every accepted move is checked the same way by a debug
+/// assertion inside the search), never above the start's.
+#[test]
+fn incremental_peak_search_agrees_with_full_evaluation() {
+    use spillscope::npu::peak;
+    use spillscope::npu::schedule::peak_profile;
+    use spillscope::npu::solve::{groups, schedule_of, Plan, Rng};
+    let dir = tempfile::tempdir().unwrap();
+    let gen = dir.path().join("Matmul_4x4x2.json");
+    let case = spillscope::npu::gen::matmul(4, 4, 2).unwrap();
+    std::fs::write(&gen, serde_json::to_string(&case.to_value()).unwrap()).unwrap();
+    let mut paths = vec![gen];
+    paths.extend(shared_case("FlashAttention_Case0"));
+    for p in paths {
+        let k = Kernel::load(&p).unwrap();
+        let gs = groups(&k);
+        let sources: Vec<Vec<usize>> = vec![Vec::new(); gs.len()];
+        let full = |order: &[usize]| {
+            let plan = Plan {
+                order: order.to_vec(),
+                lookahead: 0,
+                alloc: Default::default(),
+            };
+            let (peak, count) = peak_profile(&k, &schedule_of(&k, &gs, &sources, &plan).unwrap());
+            (peak, count, 0)
+        };
+        let start: Vec<usize> = (0..gs.len()).collect();
+        let f = peak::search(
+            &k,
+            &gs,
+            &start,
+            Duration::from_secs(3600),
+            20_000,
+            &mut Rng::new(7),
+        )
+        .unwrap();
+        assert_eq!(f.evaluations, 20_000);
+        assert_eq!(f.score, full(&f.order), "{}", k.name);
+        assert!(f.score <= full(&start), "{}", k.name);
+        let mut sorted = f.order.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, start, "a permutation of the groups");
+    }
+}
+
+/// The peak search (ties broken by how often the peak is reached; moves
+/// evaluated incrementally) goes below the best published FlashAttention
+/// peak (4,498): a fixed number of evaluations, so the figure is exact on
+/// any machine. (The search that re-scheduled every node per move reached
+/// 4,380 in these 40,000 evaluations; this is the 60 s figure it reached.)
 #[test]
 fn flash_attention_peak_goes_below_the_published_best() {
     let Some(p) = shared_case("FlashAttention_Case0") else {
@@ -297,9 +346,9 @@ fn flash_attention_peak_goes_below_the_published_best() {
     )
     .unwrap();
     assert_eq!(f.evaluations, 40_000);
-    assert_eq!(f.metrics.peak_residency, 4380);
+    assert_eq!(f.metrics.peak_residency, 4246);
     // Independently recomputed, and a valid schedule for the checker.
-    assert_eq!(peak_residency(&k, &f.solution.order), 4380);
+    assert_eq!(peak_residency(&k, &f.solution.order), 4246);
     assert!(l0_violation(&k, &f.solution.order).is_none());
     let a = spillscope::npu::alloc::allocate(&k, &f.solution.order).unwrap();
     evaluate(&k, &a.solution).unwrap();

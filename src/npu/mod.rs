@@ -19,6 +19,7 @@ pub mod gen;
 pub mod rules;
 /// The kernel DAG itself is a graph front end's (`graph::kernel`).
 pub use crate::graph::kernel as model;
+pub mod peak;
 pub mod schedule;
 pub mod solve;
 pub mod to_trace;

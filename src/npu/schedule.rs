@@ -43,24 +43,77 @@ pub use super::rules::l0_violation;
 /// user. An L0 ALLOC whose type is held first finishes the holder (its
 /// remaining users and FREE). Errors name the buffers of an L0 cycle.
 pub fn demand_schedule(k: &Kernel, targets: &[usize]) -> crate::Result<Vec<usize>> {
-    let n = k.len();
-    let mut done = vec![false; n];
-    let mut on_stack = vec![false; n];
-    let mut order = Vec::with_capacity(n);
-    let mut live_l0: [Option<usize>; 5] = [None; 5];
-    let buf_of = |i: usize| -> Option<usize> {
-        match &k.nodes[i].kind {
-            NodeKind::Alloc { buf, .. } | NodeKind::Free { buf, .. } => {
-                k.buf_index.get(buf).copied()
-            }
-            _ => None,
+    let mut d = Demand::new(k);
+    for &t in targets {
+        d.target(t)?;
+    }
+    d.finish()?;
+    Ok(d.order)
+}
+
+/// The demand scheduler between two targets: which nodes are done, which
+/// buffer holds each L0 type, and the order so far. Kept as a value so a
+/// search can resume scheduling at any point instead of starting over.
+#[derive(Debug, Clone)]
+pub struct Demand<'k> {
+    k: &'k Kernel,
+    pub done: Vec<bool>,
+    /// Empty between targets (every node expanded is emitted or errors).
+    on_stack: Vec<bool>,
+    /// Buffer index holding each L0 type.
+    pub live_l0: [Option<usize>; 5],
+    pub order: Vec<usize>,
+    stack: Vec<(usize, bool)>,
+}
+
+impl<'k> Demand<'k> {
+    pub fn new(k: &'k Kernel) -> Self {
+        Demand {
+            k,
+            done: vec![false; k.len()],
+            on_stack: vec![false; k.len()],
+            live_l0: [None; 5],
+            order: Vec::with_capacity(k.len()),
+            stack: Vec::new(),
         }
-    };
-    for t in targets.iter().copied().chain(0..n) {
-        if done[t] {
-            continue;
+    }
+
+    /// Resumes at a point of another run of the same case: `done(x)` says
+    /// which nodes were scheduled by then, `live_l0` what held L0 there; the
+    /// order restarts empty (a search re-scheduling a stretch; memory reused).
+    pub fn resume(&mut self, done: impl Fn(usize) -> bool, live_l0: [Option<usize>; 5]) {
+        for (x, d) in self.done.iter_mut().enumerate() {
+            *d = done(x);
         }
-        let mut stack: Vec<(usize, bool)> = vec![(t, false)];
+        self.on_stack.fill(false);
+        self.live_l0 = live_l0;
+        self.order.clear();
+    }
+
+    /// Every node not scheduled yet, in id order (what follows the targets).
+    pub fn finish(&mut self) -> crate::Result<()> {
+        for t in 0..self.k.len() {
+            self.target(t)?;
+        }
+        Ok(())
+    }
+
+    /// Schedules `t` with its unscheduled ancestors (nothing if done).
+    pub fn target(&mut self, t: usize) -> crate::Result<()> {
+        let k = self.k;
+        if self.done[t] {
+            return Ok(());
+        }
+        let mut stack = std::mem::take(&mut self.stack);
+        stack.clear();
+        stack.push((t, false));
+        let r = self.walk(k, &mut stack);
+        self.stack = stack;
+        r
+    }
+
+    fn walk(&mut self, k: &Kernel, stack: &mut Vec<(usize, bool)>) -> crate::Result<()> {
+        let (done, on_stack) = (&mut self.done, &mut self.on_stack);
         while let Some((v, expanded)) = stack.pop() {
             if done[v] {
                 continue;
@@ -73,12 +126,13 @@ pub fn demand_schedule(k: &Kernel, targets: &[usize]) -> crate::Result<Vec<usize
                 stack.push((v, true));
                 // ALLOCs last (as late as possible: after the subtrees of the
                 // other predecessors), the rest smallest id first.
-                let mut ps: Vec<usize> = k.pred[v].iter().copied().filter(|&p| !done[p]).collect();
+                // (Sorted in place on the stack: no allocation per node.)
+                let mark = stack.len();
+                stack.extend(k.pred[v].iter().filter(|&&p| !done[p]).map(|&p| (p, false)));
                 let is_alloc = |p: usize| matches!(k.nodes[p].kind, NodeKind::Alloc { .. });
-                ps.sort_unstable_by(|&a, &b| is_alloc(b).cmp(&is_alloc(a)).then(b.cmp(&a)));
-                for p in ps {
-                    stack.push((p, false));
-                }
+                stack[mark..].sort_unstable_by(|&(a, _), &(b, _)| {
+                    is_alloc(b).cmp(&is_alloc(a)).then(b.cmp(&a))
+                });
                 continue;
             }
             if let Some(p) = k.pred[v].iter().copied().find(|&p| !done[p]) {
@@ -86,16 +140,16 @@ pub fn demand_schedule(k: &Kernel, targets: &[usize]) -> crate::Result<Vec<usize
                 stack.push((v, true));
                 if on_stack[p] {
                     return Err(crate::Error::Config(format!(
-                        "npu schedule: node {v} ({}) waits on node {p} ({}), which waits on it through an L0 buffer",
-                        k.nodes[v].op, k.nodes[p].op
-                    )));
+                    "npu schedule: node {v} ({}) waits on node {p} ({}), which waits on it through an L0 buffer",
+                    k.nodes[v].op, k.nodes[p].op
+                )));
                 }
                 stack.push((p, false));
                 continue;
             }
             if let NodeKind::Alloc { ty, .. } = &k.nodes[v].kind {
                 if ty.is_l0() {
-                    if let Some(h) = live_l0[ty.index()] {
+                    if let Some(h) = self.live_l0[ty.index()] {
                         // Finish the holder first.
                         let f = k.buffers[h].free;
                         if on_stack[f] {
@@ -103,7 +157,7 @@ pub fn demand_schedule(k: &Kernel, targets: &[usize]) -> crate::Result<Vec<usize
                                 "npu schedule: {} buffers {} and {} are needed at once",
                                 ty.as_str(),
                                 k.buffers[h].id,
-                                buf_of(v).map(|b| k.buffers[b].id).unwrap_or(0)
+                                buf_of(k, v).map(|b| k.buffers[b].id).unwrap_or(0)
                             )));
                         }
                         stack.push((v, true));
@@ -120,10 +174,12 @@ pub fn demand_schedule(k: &Kernel, targets: &[usize]) -> crate::Result<Vec<usize
                 }
                 done[x] = true;
                 on_stack[x] = false;
-                order.push(x);
+                self.order.push(x);
                 match &k.nodes[x].kind {
-                    NodeKind::Alloc { ty, .. } if ty.is_l0() => live_l0[ty.index()] = buf_of(x),
-                    NodeKind::Free { ty, .. } if ty.is_l0() => live_l0[ty.index()] = None,
+                    NodeKind::Alloc { ty, .. } if ty.is_l0() => {
+                        self.live_l0[ty.index()] = buf_of(k, x)
+                    }
+                    NodeKind::Free { ty, .. } if ty.is_l0() => self.live_l0[ty.index()] = None,
                     NodeKind::Op { bufs, .. } => {
                         for b in bufs.iter().filter_map(|b| k.buf_index.get(b)) {
                             let f = k.buffers[*b].free;
@@ -136,8 +192,16 @@ pub fn demand_schedule(k: &Kernel, targets: &[usize]) -> crate::Result<Vec<usize
                 }
             }
         }
+        Ok(())
     }
-    Ok(order)
+}
+
+/// The buffer an ALLOC or FREE node names.
+fn buf_of(k: &Kernel, i: usize) -> Option<usize> {
+    match &k.nodes[i].kind {
+        NodeKind::Alloc { buf, .. } | NodeKind::Free { buf, .. } => k.buf_index.get(buf).copied(),
+        _ => None,
+    }
 }
 
 /// Targets for [`demand_schedule`] in file order: ops that depend on other

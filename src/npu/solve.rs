@@ -258,6 +258,29 @@ pub fn search_limited(
         }
     }
     let (mut cur_plan, _, _, mut cur_score) = best.clone()?;
+    if goal == Goal::Peak && cur_plan.lookahead == 0 {
+        // The windowed search: moves cost a window's nodes, not the case's.
+        let f = super::peak::search(
+            k,
+            &gs,
+            &cur_plan.order,
+            budget.saturating_sub(started.elapsed()),
+            max_evaluations.saturating_sub(evaluations),
+            &mut rng,
+        )?;
+        let plan = Plan {
+            order: f.order,
+            ..cur_plan
+        };
+        let (solution, metrics, _) = evaluate_plan(k, &gs, &sources, &plan, goal)?;
+        return Some(Found {
+            plan,
+            solution,
+            metrics,
+            evaluations: evaluations + f.evaluations,
+            lowest_traffic: None,
+        });
+    }
     let n = cur_plan.order.len();
     while started.elapsed() < budget && evaluations < max_evaluations && n > 1 {
         let mut p = cur_plan.clone();
