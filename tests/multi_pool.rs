@@ -133,3 +133,36 @@ fn bad_pool_declarations_are_one_line_each() {
         assert_eq!(err.lines().count(), 1, "{err}");
     }
 }
+
+/// Among several policies (`--policy all`) the one-pool planned policy is
+/// left out with a note and the others run (alone it is refused, above).
+#[test]
+fn planned_is_skipped_among_several_policies_with_several_pools() {
+    let dir = tempfile::tempdir().unwrap();
+    let case = common::write_matmul_case(dir.path(), 2, 2, 2);
+    let case = case.to_str().unwrap();
+    let o = common::run_ok(&["sim", case, "--hw", "npu-benchmark", "--policy", "all"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("planned: skipped"), "{out}");
+    let o = common::run_ok(&[
+        "sim",
+        case,
+        "--hw",
+        "npu-benchmark",
+        "--policy",
+        "all",
+        "--format",
+        "json",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let ran: Vec<&str> = v["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["policy"].as_str().unwrap())
+        .collect();
+    assert!(
+        !ran.contains(&"planned") && ran.contains(&"belady") && ran.len() >= 3,
+        "{ran:?}"
+    );
+}

@@ -286,10 +286,7 @@ fn incremental_peak_search_agrees_with_full_evaluation() {
     use spillscope::npu::schedule::peak_profile;
     use spillscope::npu::solve::{groups, schedule_of, Plan, Rng};
     let dir = tempfile::tempdir().unwrap();
-    let gen = dir.path().join("Matmul_4x4x2.json");
-    let case = spillscope::npu::gen::matmul(4, 4, 2).unwrap();
-    std::fs::write(&gen, serde_json::to_string(&case.to_value()).unwrap()).unwrap();
-    let mut paths = vec![gen];
+    let mut paths = vec![common::write_matmul_case(dir.path(), 4, 4, 2)];
     paths.extend(shared_case("FlashAttention_Case0"));
     for p in paths {
         let k = Kernel::load(&p).unwrap();

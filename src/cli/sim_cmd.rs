@@ -99,7 +99,18 @@ pub fn run(a: &SimArgs) -> Result<String> {
     let spec = a
         .schedule
         .spec(&a.model, &a.hw, &a.model_opts, &EvictionPolicy::ALL)?;
-    let (g, r) = spec.resolve()?;
+    let (g, mut r) = spec.resolve()?;
+    // With several pools the planned policy cannot run; among several
+    // policies it is left out with a note (alone, it is an error that says so).
+    let mut skipped = String::new();
+    if !r.hardware.is_single_pool()
+        && r.policies.len() > 1
+        && r.policies.contains(&EvictionPolicy::Planned)
+    {
+        r.policies.retain(|&p| p != EvictionPolicy::Planned);
+        skipped =
+            "\nplanned: skipped, it plans one pool and this profile declares several\n".into();
+    }
     let policies = r.policies.clone();
     let several = policies.len() > 1;
     if let Some(out) = &a.output {
@@ -107,7 +118,7 @@ pub fn run(a: &SimArgs) -> Result<String> {
             crate::output::check_writable(&output_path_for(out, p, several), a.force)?;
         }
     }
-    let notes = resolve_notes(&r, g.ops.len());
+    let notes = resolve_notes(&r, g.ops.len()) + &skipped;
     let (traces, optimum) = crate::run::simulate_resolved(&g, &r, a.ilp_time)?;
     if let Some(out) = &a.output {
         let to_stdout = out.as_os_str() == "-";
