@@ -750,7 +750,9 @@ pub struct SolveReport {
 
 /// Independent walks the real traffic search is split into when the proxy
 /// does not predict the allocator.
-const TRAFFIC_RESTARTS: usize = 3;
+const TRAFFIC_WALKS: usize = 3;
+/// Fewer evaluations than this in a walk: the walks are one continued walk.
+const WALK_EVALUATIONS: usize = 3_000;
 
 /// The phases: heuristic starts; local search for peak; the proxy search
 /// then the real one for traffic; then cycles within the traffic budget.
@@ -805,37 +807,47 @@ pub fn solve(k: &Kernel, opts: SolveOptions) -> Result<SolveReport> {
     // Independent restarts (seeds apart) where the proxy is not exact: a
     // single long walk tends to settle in one basin (measured on
     // FlashAttention_Case0, 60 s, seeds 1-3: 2,304 / 1,536 / 1,024 bytes).
-    let restarts = if exact || opts.time.is_zero() {
+    // Where the proxy is not exact, the real search is split into walks
+    // (seeds apart): one long walk tends to settle in one basin. A walk
+    // needs evaluations to get anywhere, so when the first one had too few
+    // (a large case, a short budget) the rest of the time continues it
+    // instead (FlashAttention_Case0, 60 s, seed 1: three walks 1,024 bytes,
+    // one 2,304; FlashAttention x4: one walk 10,240, three 12,032).
+    let walks = if exact || opts.time.is_zero() {
         1
     } else {
-        TRAFFIC_RESTARTS
+        TRAFFIC_WALKS
     };
-    let mut traffic: Option<Found> = None;
-    for r in 0..restarts {
-        let f = search(
-            k,
-            Goal::Traffic,
-            &tstarts,
-            share(real_share / restarts as f64),
-            opts.seed.wrapping_add(1 + 1000 * r as u64),
-            opts.max_lookahead,
-        )
-        .ok_or_else(none)?;
-        traffic = Some(match traffic {
-            Some(t) if score(Goal::Traffic, &t.metrics) <= score(Goal::Traffic, &f.metrics) => {
-                Found {
-                    evaluations: t.evaluations + f.evaluations,
-                    ..t
-                }
+    let walk = share(real_share / walks as f64);
+    let mut traffic = search(
+        k,
+        Goal::Traffic,
+        &tstarts,
+        walk,
+        opts.seed.wrapping_add(1),
+        opts.max_lookahead,
+    )
+    .ok_or_else(none)?;
+    if walks > 1 {
+        let starved = traffic.evaluations < WALK_EVALUATIONS;
+        let rest: Vec<(Vec<Plan>, Duration)> = if starved {
+            let mut from_best = tstarts.clone();
+            from_best.push(traffic.plan.clone());
+            vec![(from_best, walk * (walks as u32 - 1))]
+        } else {
+            (1..walks).map(|_| (tstarts.clone(), walk)).collect()
+        };
+        for (r, (starts, time)) in rest.into_iter().enumerate() {
+            let seed = opts.seed.wrapping_add(1 + 1000 * (r as u64 + 1));
+            let f = search(k, Goal::Traffic, &starts, time, seed, opts.max_lookahead)
+                .ok_or_else(none)?;
+            let evaluations = traffic.evaluations + f.evaluations;
+            if score(Goal::Traffic, &f.metrics) < score(Goal::Traffic, &traffic.metrics) {
+                traffic = f;
             }
-            Some(t) => Found {
-                evaluations: t.evaluations + f.evaluations,
-                ..f
-            },
-            None => f,
-        });
+            traffic.evaluations = evaluations;
+        }
     }
-    let traffic = traffic.ok_or_else(none)?;
     let budget = opts.traffic_budget.unwrap_or(
         (traffic.metrics.extra_traffic as f64 * (1.0 + opts.traffic_slack)).floor() as u64,
     );
