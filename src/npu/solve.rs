@@ -863,7 +863,6 @@ pub fn solve(k: &Kernel, opts: SolveOptions) -> Result<SolveReport> {
     )
     .ok_or_else(none)?;
     // The cycles phase may have met a lower-traffic solution on its way.
-    let mut traffic = traffic;
     if let Some((plan, solution, metrics)) = cycles.lowest_traffic.clone() {
         if (metrics.extra_traffic, metrics.total_cycles)
             < (traffic.metrics.extra_traffic, traffic.metrics.total_cycles)
