@@ -336,6 +336,14 @@ fn draw_live_chart(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Re
         (true, false) => " resident bytes per op ",
         (false, false) => " live bytes per op ",
     };
+    // Residency from the events is the first pool's: with several pools,
+    // say which (an NPU trace's peak above counts L1 and UB together).
+    let title = match d.trace.pools.first() {
+        Some(p) if d.live_is_resident && d.trace.pools.len() > 1 => {
+            format!(" {}{title}", p.name).replace(" vs capacity ", " vs its capacity ")
+        }
+        _ => title.to_string(),
+    };
     let outer = block(title, theme, g);
     let inner = outer.inner(area);
     f.render_widget(outer, area);
