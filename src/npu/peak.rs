@@ -18,9 +18,9 @@ const NEAR: usize = 8;
 
 /// The highest running residency over some positions and how many reach it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Peak {
-    max: i64,
-    count: u64,
+pub(super) struct Peak {
+    pub(super) max: i64,
+    pub(super) count: u64,
 }
 
 impl Peak {
@@ -47,9 +47,10 @@ impl Peak {
     }
 }
 
-/// The change node `i` makes to the L1 + UB residency.
+/// The change node `i` makes to the L1 + UB residency (none for spill
+/// ids, which are past the nodes).
 fn delta(k: &Kernel, i: usize) -> Option<i64> {
-    match &k.nodes[i].kind {
+    match &k.nodes.get(i)?.kind {
         NodeKind::Alloc { size, ty, .. } if !ty.is_l0() => Some(*size as i64),
         NodeKind::Free { size, ty, .. } if !ty.is_l0() => Some(-(*size as i64)),
         _ => None,
@@ -58,7 +59,7 @@ fn delta(k: &Kernel, i: usize) -> Option<i64> {
 
 /// The peak of `nodes` scheduled after a residency of `cur`; returns the
 /// residency after them too.
-fn stretch(k: &Kernel, nodes: &[usize], mut cur: i64) -> (Peak, i64) {
+pub(super) fn stretch(k: &Kernel, nodes: &[usize], mut cur: i64) -> (Peak, i64) {
     let mut p = Peak::NONE;
     for &x in nodes {
         if let Some(d) = delta(k, x) {

@@ -17,22 +17,11 @@ pub fn peak_residency(k: &Kernel, order: &[usize]) -> u64 {
 }
 
 /// The peak residency and how many positions of `order` reach it (the
-/// count breaks ties for searches that minimise the peak), in one pass.
+/// count breaks ties for searches that minimise the peak), in one pass:
+/// the incremental peak search's own stretch measure, over the whole order.
 pub fn peak_profile(k: &Kernel, order: &[usize]) -> (u64, u64) {
-    let (mut cur, mut peak, mut count) = (0i64, 0i64, 0u64);
-    for &i in order {
-        match k.nodes.get(i).map(|n| &n.kind) {
-            Some(NodeKind::Alloc { size, ty, .. }) if !ty.is_l0() => cur += *size as i64,
-            Some(NodeKind::Free { size, ty, .. }) if !ty.is_l0() => cur -= *size as i64,
-            _ => continue,
-        }
-        if cur > peak {
-            (peak, count) = (cur, 1);
-        } else if cur == peak {
-            count += 1;
-        }
-    }
-    (peak as u64, count)
+    let (p, _) = super::peak::stretch(k, order, 0);
+    (p.max.max(0) as u64, p.count)
 }
 
 pub use super::rules::l0_violation;
