@@ -135,7 +135,8 @@ fn bad_pool_declarations_are_one_line_each() {
 }
 
 /// Among several policies (`--policy all`) the one-pool planned policy is
-/// left out with a note and the others run (alone it is refused, above).
+/// left out with a note and the others run (alone it is refused, above);
+/// each run's peak live is given as a share of every pool's capacity.
 #[test]
 fn planned_is_skipped_among_several_policies_with_several_pools() {
     let dir = tempfile::tempdir().unwrap();
@@ -144,6 +145,10 @@ fn planned_is_skipped_among_several_policies_with_several_pools() {
     let o = common::run_ok(&["sim", case, "--hw", "npu-benchmark", "--policy", "all"]);
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("planned: skipped"), "{out}");
+    // Peak live counts tensors of several pools here: its share is of the
+    // pools holding them (a Matmul has none in UB: L1 4 KiB + L0A/L0B
+    // 256 B + L0C 512 B), not of L1 alone.
+    assert!(out.contains("% of 5.0 KiB)"), "{out}");
     let o = common::run_ok(&[
         "sim",
         case,
@@ -165,4 +170,8 @@ fn planned_is_skipped_among_several_policies_with_several_pools() {
         !ran.contains(&"planned") && ran.contains(&"belady") && ran.len() >= 3,
         "{ran:?}"
     );
+    for r in v["runs"].as_array().unwrap() {
+        assert_eq!(r["live_pools_capacity_bytes"], 5120);
+        assert_eq!(r["capacity_bytes"], 4096);
+    }
 }

@@ -2,7 +2,7 @@
 //! a text table, markdown and JSON, from one function each so the CLI, the
 //! explorer and reports print the same numbers.
 
-use crate::trace::{BoundMethod, Trace};
+use crate::trace::{BoundMethod, TensorKind, Trace};
 use crate::units::{fmt_bytes, fmt_ms};
 use serde::{Deserialize, Serialize};
 
@@ -52,6 +52,12 @@ pub struct RunRow {
     pub recompute: Option<crate::sim::RecomputeSpec>,
     #[serde(default)]
     pub recompute_saved_bytes: u64,
+    /// Extension: the capacity of the pools holding what
+    /// `peak_live_bytes` counts (every pool with a tensor that is not a
+    /// weight), when that is several pools (`capacity_bytes` is the main
+    /// pool's); tables give peak live as a share of it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub live_pools_capacity_bytes: Option<u64>,
 }
 
 /// The whole `sim --format json` document.
@@ -193,6 +199,28 @@ pub fn planner_saving(runs: &[RunRow]) -> Option<String> {
     })
 }
 
+/// The capacity of the pools holding what `peak_live_bytes` counts (every
+/// pool with a tensor that is not a weight), when there are several such
+/// pools; `None` for one, whose capacity is the run's own. O(tensors).
+pub fn live_pools_capacity(tr: &Trace) -> Option<u64> {
+    if tr.pools.len() < 2 {
+        return None;
+    }
+    let holding: std::collections::HashSet<&str> = tr
+        .tensors
+        .iter()
+        .filter(|t| t.kind != TensorKind::Weight)
+        .map(|t| t.pool.as_str())
+        .collect();
+    let live: Vec<u64> = tr
+        .pools
+        .iter()
+        .filter(|p| holding.contains(p.name.as_str()))
+        .map(|p| p.capacity_bytes)
+        .collect();
+    (live.len() > 1).then(|| live.iter().sum())
+}
+
 impl RunRow {
     pub fn from_trace(tr: &Trace) -> RunRow {
         let s = &tr.summary;
@@ -230,6 +258,7 @@ impl RunRow {
             order: cfg.map(|c| c.order.clone()),
             recompute: cfg.map(|c| c.recompute.clone()),
             recompute_saved_bytes: s.recompute_saved_bytes,
+            live_pools_capacity_bytes: live_pools_capacity(tr),
         }
     }
 
@@ -284,14 +313,20 @@ fn cells(r: &RunRow) -> [String; 13] {
         fmt_bytes(r.traffic_bytes),
         fmt_ms(r.stall_ns),
         format!("{:.1}", r.throughput_fps),
-        if r.capacity_bytes > 0 {
-            format!(
+        match r.live_pools_capacity_bytes {
+            // Peak live counts the tensors of several pools: its share of them.
+            Some(all) if all > 0 => format!(
+                "{} ({:.0}% of {})",
+                fmt_bytes(r.peak_live_bytes),
+                r.peak_live_bytes as f64 * 100.0 / all as f64,
+                fmt_bytes(all)
+            ),
+            _ if r.capacity_bytes > 0 => format!(
                 "{} ({:.0}%)",
                 fmt_bytes(r.peak_live_bytes),
                 r.peak_live_bytes as f64 * 100.0 / r.capacity_bytes as f64
-            )
-        } else {
-            fmt_bytes(r.peak_live_bytes)
+            ),
+            _ => fmt_bytes(r.peak_live_bytes),
         },
         match r.lower_bound_method {
             BoundMethod::None => "-".into(),

@@ -39,12 +39,22 @@ fn charts(r: &Report) -> String {
                 },
             ],
             // A capacity line only where the trace declares one.
+            // When live counts the tensors of several pools, their
+            // capacity together is drawn too.
             hlines: if r.capabilities.capacity {
-                vec![(
+                let mut v = vec![(
                     r.summary.capacity_bytes as f64,
                     format!("capacity {}", fmt_bytes(r.summary.capacity_bytes)),
                     "#d62728",
-                )]
+                )];
+                if let Some(all) = r.summary.live_pools_capacity_bytes {
+                    v.push((
+                        all as f64,
+                        format!("live pools {}", fmt_bytes(all)),
+                        "#ff7f0e",
+                    ));
+                }
+                v
             } else {
                 Vec::new()
             },

@@ -151,11 +151,19 @@ pub fn sections(r: &Report) -> Vec<Section> {
             vec!["stall".into(), fmt_ms(s.stall_ns)],
             vec![
                 "peak live / capacity".into(),
-                format!(
-                    "{} / {}",
-                    fmt_bytes(s.peak_live_bytes),
-                    fmt_bytes(s.capacity_bytes)
-                ),
+                match s.live_pools_capacity_bytes {
+                    // Peak live counts the tensors of several pools.
+                    Some(all) => format!(
+                        "{} / {} (the pools holding them)",
+                        fmt_bytes(s.peak_live_bytes),
+                        fmt_bytes(all)
+                    ),
+                    None => format!(
+                        "{} / {}",
+                        fmt_bytes(s.peak_live_bytes),
+                        fmt_bytes(s.capacity_bytes)
+                    ),
+                },
             ],
             vec![
                 crate::analysis::runs::bound_label(s),

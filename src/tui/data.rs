@@ -91,6 +91,9 @@ pub struct Dataset {
     /// `live_bytes` counter in the trace).
     pub live_is_resident: bool,
     pub capacity: u64,
+    /// The capacity of the pools holding what peak live counts, when that
+    /// is several pools (`analysis::runs::live_pools_capacity`).
+    pub live_pools_capacity: Option<u64>,
     /// What the trace records; views leave out what it cannot support.
     pub caps: crate::trace::caps::Capabilities,
     /// A runtime trace's own figures (what it can support).
@@ -221,6 +224,7 @@ impl Dataset {
             live_by_step,
             live_is_resident,
             capacity,
+            live_pools_capacity: crate::analysis::runs::live_pools_capacity(&trace),
             caps: crate::trace::caps::Capabilities::of(&trace),
             measured: measured_of(&trace),
             level: 1,
@@ -330,6 +334,7 @@ impl Dataset {
             live_by_step,
             live_is_resident,
             capacity,
+            live_pools_capacity: crate::analysis::runs::live_pools_capacity(&trace),
             caps: crate::trace::caps::Capabilities::of(&trace),
             measured: measured_of(&trace),
             level: 1,

@@ -105,6 +105,12 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
                             fmt_bytes(caps)
                         )
                     }
+                    // Peak live counts the tensors of several pools.
+                    _ if d.live_pools_capacity.is_some() => format!(
+                        "{} / {} live pools",
+                        fmt_bytes(s.peak_live_bytes),
+                        fmt_bytes(d.live_pools_capacity.unwrap_or(cap))
+                    ),
                     _ => format!("{} / {} cap", fmt_bytes(s.peak_live_bytes), fmt_bytes(cap)),
                 },
                 (true, false) => format!("{} (no declared capacity)", fmt_bytes(s.peak_live_bytes)),
