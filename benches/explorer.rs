@@ -9,10 +9,10 @@ use ratatui::Terminal;
 use spillscope::cost::HardwareProfile;
 use spillscope::sim::{simulate, SimConfig};
 use spillscope::trace::Trace;
-use spillscope::tui::app::{App, View};
-use spillscope::tui::data::Dataset;
-use spillscope::tui::theme::{ColorMode, Theme};
-use spillscope::tui::ui;
+use spillscope_explorer::app::{App, View};
+use spillscope_explorer::data::Dataset;
+use spillscope_explorer::theme::{ColorMode, Theme};
+use spillscope_explorer::ui;
 use std::hint::black_box;
 
 fn vm_hwm_mib() -> f64 {

@@ -2,7 +2,7 @@
 //! first frame; then the complete analyses and a timeline frame) and prints
 //! the times and this process's peak and current RSS.
 //! Usage: cargo run --release --example open_rss -- TRACE.json
-use spillscope::tui::{app, data::Dataset, theme, ui};
+use spillscope_explorer::{app, data::Dataset, theme, ui};
 use std::sync::Arc;
 
 fn status(key: &str) -> String {

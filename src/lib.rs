@@ -1,29 +1,36 @@
-//! spillscope: make memory SPILL in neural-network graphs measurable.
+//! Command-line front end. Each subcommand is a thin shell over library calls;
+//! the binary prints one clear line on error and exits non-zero.
 //!
-//! The pipeline runs one way: [`graph`] (IR + liveness) → [`sim`] (allocator,
-//! spill policy) with [`cost`] (roofline, bus) → [`trace`] (the one data
-//! model) → [`analysis`] → [`report`]. None of these modules know about
-//! terminals or flags; the front ends (`tui`, the explorer, and `cli`, the
-//! command line) are behind the default-on features of the same names, so
-//! `default-features = false` gives a library with no terminal stack.
+//! Owns: flags (clap) and their translation into a [`spillscope::run::RunSpec`],
+//! text output, progress bars. A client of the core library (`spillscope`)
+//! and of the explorer (`spillscope_explorer`); nothing depends on it.
 
-pub mod analysis;
-#[cfg(feature = "cli")]
-pub mod cli;
-pub mod cost;
-pub mod error;
-pub mod graph;
-pub mod input;
-pub mod limits;
-pub mod names;
-pub mod npu;
-pub mod output;
-pub mod report;
-pub mod run;
-pub mod sim;
-pub mod trace;
-#[cfg(feature = "tui")]
-pub mod tui;
-pub mod units;
+pub mod args;
+pub mod gen_cmd;
+pub mod npu_cmd;
+pub mod probe_cmd;
+pub mod report_cmd;
+pub mod sample;
+pub mod sim_cmd;
+pub mod trace_cmds;
+pub mod vela_text;
+pub mod verify_cmd;
+pub mod view_cmd;
+pub mod whatif_cmd;
 
-pub use error::{Error, Result};
+pub use args::{Cli, Command};
+
+/// Resolves a spec for a command that simulates one run (view, report,
+/// suggest): a list of policies is refused with the command's name.
+pub fn single_run(
+    spec: &spillscope::run::RunSpec,
+) -> spillscope::Result<(spillscope::graph::Graph, spillscope::run::Resolved)> {
+    let (g, r) = spec.resolve()?;
+    if r.policies.len() > 1 {
+        return Err(spillscope::Error::Config(format!(
+            "this command simulates one policy; --policy names {}",
+            r.policies.len()
+        )));
+    }
+    Ok((g, r))
+}

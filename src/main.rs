@@ -2,7 +2,7 @@
 //! clear line on error and exits non-zero.
 
 use clap::Parser;
-use spillscope::cli::{args::Format, sim_cmd, verify_cmd, Cli, Command};
+use spillscope_cli::{args::Format, sim_cmd, verify_cmd, Cli, Command};
 use std::io::Write;
 use std::process::ExitCode;
 
@@ -18,46 +18,46 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         None => {
             use std::io::IsTerminal;
             if std::io::stdout().is_terminal() && std::io::stdin().is_terminal() {
-                spillscope::cli::view_cmd::run_sample(None, false)?;
+                spillscope_cli::view_cmd::run_sample(None, false)?;
             } else {
-                print(&spillscope::cli::sample::summary(Format::Table)?);
+                print(&spillscope_cli::sample::summary(Format::Table)?);
             }
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Suggest(a)) => {
-            print(&spillscope::cli::whatif_cmd::run_suggest(&a)?);
+            print(&spillscope_cli::whatif_cmd::run_suggest(&a)?);
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Whatif(a)) => {
-            print(&spillscope::cli::whatif_cmd::run_whatif(&a)?);
+            print(&spillscope_cli::whatif_cmd::run_whatif(&a)?);
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Merge(a)) => {
-            print(&spillscope::cli::whatif_cmd::run_merge(&a)?);
+            print(&spillscope_cli::whatif_cmd::run_merge(&a)?);
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Import(a)) => {
-            print(&spillscope::cli::trace_cmds::run_import(&a)?);
+            print(&spillscope_cli::trace_cmds::run_import(&a)?);
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Export(a)) => {
-            print(&spillscope::cli::trace_cmds::run_export(&a)?);
+            print(&spillscope_cli::trace_cmds::run_export(&a)?);
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Diff(a)) => {
-            print(&spillscope::cli::trace_cmds::run_diff(&a)?);
+            print(&spillscope_cli::trace_cmds::run_diff(&a)?);
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Gen(c)) => {
-            print(&spillscope::cli::gen_cmd::run(&c)?);
+            print(&spillscope_cli::gen_cmd::run(&c)?);
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Probe(c)) => {
-            print(&spillscope::cli::probe_cmd::run(&c)?);
+            print(&spillscope_cli::probe_cmd::run(&c)?);
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Npu(c)) => {
-            let (text, ok) = spillscope::cli::npu_cmd::run(&c)?;
+            let (text, ok) = spillscope_cli::npu_cmd::run(&c)?;
             print(&text);
             Ok(if ok {
                 ExitCode::SUCCESS
@@ -66,15 +66,15 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             })
         }
         Some(Command::Report(a)) => {
-            print(&spillscope::cli::report_cmd::run(&a)?);
+            print(&spillscope_cli::report_cmd::run(&a)?);
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::View(a)) => {
-            spillscope::cli::view_cmd::run_view(&a)?;
+            spillscope_cli::view_cmd::run_view(&a)?;
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Sample(a)) => {
-            print(&spillscope::cli::sample::summary(a.format)?);
+            print(&spillscope_cli::sample::summary(a.format)?);
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Sim(a)) => {

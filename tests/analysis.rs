@@ -1,6 +1,5 @@
 //! Analyses with known answers on hand-built graphs: round trips and
 //! oscillation, classification, hotspots, the timeline index, diff.
-#![cfg(feature = "cli")] // drives the binary or the explorer
 
 mod common;
 use common::{graph, test_hw};
@@ -432,16 +431,17 @@ fn resident_bytes_per_op_of_an_instrumented_run() {
 #[test]
 fn the_overview_charts_residency_when_a_trace_has_no_live_counter() {
     let tr = instrumented_trace();
-    let a = spillscope::tui::app::App::new(vec![spillscope::tui::data::Dataset::build(
+    let a = spillscope_explorer::app::App::new(vec![spillscope_explorer::data::Dataset::build(
         "run.jsonl",
         tr,
     )]);
     assert!(a.data[0].live_is_resident);
     assert_eq!(a.data[0].live_by_step.iter().max(), Some(&(12 * K)));
     let theme =
-        spillscope::tui::theme::Theme::load(None, spillscope::tui::theme::ColorMode::None).unwrap();
+        spillscope_explorer::theme::Theme::load(None, spillscope_explorer::theme::ColorMode::None)
+            .unwrap();
     let mut t = ratatui::Terminal::new(ratatui::backend::TestBackend::new(100, 30)).unwrap();
-    t.draw(|f| spillscope::tui::ui::draw(f, &a, &theme))
+    t.draw(|f| spillscope_explorer::ui::draw(f, &a, &theme))
         .unwrap();
     let s = t.backend().to_string();
     assert!(s.contains("resident bytes per op vs capacity"), "{s}");

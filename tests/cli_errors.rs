@@ -1,6 +1,5 @@
 //! The binary end to end: help texts, bad input gets one clear line naming
 //! the file and the problem (never a panic or backtrace), verify's exit code.
-#![cfg(feature = "cli")] // drives the binary or the explorer
 
 mod common;
 use assert_cmd::Command;

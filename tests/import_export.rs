@@ -1,7 +1,6 @@
 //! Real runtime traces in (ONNX Runtime, PyTorch), generic Chrome traces
 //! with their quirks, the JSONL stream (incremental tailing), the Perfetto
 //! export round trip, and diff agreement.
-#![cfg(feature = "cli")] // drives the binary or the explorer
 
 mod common;
 use common::shared_data;

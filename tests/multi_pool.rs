@@ -3,7 +3,6 @@
 //! `verify`, says what each pool holds, and its traces draw one lane per
 //! pool; bad pool declarations and the one-pool-only planned policy are
 //! refused with one line.
-#![cfg(feature = "cli")] // drives the binary or the explorer
 
 mod common;
 use common::run as spillscope;
@@ -70,10 +69,11 @@ fn weights_in_their_own_pool_replay_cleanly() {
         assert!(in_wbuf > 0, "weights were loaded into wbuf");
         // The explorer's timeline at 120x40 draws a lane per pool.
         let trace = spillscope::trace::Trace::load(&path).unwrap();
-        let mut app = spillscope::tui::app::App::new(vec![spillscope::tui::data::Dataset::build(
-            "r.json", trace,
-        )]);
-        app.view = spillscope::tui::app::View::Timeline;
+        let mut app =
+            spillscope_explorer::app::App::new(vec![spillscope_explorer::data::Dataset::build(
+                "r.json", trace,
+            )]);
+        app.view = spillscope_explorer::app::View::Timeline;
         let screen = render(&app, 120, 40);
         assert!(
             screen.contains(" sram ") && screen.contains(" wbuf "),

@@ -2,7 +2,6 @@
 //! the rule named; the shared benchmark cases are solved with the figures
 //! asserted (skipped when ../shared/data/npu is absent); CSV and JSON load
 //! the same case; the CLI writes, checks and imports solutions.
-#![cfg(feature = "cli")] // drives the binary or the explorer
 
 mod common;
 use spillscope::npu::check::{evaluate, read_solution, write_solution};
@@ -648,10 +647,11 @@ fn kernel_dag_simulates_as_a_graph_with_pools_and_pipes() {
         }
         assert!(tr.summary.traffic_bytes >= tr.summary.lower_bound_traffic_bytes);
         // The explorer's timeline at 120x40: a lane per pipe and per pool.
-        let mut app = spillscope::tui::app::App::new(vec![spillscope::tui::data::Dataset::build(
-            "k.json", tr,
-        )]);
-        app.view = spillscope::tui::app::View::Timeline;
+        let mut app =
+            spillscope_explorer::app::App::new(vec![spillscope_explorer::data::Dataset::build(
+                "k.json", tr,
+            )]);
+        app.view = spillscope_explorer::app::View::Timeline;
         let screen = common::screen::render(&app, 120, 40);
         for lane in [" CUBE", " MTE2", " L1 ", " UB ", " L0A", " L0C"] {
             assert!(screen.contains(lane), "lane {lane}:\n{screen}");

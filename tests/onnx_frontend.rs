@@ -3,7 +3,6 @@
 //! a truly unknown shape, an unsupported dtype, and external weights that
 //! are absent.
 #![cfg(feature = "onnx")]
-#![cfg(feature = "cli")] // drives the binary or the explorer
 
 use prost::Message;
 use spillscope::graph::{self, LoadOptions};

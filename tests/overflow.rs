@@ -3,7 +3,6 @@
 //! tensor, a graph past 2^53 bytes and a clock past 2^62 ns, through every
 //! command that simulates (one line, exit 2); and a property test over
 //! extreme shapes and FLOPs through the library.
-#![cfg(feature = "cli")] // drives the binary
 
 mod common;
 use assert_cmd::Command;

@@ -2,7 +2,6 @@
 //! random damage (bytes flipped, inserted, deleted, the file cut short) and
 //! must answer with a value or an error — never a panic, never a hang.
 //! Bounded: a few dozen cases per format.
-#![cfg(feature = "cli")] // drives the binary or the explorer
 
 use proptest::prelude::*;
 use std::path::{Path, PathBuf};
@@ -80,7 +79,7 @@ proptest! {
         with_file("s.jsonl", &mutate(src, &e), |p| {
             if let Ok((tr, _)) = spillscope::trace::import::import(p, None, &Default::default()) {
                 let _ = spillscope::trace::verify::verify(&tr, 5);
-                let _ = spillscope::tui::data::Dataset::build("m", tr);
+                let _ = spillscope_explorer::data::Dataset::build("m", tr);
             }
         });
     }
@@ -92,7 +91,7 @@ proptest! {
         with_file(name, &mutate(&src, &e), |p| {
             if let Ok((tr, _)) = spillscope::trace::import::import(p, None, &Default::default()) {
                 let _ = spillscope::trace::verify::verify(&tr, 5);
-                let _ = spillscope::tui::data::Dataset::build("m", tr);
+                let _ = spillscope_explorer::data::Dataset::build("m", tr);
             }
         });
     }
@@ -129,7 +128,7 @@ proptest! {
         with_file(name, &mutate(&src, &e), |p| match which {
             0 => { let _ = spillscope::cost::HardwareProfile::load(p.to_str().unwrap()); }
             1 => { let _ = spillscope::sim::ScheduleFile::load(p); }
-            _ => { let _ = spillscope::tui::theme::Theme::load(Some(p.to_str().unwrap()), spillscope::tui::theme::ColorMode::TrueColor); }
+            _ => { let _ = spillscope_explorer::theme::Theme::load(Some(p.to_str().unwrap()), spillscope_explorer::theme::ColorMode::TrueColor); }
         });
     }
 }

@@ -1,7 +1,6 @@
 //! Pathological but valid inputs (issue: hardening): each gives a result or
 //! one clear error, in bounded time. Limits here are generous (debug
 //! builds on a shared 2-core machine); the speed targets are benchmarks.
-#![cfg(feature = "cli")] // drives the binary or the explorer
 
 mod common;
 use common::test_hw;
@@ -147,7 +146,7 @@ fn a_trace_whose_time_goes_backwards_is_flagged() {
         r.violations
     );
     // The explorer's analyses still build on it (no panic).
-    let d = spillscope::tui::data::Dataset::build("backwards", tr);
+    let d = spillscope_explorer::data::Dataset::build("backwards", tr);
     assert!(d.end_ns() > 0);
 }
 

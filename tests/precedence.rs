@@ -5,16 +5,15 @@
 //! runs check the bugs this replaced: a config's policy that overrode every
 //! `--policy all` label, and `--fuse` losing to `fuse = false` for the exact
 //! optimum only.
-#![cfg(feature = "cli")] // parses the command line
 
 mod common;
 
 use clap::Parser;
 use common::graph;
-use spillscope::cli::{Cli, Command};
 use spillscope::run::{Resolved, RunSpec};
 use spillscope::sim::config::{NamedOrder, OrderSpec};
 use spillscope::sim::RecomputeSpec;
+use spillscope_cli::{Cli, Command};
 use std::path::Path;
 
 #[derive(serde::Deserialize)]
@@ -46,7 +45,7 @@ fn spec_of(argv: &[String]) -> RunSpec {
         Command::Report(a) => a.schedule.spec(&a.input, &a.hw, &a.model_opts, &[Lru]),
         Command::Suggest(a) => a.schedule.spec(&a.model, &a.hw, &a.model_opts, &[Lru]),
         Command::Whatif(a) => {
-            let hw = spillscope::cli::args::HwOpts {
+            let hw = spillscope_cli::args::HwOpts {
                 hw: a.hw.clone(),
                 capacity: None,
                 bandwidth: None,

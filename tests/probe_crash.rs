@@ -7,7 +7,6 @@
 //! thread, none invented: at once through the crash handler, or (SIGKILL)
 //! through recovery by `spillscope import`, `spillscope probe recover` or
 //! the next `spill_probe_open`.
-#![cfg(feature = "cli")] // drives the binary
 
 mod common;
 use std::collections::BTreeMap;

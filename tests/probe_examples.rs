@@ -2,7 +2,6 @@
 //! with the system C compiler against the probe's static library and the
 //! generated header; the Rust example records from several threads; both
 //! streams are imported and verified by spillscope.
-#![cfg(feature = "cli")] // drives the binary or the explorer
 
 mod common;
 use std::path::{Path, PathBuf};

@@ -3,7 +3,6 @@
 //! support and nothing invented is shown; ONNX Runtime profiles link to
 //! their model (original or optimised); PyTorch's nested calls fold to the
 //! top level; ops rank by time and memory, checked against the raw files.
-#![cfg(feature = "cli")] // drives the binary and the explorer
 
 mod common;
 use common::run_ok;
@@ -15,8 +14,8 @@ use spillscope::trace::import::{import, ImportOptions};
 use spillscope::trace::ledger::Ledger;
 use spillscope::trace::nesting::collapse;
 use spillscope::trace::{Producer, Trace};
-use spillscope::tui::app::App;
-use spillscope::tui::data::Dataset;
+use spillscope_explorer::app::App;
+use spillscope_explorer::data::Dataset;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -312,7 +311,7 @@ fn ort_hotspots_rank_by_self_time_as_the_raw_file_says() {
 fn explorer_opens_measured_traces_on_time_and_folds_calls_with_keys() {
     let Some(dir) = traces() else { return };
     use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-    use spillscope::tui::app::{update, Effect, Msg, View};
+    use spillscope_explorer::app::{update, Effect, Msg, View};
     let (full, _) = import(&dir.join("torch_resnet18.json"), None, &Default::default()).unwrap();
     let levels = spillscope::trace::nesting::Nesting::of(&full.ops).levels();
     assert!(levels > 2);

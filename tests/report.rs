@@ -1,6 +1,5 @@
 //! `spillscope report`: every section present in markdown, JSON and HTML;
 //! HTML self-contained with its three charts; numbers agree with the trace.
-#![cfg(feature = "cli")] // drives the binary or the explorer
 
 use assert_cmd::Command;
 use spillscope::analysis::report::build;

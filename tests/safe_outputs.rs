@@ -3,7 +3,7 @@
 //! devices are written in place; directories are refused; an existing
 //! file's permissions are kept; `-o -` is standard output; errors leave no
 //! temporary files behind.
-#![cfg(all(unix, feature = "cli"))] // drives the binary; FIFOs and modes are Unix
+#![cfg(unix)] // drives the binary; FIFOs and modes are Unix
 
 use assert_cmd::Command;
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};

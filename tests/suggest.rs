@@ -1,6 +1,5 @@
 //! Suggestions are re-simulated: each gain is confirmed here by a second,
 //! independent simulation, and the capacity suggestion matches the whatif knee.
-#![cfg(feature = "cli")] // drives the binary or the explorer
 
 mod common;
 use spillscope::analysis::suggest::{suggest, to_fp16, Change};

@@ -3,7 +3,6 @@
 //! zeroed or huge, events of the wrong kind) — either fails to load with
 //! an error, or loads and then survives verify, the explorer's analyses and
 //! the report without panicking.
-#![cfg(feature = "cli")] // drives the binary or the explorer
 
 use proptest::prelude::*;
 use spillscope::trace::Trace;
@@ -44,7 +43,7 @@ fn damage(v: &mut serde_json::Value, pick: u64, value: i64) {
 
 fn survive(tr: Trace) {
     let _ = spillscope::trace::verify::verify(&tr, 10);
-    let d = spillscope::tui::data::Dataset::build("mutant", tr);
+    let d = spillscope_explorer::data::Dataset::build("mutant", tr);
     let _ = d.end_ns();
     let _ = spillscope::analysis::report::build(&d.trace, false);
 }

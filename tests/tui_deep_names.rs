@@ -2,7 +2,6 @@
 //! encoder layers, DenseNet's blocks of layers): at 80x24 and 60x20 every
 //! visible row of the Tensor, Hotspots and Compare views must read
 //! differently, and keep the index that tells the rows apart.
-#![cfg(feature = "cli")] // drives the explorer
 
 mod common;
 use common::screen::render;
@@ -11,8 +10,8 @@ use common::test_hw;
 use spillscope::graph::{Graph, GraphBuilder, OpSpec, TensorSpec};
 use spillscope::sim::{simulate, EvictionPolicy, SimConfig};
 use spillscope::trace::Trace;
-use spillscope::tui::app::{App, View};
-use spillscope::tui::data::Dataset;
+use spillscope_explorer::app::{App, View};
+use spillscope_explorer::data::Dataset;
 use std::collections::BTreeMap;
 
 const K: u64 = 1024;

@@ -1,7 +1,6 @@
 //! The real binary in tmux: keys in, screen out; and a watched schedule
 //! config rewritten under a running explorer. Skips (with a message) where
 //! tmux is not installed.
-#![cfg(feature = "cli")] // drives the binary or the explorer
 
 mod common;
 use common::tmux::Tmux;

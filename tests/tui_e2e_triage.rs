@@ -5,7 +5,6 @@
 //! applied with `a` rewrites the watched config and `u` restores it byte
 //! for byte. Skips (with a message) where tmux or the shared models are
 //! missing.
-#![cfg(feature = "cli")] // drives the binary
 
 mod common;
 use common::tmux::Tmux;

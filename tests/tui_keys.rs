@@ -3,16 +3,15 @@
 //! can act (a list scrolled down before `k`, a zoomed axis before `h`,
 //! help open before `Esc`), and checks that the screen, the status or the
 //! effect asked of the runtime changed.
-#![cfg(feature = "cli")] // drives the explorer
 
 mod common;
 use common::sample_trace as trace;
 use common::screen::render;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use spillscope::tui::app::{update, App, Effect, Msg, View};
-use spillscope::tui::data::Dataset;
-use spillscope::tui::keys::{footer_fit, help_rows, Action, Scope, BINDINGS};
+use spillscope_explorer::app::{update, App, Effect, Msg, View};
+use spillscope_explorer::data::Dataset;
+use spillscope_explorer::keys::{footer_fit, help_rows, Action, Scope, BINDINGS};
 
 /// A live session on a watched config, with suggestions ready; Compare
 /// gets two traces of different lengths.

@@ -1,13 +1,12 @@
 //! Every view rendered to ratatui's TestBackend at 80x24 and 120x40 (and
 //! ASCII mode), for a bundled trace and for the compare view.
-#![cfg(feature = "cli")] // drives the binary or the explorer
 
 mod common;
 use common::sample_trace as trace;
 use common::screen::render;
 
-use spillscope::tui::app::{App, View};
-use spillscope::tui::data::Dataset;
+use spillscope_explorer::app::{App, View};
+use spillscope_explorer::data::Dataset;
 
 fn single() -> App {
     let mut a = App::new(vec![Dataset::build(
@@ -20,9 +19,9 @@ fn single() -> App {
     let (g, hw, cfg) = spillscope::analysis::suggest::inputs_of_trace(&t).unwrap();
     let s = spillscope::analysis::suggest::suggest(&g, &hw, &cfg).unwrap();
     assert!(!s.suggestions.is_empty());
-    spillscope::tui::app::update(
+    spillscope_explorer::app::update(
         &mut a,
-        spillscope::tui::app::Msg::Suggested {
+        spillscope_explorer::app::Msg::Suggested {
             trace: t,
             result: Ok(Box::new(s)),
         },
@@ -94,9 +93,9 @@ fn overlays_render() {
     // Populate hits through the real update path.
     let mut b = single();
     for c in "/kvproj".chars() {
-        spillscope::tui::app::update(
+        spillscope_explorer::app::update(
             &mut b,
-            spillscope::tui::app::Msg::Key(crossterm::event::KeyEvent::new(
+            spillscope_explorer::app::Msg::Key(crossterm::event::KeyEvent::new(
                 crossterm::event::KeyCode::Char(c),
                 crossterm::event::KeyModifiers::NONE,
             )),

@@ -1,8 +1,7 @@
 //! Themes are layered and strict; NO_COLOR and 16-colour terminals respected.
-#![cfg(feature = "cli")] // drives the binary or the explorer
 
 use ratatui::style::Color;
-use spillscope::tui::theme::{ColorMode, Theme};
+use spillscope_explorer::theme::{ColorMode, Theme};
 
 #[test]
 fn builtin_themes_load_and_differ() {

@@ -1,13 +1,12 @@
 //! Explorer state logic without a terminal: key -> action -> new state.
-#![cfg(feature = "cli")] // drives the binary or the explorer
 
 mod common;
 use common::sample_trace as trace;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use spillscope::tui::app::{update, App, Effect, Msg, Target, View};
-use spillscope::tui::data::Dataset;
-use spillscope::tui::keys::{footer_fit, footer_hints, help_rows, BINDINGS};
+use spillscope_explorer::app::{update, App, Effect, Msg, Target, View};
+use spillscope_explorer::data::Dataset;
+use spillscope_explorer::keys::{footer_fit, footer_hints, help_rows, BINDINGS};
 use std::path::Path;
 
 fn app() -> App {
@@ -152,7 +151,7 @@ fn help_overlay_and_footer_come_from_the_key_table() {
     key(&mut a, KeyCode::Esc);
     assert!(!a.help);
     // Every binding's help shows in the view (and mode) it works in.
-    use spillscope::tui::keys::Scope;
+    use spillscope_explorer::keys::Scope;
     let all = [
         Scope::Live,
         Scope::TimeAxis,
@@ -336,7 +335,7 @@ fn suggestions_arrive_for_the_current_trace_only_and_pin_opens_the_tensor() {
     use spillscope::analysis::suggest::suggest;
     use spillscope::cost::HardwareProfile;
     use spillscope::sim::{simulate, EvictionPolicy, SimConfig, WeightMode};
-    use spillscope::tui::app::SuggestState;
+    use spillscope_explorer::app::SuggestState;
     use std::sync::Arc;
     let g = spillscope::graph::load(
         &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/long_source_encdec.json"),
@@ -419,7 +418,7 @@ fn suggestions_arrive_for_the_current_trace_only_and_pin_opens_the_tensor() {
 fn a_trace_from_before_the_ledger_says_what_was_recomputed() {
     let legacy = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/data/legacy/edge-resnet50-b3.lru.v0.json");
-    let source = spillscope::tui::runtime::Source::Traces(vec![legacy], Default::default());
+    let source = spillscope_explorer::runtime::Source::Traces(vec![legacy], Default::default());
     let (data, _) = source.load_quick().unwrap();
     let a = App::new(data);
     let banner = a.banner.clone().expect("a banner");

@@ -5,7 +5,7 @@
 //! Vela's own files (read here independently), traces verify, `diff`
 //! against spillscope prints the known agreement, and hostile inputs fail
 //! in one line with exit 2.
-#![cfg(all(feature = "tflite", feature = "cli"))]
+#![cfg(feature = "tflite")]
 
 mod common;
 
@@ -520,8 +520,8 @@ fn hostile_tflite_and_vela_inputs_fail_in_one_line() {
 
 #[test]
 fn the_explorer_compares_vela_with_spillscope_at_80x24_and_120x40() {
-    use spillscope::tui::app::{App, View};
-    use spillscope::tui::data::Dataset;
+    use spillscope_explorer::app::{App, View};
+    use spillscope_explorer::data::Dataset;
     let Some(root) = common::shared_data("vela") else {
         return;
     };

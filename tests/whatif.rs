@@ -1,5 +1,4 @@
 //! What-if sweeps: ranges, parallel runs equal to single runs, the knee.
-#![cfg(feature = "cli")] // drives the binary or the explorer
 
 mod common;
 use common::{graph, test_hw};

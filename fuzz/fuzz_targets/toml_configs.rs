@@ -14,8 +14,8 @@ fuzz_target!(|data: &[u8]| {
     }
     let _ = spillscope::cost::HardwareProfile::load(p.to_str().unwrap_or(""));
     let _ = spillscope::sim::ScheduleFile::load(&p);
-    let _ = spillscope::tui::theme::Theme::load(
+    let _ = spillscope_explorer::theme::Theme::load(
         p.to_str(),
-        spillscope::tui::theme::ColorMode::TrueColor,
+        spillscope_explorer::theme::ColorMode::TrueColor,
     );
 });

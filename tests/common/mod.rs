@@ -3,7 +3,6 @@
 
 pub mod probe;
 pub mod replay;
-#[cfg(feature = "tui")]
 pub mod screen;
 pub mod tmux;
 

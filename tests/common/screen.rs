@@ -2,9 +2,9 @@
 
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
-use spillscope::tui::app::App;
-use spillscope::tui::theme::{ColorMode, Theme};
-use spillscope::tui::ui;
+use spillscope_explorer::app::App;
+use spillscope_explorer::theme::{ColorMode, Theme};
+use spillscope_explorer::ui;
 
 /// The screen `app` draws at `w` x `h`, one quoted line per row.
 pub fn render(app: &App, w: u16, h: u16) -> String {

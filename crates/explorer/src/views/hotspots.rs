@@ -1,0 +1,222 @@
+//! Hotspots: per-operator ranking, sortable by column.
+
+use crate::app::App;
+use crate::glyphs::Glyphs;
+use crate::theme::Theme;
+use crate::ui::{block, scroll_offset};
+use ratatui::layout::{Constraint, Rect};
+use ratatui::style::Modifier;
+use ratatui::widgets::{Cell, Row, Table, TableState};
+use ratatui::Frame;
+use spillscope::analysis::hotspots::{order_hotspots, Hotspot, HotspotKey};
+use spillscope::units::{count, fmt_bytes};
+
+/// The Hotspots view's own state: sort column and direction, the rows in
+/// display order (indices into the primary dataset's hotspots) and the
+/// selected row.
+#[derive(Debug, Clone, Default)]
+pub struct HotspotsView {
+    pub key: HotspotKey,
+    pub ascending: bool,
+    pub order: Vec<usize>,
+    pub sel: usize,
+}
+
+impl HotspotsView {
+    /// Re-sorts for `hs`, keeping the selection in range.
+    pub fn resort(&mut self, hs: &[Hotspot]) {
+        self.order = order_hotspots(hs, self.key, self.ascending)
+            .into_iter()
+            .map(|i| hs[i].op)
+            .collect();
+        self.sel = self.sel.min(self.order.len().saturating_sub(1));
+    }
+
+    /// The op of the selected row.
+    pub fn selected_op(&self) -> Option<usize> {
+        self.order.get(self.sel).copied()
+    }
+}
+
+/// A column after the op name: sort key, header, width.
+type Column = (HotspotKey, &'static str, u16);
+
+/// The spill columns (traces that record spills), in the order they are
+/// dropped from the right when the name would get too narrow (the sort
+/// column always stays).
+const SPILL_COLUMNS: [Column; 8] = [
+    (HotspotKey::Traffic, "traffic", 9),
+    (HotspotKey::Stall, "stall", 9),
+    (HotspotKey::Reloaded, "reload", 9),
+    (HotspotKey::Evicted, "evict", 9),
+    (HotspotKey::Streamed, "stream", 9),
+    (HotspotKey::OpType, "type", 8),
+    (HotspotKey::Share, "share", 7),
+    (HotspotKey::Bound, "bound", 7),
+];
+
+/// Time and memory columns (runtime traces without spill events), in the
+/// same drop order.
+const MEASURED_COLUMNS: [Column; 8] = [
+    (HotspotKey::SelfTime, "self", 10),
+    (HotspotKey::TotalTime, "total", 10),
+    (HotspotKey::Start, "at", 10),
+    (HotspotKey::Allocated, "alloc", 9),
+    (HotspotKey::AtPeak, "at peak", 9),
+    (HotspotKey::Share, "share", 6),
+    (HotspotKey::Allocs, "allocs", 6),
+    (HotspotKey::OpType, "type", 8),
+];
+
+/// The order the kept columns are shown in.
+const SHOWN_ORDER: [HotspotKey; 14] = [
+    HotspotKey::Start,
+    HotspotKey::OpType,
+    HotspotKey::Bound,
+    HotspotKey::Traffic,
+    HotspotKey::Evicted,
+    HotspotKey::Reloaded,
+    HotspotKey::Streamed,
+    HotspotKey::Stall,
+    HotspotKey::SelfTime,
+    HotspotKey::TotalTime,
+    HotspotKey::Share,
+    HotspotKey::Allocated,
+    HotspotKey::Allocs,
+    HotspotKey::AtPeak,
+];
+
+/// The sort keys `s` cycles through for a trace (spill figures, or time
+/// and memory when it records no spills).
+pub fn keys_for(spill_events: bool) -> &'static [HotspotKey] {
+    if spill_events {
+        &HotspotKey::SPILL
+    } else {
+        &HotspotKey::MEASURED
+    }
+}
+
+/// Names narrower than this lose their layer indices on deep graphs.
+const MIN_NAME_W: usize = 18;
+
+/// The columns that fit beside a name at least [`MIN_NAME_W`] wide in
+/// `width` (borders included), in display order, and the name's width.
+fn columns(width: usize, sort: HotspotKey, spill_events: bool) -> (Vec<Column>, usize) {
+    let all: &[Column] = if spill_events {
+        &SPILL_COLUMNS
+    } else {
+        &MEASURED_COLUMNS
+    };
+    let widths: Vec<u16> = all.iter().map(|c| c.2).collect();
+    let must = all.iter().position(|c| c.0 == sort);
+    let (kept, name_w) = crate::ui::fit_columns(width, MIN_NAME_W, &widths, must);
+    let mut keep: Vec<Column> = kept.into_iter().map(|i| all[i]).collect();
+    keep.sort_by_key(|c| SHOWN_ORDER.iter().position(|k| *k == c.0));
+    (keep, name_w)
+}
+
+fn cell(k: HotspotKey, h: &Hotspot, clock: spillscope::units::Clock) -> String {
+    let bytes = |b: u64| {
+        if b == 0 {
+            "-".to_string()
+        } else {
+            fmt_bytes(b)
+        }
+    };
+    match k {
+        HotspotKey::OpType => h.op_type.clone(),
+        HotspotKey::Traffic => bytes(h.traffic_bytes),
+        HotspotKey::Evicted => bytes(h.evicted_bytes),
+        HotspotKey::Reloaded => bytes(h.reloaded_bytes),
+        HotspotKey::Streamed => bytes(h.streamed_in_bytes + h.streamed_out_bytes),
+        HotspotKey::Stall => clock.fmt(h.stall_ns),
+        HotspotKey::Share => format!("{:.1}%", h.latency_share * 100.0),
+        // Which roof the op sits under (roofline).
+        HotspotKey::Bound => h.bound.map(|b| b.as_str()).unwrap_or("-").to_string(),
+        HotspotKey::SelfTime => clock.fmt(h.self_ns),
+        HotspotKey::TotalTime => clock.fmt(h.duration_ns),
+        HotspotKey::Allocated => bytes(h.alloc_bytes),
+        HotspotKey::Allocs => match h.allocs {
+            0 => "-".into(),
+            n => n.to_string(),
+        },
+        HotspotKey::AtPeak => bytes(h.peak_bytes),
+        HotspotKey::Start => clock.fmt(h.start_ns),
+    }
+}
+
+pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
+    let Some(d) = app.primary() else { return };
+    let arrow = match (app.ascii, app.hot.ascending) {
+        (false, false) => "↓",
+        (false, true) => "↑",
+        (true, false) => "v",
+        (true, true) => "^",
+    };
+    let head = |k: HotspotKey, text: &str| {
+        if k == app.hot.key {
+            Cell::from(format!("{text} {arrow}")).style(
+                theme
+                    .strong(theme.c.accent)
+                    .add_modifier(Modifier::UNDERLINED),
+            )
+        } else {
+            Cell::from(text.to_string()).style(theme.strong(theme.c.muted))
+        }
+    };
+    let (cols, name_w) = columns(area.width as usize, app.hot.key, d.caps.spill_events);
+    let mut header = vec![Cell::from("op").style(theme.strong(theme.c.muted))];
+    header.extend(cols.iter().map(|&(k, t, _)| head(k, t)));
+    let header = Row::new(header);
+    let visible = area.height.saturating_sub(3) as usize;
+    let offset = scroll_offset(app.hot.sel, app.hot.order.len(), visible);
+    let shown: Vec<_> = app
+        .hot
+        .order
+        .iter()
+        .skip(offset)
+        .take(visible)
+        .filter_map(|&o| d.hotspots.get(o))
+        .collect();
+    let names: Vec<&str> = shown.iter().map(|h| h.name.as_str()).collect();
+    let names = spillscope::names::elide_all(&names, name_w, app.ascii);
+    let rows: Vec<Row> = shown
+        .iter()
+        .zip(names)
+        .map(|(h, name)| {
+            let hot = h.traffic_bytes > 0 || h.stall_ns > 0 || !d.caps.spill_events;
+            let style = if hot {
+                theme.fg(theme.c.text)
+            } else {
+                theme.fg(theme.c.muted)
+            };
+            let mut cells = vec![Cell::from(name)];
+            cells.extend(cols.iter().map(|c| Cell::from(cell(c.0, h, d.clock))));
+            Row::new(cells).style(style)
+        })
+        .collect();
+    let mut widths = vec![Constraint::Min(8)];
+    widths.extend(cols.iter().map(|c| Constraint::Length(c.2)));
+    let hidden = if d.caps.spill_events {
+        SPILL_COLUMNS.len()
+    } else {
+        MEASURED_COLUMNS.len()
+    } - cols.len();
+    let title = format!(
+        " Hotspots: {}, sorted by {}{} ",
+        count(app.hot.order.len() as u64, "op"),
+        app.hot.key.label(),
+        if hidden > 0 {
+            format!(" ({} when wider)", count(hidden as u64, "more column"))
+        } else {
+            String::new()
+        }
+    );
+    let table = Table::new(rows, widths)
+        .header(header)
+        .block(block(title, theme, g))
+        .row_highlight_style(theme.selected())
+        .column_spacing(1);
+    let mut state = TableState::default().with_selected(Some(app.hot.sel - offset));
+    f.render_stateful_widget(table, area, &mut state);
+}

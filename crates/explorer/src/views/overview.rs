@@ -1,0 +1,441 @@
+//! Overview: the run's figures, peak live bytes over steps against the
+//! capacity line, and the split of spills into capacity vs lifetime kind.
+
+use crate::app::App;
+use crate::glyphs::Glyphs;
+use crate::theme::Theme;
+use crate::ui::block;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+use ratatui::Frame;
+use spillscope::trace::ledger::Part;
+use spillscope::trace::BoundMethod;
+use spillscope::units::{count, fmt_bytes};
+
+pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
+    let Some(d) = app.primary() else { return };
+    // A profile without spill events: what it measured. (A probe stream
+    // that reports spills gets the spill overview, within what it records.)
+    if let Some(m) = d.measured.as_ref().filter(|_| !d.caps.spill_events) {
+        draw_measured(f, app, theme, g, area, m);
+        return;
+    }
+    let s = &d.trace.summary;
+    let fig_h = 11.min(area.height.saturating_sub(4)).max(3);
+    let [top, chart] =
+        Layout::vertical([Constraint::Length(fig_h), Constraint::Min(3)]).areas(area);
+    let [left, right] =
+        Layout::horizontal([Constraint::Percentage(55), Constraint::Percentage(45)]).areas(top);
+    let k = theme.fg(theme.c.muted);
+    let v = theme.strong(theme.c.text);
+    let row = |name: &str, val: String| {
+        Line::from(vec![
+            Span::styled(format!("{name:<12}"), k),
+            Span::styled(val, v),
+        ])
+    };
+    let cap = d.capacity;
+    let t = &d.ledger.total;
+    let (bound, bound_method) = app.bound_of(d);
+    let figs = vec![
+        row(
+            "latency",
+            match app.clock() {
+                // Cycles of an unstated clock have no frame rate.
+                spillscope::units::Clock::Cycles => app.clock().fmt(s.latency_ns),
+                spillscope::units::Clock::Nanoseconds => {
+                    format!(
+                        "{}  ({:.1} fps)",
+                        app.clock().fmt(s.latency_ns),
+                        s.throughput_fps
+                    )
+                }
+            },
+        ),
+        row(
+            "evicted out",
+            format!(
+                "{} ({})",
+                fmt_bytes(t.get(Part::EvictedOut).bytes),
+                count(t.get(Part::EvictedOut).count, "eviction")
+            ),
+        ),
+        row(
+            "reloaded",
+            format!(
+                "{} ({})",
+                fmt_bytes(t.get(Part::Reloaded).bytes),
+                count(t.get(Part::Reloaded).count, "reload")
+            ),
+        ),
+        row(
+            "streamed",
+            format!(
+                "in {}, out {}",
+                fmt_bytes(t.get(Part::StreamedIn).bytes),
+                fmt_bytes(t.get(Part::StreamedOut).bytes)
+            ),
+        ),
+        row(
+            "traffic",
+            format!("{} (sum of the four)", fmt_bytes(t.traffic_bytes())),
+        ),
+        row(
+            "stall",
+            format!(
+                "{} ({:.1}%)",
+                app.clock().fmt(s.stall_ns),
+                s.stall_ns as f64 * 100.0 / s.latency_ns.max(1) as f64
+            ),
+        ),
+        row(
+            "peak live",
+            match (d.caps.frees, d.caps.capacity) {
+                // An NPU case's peak is the benchmark's: L1 and UB together.
+                (true, true) => match &d.trace.meta.producer {
+                    spillscope::trace::Producer::NpuCase(n) => {
+                        let caps: u64 = ["L1", "UB"]
+                            .iter()
+                            .filter_map(|p| n.capacities.get(*p))
+                            .sum();
+                        format!(
+                            "{} L1+UB / {} caps",
+                            fmt_bytes(s.peak_live_bytes),
+                            fmt_bytes(caps)
+                        )
+                    }
+                    // Peak live counts the tensors of several pools.
+                    _ if d.live_pools_capacity.is_some() => format!(
+                        "{} / {} live pools",
+                        fmt_bytes(s.peak_live_bytes),
+                        fmt_bytes(d.live_pools_capacity.unwrap_or(cap))
+                    ),
+                    _ => format!("{} / {} cap", fmt_bytes(s.peak_live_bytes), fmt_bytes(cap)),
+                },
+                (true, false) => format!("{} (no declared capacity)", fmt_bytes(s.peak_live_bytes)),
+                (false, _) => "not known (no frees)".into(),
+            },
+        ),
+        row(
+            match bound_method {
+                BoundMethod::Ilp => "minimum",
+                _ => "lower bound",
+            },
+            match bound_method {
+                BoundMethod::None => "not computed".into(),
+                BoundMethod::Ilp => format!("{} (ilp, proven)", fmt_bytes(bound)),
+                m => format!("{} ({})", fmt_bytes(bound), m.as_str()),
+            },
+        ),
+        row(
+            "gap",
+            spillscope::analysis::runs::gap_text(s.traffic_bytes, bound, bound_method),
+        ),
+    ];
+    f.render_widget(
+        Paragraph::new(figs).block(block(format!(" {} ", d.label), theme, g)),
+        left,
+    );
+
+    let c = &d.class;
+    let total = (c.capacity_count + c.lifetime_count).max(1);
+    let inner_w = right.width.saturating_sub(2) as usize;
+    let bar_w = inner_w.saturating_sub(2);
+    let cap_w = (c.capacity_count * bar_w).div_ceil(total).min(bar_w);
+    let split = if !d.caps.capacity_figures() {
+        // Capacity vs lifetime needs a declared capacity and frees.
+        let why = d
+            .caps
+            .missing(&d.trace)
+            .into_iter()
+            .find(|m| m.what == "declared capacity" || m.what == "frees")
+            .map(|m| format!("not split: no {} ({})", m.what, m.how))
+            .unwrap_or_default();
+        crate::ui::wrap(&why, inner_w)
+            .into_iter()
+            .map(|l| Line::styled(l, k))
+            .collect()
+    } else if c.capacity_count + c.lifetime_count == 0 {
+        vec![Line::styled("no evictions to classify", k)]
+    } else {
+        vec![
+            Line::from(vec![
+                Span::styled(g.full.repeat(cap_w), theme.fg(theme.c.capacity)),
+                Span::styled(
+                    g.shade.repeat(bar_w - cap_w),
+                    theme.fg(theme.c.fragmentation),
+                ),
+            ]),
+            Line::from(vec![
+                Span::styled("capacity ", theme.fg(theme.c.capacity)),
+                Span::raw(format!(
+                    "{} ({})",
+                    c.capacity_count,
+                    fmt_bytes(c.capacity_bytes)
+                )),
+            ]),
+            Line::from(vec![
+                Span::styled("lifetime ", theme.fg(theme.c.fragmentation)),
+                Span::raw(format!(
+                    "{} ({})",
+                    c.lifetime_count,
+                    fmt_bytes(c.lifetime_bytes)
+                )),
+            ]),
+        ]
+    };
+    let mut lines = split;
+    let osc = d.trips.iter().filter(|t| t.oscillating).count();
+    if d.caps.capacity_figures() && c.capacity_count + c.lifetime_count > 0 {
+        lines.push(Line::styled(
+            format!(
+                "= evicted out {}",
+                fmt_bytes(c.capacity_bytes + c.lifetime_bytes)
+            ),
+            k,
+        ));
+    }
+    lines.push(Line::from(vec![
+        Span::styled("weights   ", k),
+        Span::raw(format!(
+            "{} (not spill)",
+            fmt_bytes(t.get(Part::Weights).bytes)
+        )),
+    ]));
+    if !d.complete {
+        lines.push(Line::styled("analysing round trips...", k));
+    } else if osc > 0 {
+        lines.push(Line::styled(
+            format!("{}: see view 4", count(osc as u64, "oscillating tensor")),
+            theme.strong(theme.c.oscillation),
+        ));
+    }
+    f.render_widget(
+        Paragraph::new(lines).block(block(" spill kinds ", theme, g)),
+        right,
+    );
+
+    draw_live_chart(f, app, theme, g, chart);
+}
+
+/// A runtime trace: only the figures it can support, what it lacks and how
+/// to get it; the live-bytes chart only where frees are recorded.
+fn draw_measured(
+    f: &mut Frame,
+    app: &App,
+    theme: &Theme,
+    g: &Glyphs,
+    area: Rect,
+    m: &spillscope::analysis::measured::MeasuredSummary,
+) {
+    let Some(d) = app.primary() else { return };
+    let k = theme.fg(theme.c.muted);
+    let v = theme.strong(theme.c.text);
+    let rows: Vec<(String, String)> = m
+        .rows()
+        .into_iter()
+        .filter(|(k, _)| !k.starts_with("no ") && k != "model")
+        .collect();
+    let label_w = rows.iter().map(|r| r.0.chars().count()).max().unwrap_or(8) + 1;
+    let figs: Vec<Line> = rows
+        .into_iter()
+        .map(|(name, val)| {
+            Line::from(vec![
+                Span::styled(format!("{name:<label_w$}"), k),
+                Span::styled(val, v),
+            ])
+        })
+        .collect();
+    let n_figs = figs.len();
+    // What the trace records, and how to get what it does not.
+    let c = &m.capabilities;
+    let have: Vec<&str> = [
+        (c.op_times, "op times"),
+        (m.allocations > 0, "allocations"),
+        (c.frees, "frees"),
+        (c.offsets, "offsets"),
+        (c.spill_events, "spill events"),
+        (d.levels > 1, "nested calls"),
+    ]
+    .into_iter()
+    .filter(|x| x.0)
+    .map(|x| x.1)
+    .collect();
+    let right_w = area.width - area.width * 60 / 100;
+    let w = right_w.saturating_sub(2) as usize;
+    let mut lines: Vec<Line> = crate::ui::wrap(&format!("has {}", have.join(", ")), w)
+        .into_iter()
+        .map(Line::raw)
+        .collect();
+    if d.levels > 1 {
+        lines.push(Line::styled(
+            format!("calls: level {} of {} (< > change)", d.level, d.levels),
+            k,
+        ));
+    }
+    if let Some(l) = &m.linked {
+        let text = format!(
+            "model {}: {} of {} nodes linked",
+            l.model,
+            l.by_name + l.renamed,
+            l.profile_nodes - l.inserted
+        );
+        lines.extend(
+            crate::ui::wrap(&text, w)
+                .into_iter()
+                .map(|x| Line::styled(x, k)),
+        );
+    }
+    for x in &m.missing {
+        for (i, part) in crate::ui::wrap(&format!("no {}: {}", x.what, x.how), w)
+            .into_iter()
+            .enumerate()
+        {
+            lines.push(if i == 0 {
+                Line::styled(part, theme.fg(theme.c.highlight))
+            } else {
+                Line::styled(part, k)
+            });
+        }
+    }
+    // Tall enough for both boxes, leaving the chart at least 5 rows.
+    let fig_h = (n_figs.max(lines.len()) as u16 + 2).clamp(5, area.height.saturating_sub(5).max(5));
+    let [top, rest] = Layout::vertical([Constraint::Length(fig_h), Constraint::Min(3)]).areas(area);
+    let [left, right] =
+        Layout::horizontal([Constraint::Percentage(60), Constraint::Percentage(40)]).areas(top);
+    f.render_widget(
+        Paragraph::new(figs).block(block(format!(" {} (measured) ", d.label), theme, g)),
+        left,
+    );
+    f.render_widget(
+        Paragraph::new(lines).block(block(" what it records ", theme, g)),
+        right,
+    );
+    if c.frees {
+        draw_live_chart(f, app, theme, g, rest);
+    } else {
+        let text = m
+            .missing
+            .iter()
+            .find(|x| x.what == "frees")
+            .map(|x| format!("live bytes over time: not known ({})", x.how))
+            .unwrap_or_default();
+        f.render_widget(
+            Paragraph::new(text)
+                .style(k)
+                .wrap(ratatui::widgets::Wrap { trim: true })
+                .block(block(" live bytes ", theme, g)),
+            rest,
+        );
+    }
+}
+
+/// Max live bytes per column of steps, with the capacity as a line (where
+/// the trace declares one).
+fn draw_live_chart(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
+    let Some(d) = app.primary() else { return };
+    let with_cap = d.caps.capacity;
+    let title = match (d.live_is_resident, with_cap) {
+        (true, true) => " resident bytes per op vs capacity ",
+        (false, true) => " live bytes per step vs capacity ",
+        (true, false) => " resident bytes per op ",
+        (false, false) => " live bytes per op ",
+    };
+    // Residency from the events is the first pool's: with several pools,
+    // say which (an NPU trace's peak above counts L1 and UB together).
+    let title = match d.trace.pools.first() {
+        Some(p) if d.live_is_resident && d.trace.pools.len() > 1 => {
+            format!(" {}{title}", p.name).replace(" vs capacity ", " vs its capacity ")
+        }
+        _ => title.to_string(),
+    };
+    let outer = block(title, theme, g);
+    let inner = outer.inner(area);
+    f.render_widget(outer, area);
+    let live = &d.live_by_step;
+    if live.is_empty() || inner.width < 12 || inner.height < 2 {
+        return;
+    }
+    let peak = live.iter().copied().max().unwrap_or(0);
+    let cap = if with_cap { d.capacity } else { 0 };
+    let top = peak.max(cap).max(1) as f64 * 1.05;
+    let n = live.len();
+    // Labels whole: as wide as the longest of them.
+    let labels = [
+        fmt_bytes(top as u64),
+        format!("0..{}", n.saturating_sub(1)),
+        if with_cap {
+            format!("cap {}", fmt_bytes(cap))
+        } else {
+            String::new()
+        },
+    ];
+    let label_w = (labels.iter().map(|l| l.chars().count()).max().unwrap_or(8) + 1) as u16;
+    if inner.width <= label_w + 4 {
+        return;
+    }
+    let w = inner.width - label_w;
+    let h = inner.height;
+    let buf = f.buffer_mut();
+    let muted = theme.fg(theme.c.muted);
+    buf.set_stringn(
+        inner.x,
+        inner.y,
+        fmt_bytes(top as u64),
+        label_w as usize - 1,
+        muted,
+    );
+    buf.set_stringn(
+        inner.x,
+        inner.y + h - 1,
+        format!("0..{}", n - 1),
+        label_w as usize - 1,
+        muted,
+    );
+    // No capacity: no line (u16::MAX is below every row).
+    let cap_row = if with_cap {
+        ((1.0 - cap as f64 / top) * h as f64).floor() as u16
+    } else {
+        u16::MAX
+    };
+    for c in 0..w {
+        let a = (c as usize * n) / w as usize;
+        let b = (((c as usize + 1) * n) / w as usize).max(a + 1).min(n);
+        let m = live[a..b].iter().copied().max().unwrap_or(0);
+        let over = with_cap && m > cap;
+        let height = m as f64 / top * h as f64;
+        for r in 0..h {
+            let fill = (height - r as f64).clamp(0.0, 1.0);
+            let y = inner.y + h - 1 - r;
+            let x = inner.x + label_w + c;
+            let sym = g.level(fill);
+            let style = if over && (r as f64) >= (cap as f64 / top * h as f64).floor() {
+                theme.fg(theme.c.stall)
+            } else {
+                theme.fg(theme.c.live)
+            };
+            if let Some(cell) = buf.cell_mut((x, y)) {
+                cell.set_symbol(sym).set_style(style);
+            }
+        }
+        if cap_row < h {
+            let y = inner.y + cap_row;
+            if let Some(cell) = buf.cell_mut((inner.x + label_w + c, y)) {
+                if cell.symbol() == " " {
+                    cell.set_symbol(g.hline)
+                        .set_style(theme.fg(theme.c.capacity));
+                }
+            }
+        }
+    }
+    if cap_row < h {
+        buf.set_stringn(
+            inner.x,
+            inner.y + cap_row,
+            format!("cap {}", fmt_bytes(cap)),
+            label_w as usize - 1,
+            theme.fg(theme.c.capacity),
+        );
+    }
+}

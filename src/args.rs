@@ -1,0 +1,563 @@
+//! The clap definitions: every flag documented, sizes and bandwidths with units.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+/// spillscope: make memory SPILL in neural-network graphs measurable.
+///
+/// Simulates a model (ONNX or graph JSON) against on-chip memory with
+/// eviction policies and a DRAM cost model, writes `spillscope.trace/1`
+/// traces, and checks them. Run without arguments to see the bundled sample.
+#[derive(Debug, Parser)]
+#[command(name = "spillscope", version, about, long_about = None, propagate_version = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Simulate a model under one or more spill policies and print a summary.
+    Sim(SimArgs),
+    /// Replay a trace and check every invariant of the trace contract.
+    Verify(VerifyArgs),
+    /// List or print the built-in hardware profiles.
+    Hw(HwArgs),
+    /// Print the summary of the bundled sample (what `spillscope` alone does off a terminal).
+    Sample(SampleArgs),
+    /// Sweep capacity, bandwidth and policy; one row per configuration and the knee called out.
+    Whatif(WhatifArgs),
+    /// Join the shards of a `whatif --shard K/N` sweep into exactly what the
+    /// unsharded sweep prints.
+    Merge(MergeArgs),
+    /// Re-simulated suggestions (pin, capacity, policy, prefetch, weights, fp16, fuse, recompute, reorder) sorted by ms saved.
+    Suggest(SuggestArgs),
+    /// Import a runtime trace (ONNX Runtime, PyTorch, Chrome/Perfetto, spillscope JSONL).
+    Import(ImportArgs),
+    /// Export a trace for Perfetto / chrome://tracing.
+    Export(ExportArgs),
+    /// Compare two traces: event agreement, per-op and per-tensor deltas.
+    Diff(DiffArgs),
+    /// Deterministic synthetic graphs and traces for benchmarks and scale tests.
+    #[command(subcommand)]
+    Gen(super::gen_cmd::GenCommand),
+    /// NPU kernel DAGs (the 2025 intra-core scheduling benchmark): import,
+    /// schedule, allocate, time, solve, check.
+    #[command(subcommand)]
+    Npu(super::npu_cmd::NpuCommand),
+    /// The instrumentation probe's files: recover the events of a recorder
+    /// that was killed before it could write them.
+    #[command(subcommand)]
+    Probe(super::probe_cmd::ProbeCommand),
+    /// A shareable report of a trace (or a model, simulated first): summary,
+    /// hotspots, classification, oscillation, worst round trips, suggestions,
+    /// what-if curve; markdown, JSON or self-contained HTML with SVG charts.
+    Report(ReportArgs),
+    /// Open the terminal explorer on a trace, two traces (compare), or a model
+    /// that is re-simulated whenever it, the hardware or the schedule config changes.
+    View(ViewArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SuggestArgs {
+    /// Model (`.onnx` or graph JSON), or a simulator trace (its graph,
+    /// hardware and config are taken from it; the flags below are then ignored).
+    pub model: PathBuf,
+    #[command(flatten)]
+    pub hw: HwOpts,
+    #[command(flatten)]
+    pub model_opts: ModelOpts,
+    /// The baseline run (one policy).
+    #[command(flatten)]
+    pub schedule: ScheduleOpts,
+    /// Write the best suggestion a schedule config can express (everything
+    /// but capacity) applied to the baseline as a new schedule config
+    /// (atomically; an existing file needs --force).
+    #[arg(long, value_name = "SCHED.toml")]
+    pub write_config: Option<PathBuf>,
+    /// Overwrite an existing --write-config file.
+    #[arg(long)]
+    pub force: bool,
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: Format,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReportFormat {
+    Markdown,
+    Json,
+    Html,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// A trace (any importable format) or a model (`.onnx`, graph JSON),
+    /// which is simulated first with the flags below.
+    pub input: PathBuf,
+    #[command(flatten)]
+    pub import: ImportOpts,
+    #[command(flatten)]
+    pub hw: HwOpts,
+    #[command(flatten)]
+    pub model_opts: ModelOpts,
+    /// How a model is simulated (one policy).
+    #[command(flatten)]
+    pub schedule: ScheduleOpts,
+    /// Skip the sections that re-simulate (suggestions, what-if, optimum).
+    #[arg(long)]
+    pub no_resimulate: bool,
+    #[arg(long, value_enum, default_value = "markdown")]
+    pub format: ReportFormat,
+    /// Write here (atomically) instead of stdout.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Overwrite an existing output file.
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SweepFormat {
+    Table,
+    Json,
+    Csv,
+}
+
+#[derive(Debug, Args)]
+pub struct WhatifArgs {
+    /// Model: `.onnx` or graph JSON.
+    pub model: PathBuf,
+    /// Capacities: `16MiB..64MiB:4MiB` (inclusive, with step) or `8MiB,16MiB`;
+    /// default the profile's.
+    #[arg(long, value_name = "RANGE")]
+    pub capacity: Option<String>,
+    /// DRAM bandwidths: `20GB/s..60GB/s:20GB/s` or `30GB/s,60GB/s`; default the profile's.
+    #[arg(long, value_name = "RANGE")]
+    pub bandwidth: Option<String>,
+    /// Hardware profile (file or preset) the sweep varies.
+    #[arg(long, value_name = "FILE|PRESET", default_value = "seed-npu")]
+    pub hw: String,
+    #[command(flatten)]
+    pub model_opts: ModelOpts,
+    /// The runs swept (every policy listed, each at every capacity and bandwidth).
+    #[command(flatten)]
+    pub schedule: ScheduleOpts,
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: SweepFormat,
+    /// Compute only the K-th of N slices of the grid (1-based, with
+    /// `--format json`); `spillscope merge` joins the slices into what the
+    /// whole sweep prints. Slurm: `--shard $SLURM_ARRAY_TASK_ID/$N` with
+    /// `--array=1-N`; Kubernetes Indexed Jobs: `$((JOB_COMPLETION_INDEX+1))/$N`.
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<spillscope::analysis::shard::Shard>,
+}
+
+/// `spillscope merge`: shards of one `whatif` sweep into its whole output.
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// The shards' JSON files (any order).
+    #[arg(required = true, value_name = "SHARD")]
+    pub shards: Vec<PathBuf>,
+    /// Write here instead of standard output.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Overwrite the output file if it exists.
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// How a trace file is read (spillscope traces load directly; others are imported).
+#[derive(Debug, Args, Clone)]
+pub struct ImportOpts {
+    /// Input format: ort, torch, chrome, jsonl (auto-detected when omitted).
+    #[arg(long = "from", value_name = "FORMAT")]
+    pub from: Option<String>,
+    /// ONNX Runtime: which run to take (1 = the first, warm-up run); default the last.
+    #[arg(long, value_name = "N")]
+    pub run: Option<usize>,
+    /// Link ops to this model's tensors (ONNX or graph JSON).
+    #[arg(long, value_name = "MODEL")]
+    pub model: Option<PathBuf>,
+    /// Refuse inputs with more events than this.
+    #[arg(long, value_name = "N")]
+    pub max_events: Option<usize>,
+    /// Nested ops (PyTorch's aten::conv2d > aten::convolution > ...): work
+    /// on the ops this many calls deep (1 = the top level, the default of
+    /// view, report and diff; `import` keeps every level unless given).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub op_depth: Option<u32>,
+}
+
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// The runtime trace to import.
+    pub file: PathBuf,
+    #[command(flatten)]
+    pub import: ImportOpts,
+    /// Write the spillscope trace here (atomically).
+    #[arg(short = 'o', long = "output", value_name = "TRACE.json")]
+    pub output: Option<PathBuf>,
+    /// Overwrite an existing output file.
+    #[arg(long)]
+    pub force: bool,
+    /// Summary format on stdout.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: Format,
+}
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// A spillscope trace (or any importable trace).
+    pub trace: PathBuf,
+    /// Write Chrome trace JSON (loads in Perfetto and chrome://tracing).
+    #[arg(long, value_name = "OUT.json", required = true)]
+    pub chrome: PathBuf,
+    #[command(flatten)]
+    pub import: ImportOpts,
+    /// Overwrite an existing output file.
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// First trace (e.g. simulated).
+    pub a: PathBuf,
+    /// Second trace (e.g. measured).
+    pub b: PathBuf,
+    #[command(flatten)]
+    pub import: ImportOpts,
+    /// Rows of per-op and per-tensor deltas to show.
+    #[arg(long, default_value_t = 15)]
+    pub limit: usize,
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: Format,
+}
+
+#[derive(Debug, Args)]
+pub struct ViewArgs {
+    /// `TRACE [TRACE2]` (spillscope.trace/1 JSON), or one model (`.onnx` or graph JSON).
+    #[arg(num_args = 1..=2, required = true)]
+    pub inputs: Vec<PathBuf>,
+    #[command(flatten)]
+    pub hw: HwOpts,
+    #[command(flatten)]
+    pub model_opts: ModelOpts,
+    /// How a model is simulated (one policy); the config is watched and
+    /// re-applied on every save.
+    #[command(flatten)]
+    pub schedule: ScheduleOpts,
+    /// Reload traces when another process rewrites them.
+    #[arg(long)]
+    pub watch: bool,
+    /// Theme: `dark`, `light`, `high-contrast` or a TOML file (partial files patch `dark`).
+    #[arg(long, value_name = "NAME|FILE")]
+    pub theme: Option<String>,
+    /// ASCII-only glyphs, for terminals without Unicode block and line characters.
+    #[arg(long)]
+    pub ascii: bool,
+    /// Enable the mouse (wheel scrolls lists).
+    #[arg(long)]
+    pub mouse: bool,
+    /// How runtime traces are read (`--model` links a profile to its model).
+    #[command(flatten)]
+    pub import: ImportOpts,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    Table,
+    Json,
+    Markdown,
+}
+
+/// Hardware selection shared by commands that simulate.
+#[derive(Debug, Args, Clone)]
+pub struct HwOpts {
+    /// Hardware profile: a TOML file (partial files patch the default) or a
+    /// preset name (`seed-npu`, `edge-npu-16m`).
+    #[arg(long, value_name = "FILE|PRESET", default_value = "seed-npu")]
+    pub hw: String,
+    /// Override the on-chip capacity, e.g. `32MiB`, `16MB`, `4096`.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size_arg)]
+    pub capacity: Option<u64>,
+    /// Override DRAM read and write bandwidth, e.g. `60GB/s`.
+    #[arg(long, value_name = "RATE", value_parser = parse_bw_arg)]
+    pub bandwidth: Option<f64>,
+}
+
+/// Graph rewrites the simulator applies before running (also settable in
+/// SCHED.toml: `fuse`, `dtype`, `order`, `recompute`).
+#[derive(Debug, Args, Clone, Default)]
+pub struct RewriteOpts {
+    /// Fuse conv/matmul + elementwise chains (conv+bn+relu...): intermediates stay on chip.
+    #[arg(long)]
+    pub fuse: bool,
+    /// Activation dtype: `native` or `fp16` (f32 activation bytes halved).
+    #[arg(long, value_name = "DTYPE")]
+    pub dtype: Option<String>,
+    /// Op order: `file`, `memory` (memory-aware topological order) or
+    /// comma-separated op names that must run in that relative order.
+    #[arg(long, value_name = "ORDER")]
+    pub order: Option<String>,
+    /// Recompute evicted tensors from resident producer inputs instead of
+    /// reloading them, where that is quicker.
+    #[arg(long)]
+    pub recompute: bool,
+}
+
+impl RewriteOpts {
+    /// The rewrite flags the user gave, over `flags`.
+    pub fn add_to(&self, flags: &mut spillscope::run::Flags) -> spillscope::Result<()> {
+        use spillscope::sim::config::OrderSpec;
+        if self.fuse {
+            flags.fuse = Some(true);
+        }
+        if let Some(d) = &self.dtype {
+            flags.dtype = Some(d.parse().map_err(spillscope::Error::Config)?);
+        }
+        if let Some(o) = &self.order {
+            flags.order = o.parse::<OrderSpec>().ok();
+        }
+        if self.recompute {
+            flags.recompute = Some(spillscope::sim::RecomputeSpec::All(true));
+        }
+        Ok(())
+    }
+}
+
+/// The scheduling choices of every command that simulates a model. Each
+/// is optional: what is not given comes from the schedule config, then the
+/// hardware profile, then the defaults (README, "Precedence").
+#[derive(Debug, Args, Clone, Default)]
+pub struct ScheduleOpts {
+    /// Policies: comma-separated `ideal,lru,belady,lifetime`, or `all`
+    /// (default: the config's `policy`, else all for `sim`, lru elsewhere).
+    #[arg(long, value_name = "LIST")]
+    pub policy: Option<String>,
+    /// Weights: `stream` (loaded per use), `resident` (kept like activations)
+    /// or `ignore` (default: the config's, else stream).
+    #[arg(long, value_name = "MODE")]
+    pub weights: Option<String>,
+    /// Keep this tensor resident, never evicted (repeatable; added to the config's pins).
+    #[arg(long = "pin", value_name = "TENSOR")]
+    pub pins: Vec<String>,
+    /// Reload/weight prefetch distance in ops (over the config and the
+    /// profile; needs async DMA).
+    #[arg(long, value_name = "OPS")]
+    pub prefetch: Option<usize>,
+    #[command(flatten)]
+    pub rewrite: RewriteOpts,
+    /// Schedule config (TOML: policy, pins, prefetch_distance, weights,
+    /// free_at, fuse, dtype, order, recompute); flags given on the command
+    /// line win over it.
+    #[arg(long, short = 'c', value_name = "SCHED.toml")]
+    pub config: Option<PathBuf>,
+    /// Use measured per-op durations from this runtime profile (ONNX Runtime
+    /// or any importable trace; ops matched by name) instead of the roofline,
+    /// and report how far the roofline was, per op type.
+    #[arg(long, value_name = "TRACE")]
+    pub calibrate: Option<PathBuf>,
+    /// Take tensor free points from this instrumented trace (runtimes that
+    /// free late, e.g. at subgraph end); ops and tensors matched by name.
+    #[arg(long = "free-at", value_name = "TRACE")]
+    pub free_at: Option<PathBuf>,
+}
+
+impl ScheduleOpts {
+    /// The flags these options set (capacity and bandwidth come from
+    /// [`HwOpts`]).
+    pub fn flags(&self) -> spillscope::Result<spillscope::run::Flags> {
+        use spillscope::sim::EvictionPolicy;
+        let mut f = spillscope::run::Flags {
+            policies: self
+                .policy
+                .as_deref()
+                .map(EvictionPolicy::parse_list)
+                .transpose()
+                .map_err(spillscope::Error::Config)?,
+            weights: self
+                .weights
+                .as_deref()
+                .map(str::parse)
+                .transpose()
+                .map_err(spillscope::Error::Config)?,
+            pins: self.pins.clone(),
+            prefetch_distance: self.prefetch,
+            calibrate: self.calibrate.clone(),
+            free_at: self.free_at.clone(),
+            ..Default::default()
+        };
+        self.rewrite.add_to(&mut f)?;
+        Ok(f)
+    }
+
+    /// The run specification of `model` on `hw`; `default_policies` when
+    /// neither the flags nor the config name one.
+    pub fn spec(
+        &self,
+        model: &std::path::Path,
+        hw: &HwOpts,
+        load: &ModelOpts,
+        default_policies: &[spillscope::sim::EvictionPolicy],
+    ) -> spillscope::Result<spillscope::run::RunSpec> {
+        let mut flags = self.flags()?;
+        flags.capacity = hw.capacity;
+        flags.bandwidth = hw.bandwidth;
+        Ok(spillscope::run::RunSpec {
+            model: model.to_path_buf(),
+            load: load.load_options(),
+            hardware: hw.hw.clone(),
+            schedule: self.config.clone(),
+            flags,
+            default_policies: default_policies.to_vec(),
+        })
+    }
+}
+
+/// How a model file is read.
+#[derive(Debug, Args, Clone)]
+pub struct ModelOpts {
+    /// Value for a symbolic dimension, e.g. `--dim N=8` (repeatable).
+    #[arg(long = "dim", value_name = "NAME=VALUE", value_parser = parse_dim_arg)]
+    pub dims: Vec<(String, u64)>,
+    /// Override the batch (leading) dimension of every graph input.
+    #[arg(long, value_name = "N")]
+    pub batch: Option<u64>,
+}
+
+#[derive(Debug, Args)]
+pub struct SimArgs {
+    /// Model: `.onnx` (external weight files need not exist) or graph JSON.
+    pub model: PathBuf,
+    #[command(flatten)]
+    pub hw: HwOpts,
+    #[command(flatten)]
+    pub model_opts: ModelOpts,
+    #[command(flatten)]
+    pub schedule: ScheduleOpts,
+    /// Write the trace here; with several policies, one file per policy
+    /// (`out.json` becomes `out.lru.json`, ...).
+    #[arg(short = 'o', long = "output", value_name = "TRACE.json")]
+    pub output: Option<PathBuf>,
+    /// Overwrite existing output files.
+    #[arg(long)]
+    pub force: bool,
+    /// Seconds the lower-bound solver (the exact minimum-traffic program,
+    /// cut into windows on long schedules) and the planned policy's plan may
+    /// take together; 0 turns the bound off (a planned run then solves its
+    /// plan with the default budget).
+    #[arg(long, value_name = "SECS", default_value_t = spillscope::analysis::optimum::DEFAULT_TIME_LIMIT_S)]
+    pub ilp_time: f64,
+    /// Output format of the summary on stdout.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: Format,
+}
+
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// A `spillscope.trace/1` JSON file.
+    pub trace: PathBuf,
+    /// Show at most this many violations.
+    #[arg(long, default_value_t = 20)]
+    pub limit: usize,
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: Format,
+}
+
+#[derive(Debug, Args)]
+pub struct HwArgs {
+    /// Print this preset (or file, merged over the default) as TOML; omit to list presets.
+    pub profile: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct SampleArgs {
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: Format,
+}
+
+fn parse_size_arg(s: &str) -> Result<u64, String> {
+    spillscope::units::parse_size(s).map_err(|e| e.to_string())
+}
+fn parse_bw_arg(s: &str) -> Result<f64, String> {
+    spillscope::units::parse_bandwidth(s).map_err(|e| e.to_string())
+}
+fn parse_dim_arg(s: &str) -> Result<(String, u64), String> {
+    let (k, v) = s
+        .split_once('=')
+        .ok_or_else(|| format!("expected NAME=VALUE, got {s:?}"))?;
+    let v: u64 = v
+        .trim()
+        .parse()
+        .map_err(|_| format!("dimension value {v:?} is not a whole number"))?;
+    if k.trim().is_empty() {
+        return Err("dimension name is empty".into());
+    }
+    Ok((k.trim().to_string(), v))
+}
+
+impl HwOpts {
+    pub fn resolve(&self) -> spillscope::Result<spillscope::cost::HardwareProfile> {
+        let mut hw = spillscope::cost::HardwareProfile::load(&self.hw)?;
+        if let Some(c) = self.capacity {
+            hw = hw.with_capacity(c)?;
+        }
+        if let Some(b) = self.bandwidth {
+            hw = hw.with_bandwidth(b);
+        }
+        Ok(hw)
+    }
+}
+
+impl ImportOpts {
+    /// Loads `path`: spillscope traces directly, anything else through an importer.
+    pub fn load(
+        &self,
+        path: &std::path::Path,
+    ) -> spillscope::Result<(spillscope::trace::Trace, Vec<String>)> {
+        use spillscope::trace::import;
+        let format = match &self.from {
+            Some(f) => Some(
+                f.parse::<import::Format>()
+                    .map_err(spillscope::Error::Config)?,
+            ),
+            None => None,
+        };
+        let model = match &self.model {
+            Some(m) => Some(std::sync::Arc::new(spillscope::graph::load(
+                m,
+                &Default::default(),
+            )?)),
+            None => None,
+        };
+        let opts = import::ImportOptions {
+            run: self.run,
+            model,
+            max_events: self.max_events,
+        };
+        import::import(path, format, &opts)
+    }
+
+    /// As [`ImportOpts::load`], nested ops folded to `--op-depth` (the top
+    /// level by default): what views, reports and diffs work on.
+    pub fn load_at_level(
+        &self,
+        path: &std::path::Path,
+    ) -> spillscope::Result<(spillscope::trace::Trace, Vec<String>)> {
+        let (tr, w) = self.load(path)?;
+        Ok((
+            spillscope::trace::nesting::collapse(&tr, self.op_depth.unwrap_or(1)),
+            w,
+        ))
+    }
+}
+
+impl ModelOpts {
+    pub fn load_options(&self) -> spillscope::graph::LoadOptions {
+        spillscope::graph::LoadOptions {
+            dims: self.dims.clone(),
+            batch: self.batch,
+        }
+    }
+}

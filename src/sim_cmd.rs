@@ -1,0 +1,151 @@
+//! `spillscope sim`: one simulation per policy, summary on stdout, traces to files.
+
+use super::args::{Format, SimArgs};
+use spillscope::analysis::runs::{render_json, render_markdown, render_table, RunRow, RunsReport};
+use spillscope::sim::EvictionPolicy;
+use spillscope::Result;
+use std::path::{Path, PathBuf};
+
+/// Where the trace of `policy` goes when several policies share one `-o`.
+pub fn output_path_for(base: &Path, policy: EvictionPolicy, several: bool) -> PathBuf {
+    if !several {
+        return base.to_path_buf();
+    }
+    let stem = base
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let ext = base
+        .extension()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "json".into());
+    base.with_file_name(format!("{stem}.{}.{ext}", policy.as_str()))
+}
+
+pub use spillscope::output::write_atomic;
+
+/// Renders a runs report in the chosen format.
+pub fn render(rep: &RunsReport, format: Format) -> String {
+    match format {
+        Format::Table => render_table(rep),
+        Format::Json => render_json(rep) + "\n",
+        Format::Markdown => render_markdown(rep),
+    }
+}
+
+/// What resolving the spec read besides the model: the calibration table
+/// and the free points, as lines under the summary.
+pub fn resolve_notes(r: &spillscope::run::Resolved, ops: usize) -> String {
+    let mut notes = String::new();
+    if let Some(c) = &r.calibration {
+        notes += &format!(
+            "\ncalibration from {}: {} of {ops} ops measured; roofline vs measured per op type:\n",
+            c.profile.display(),
+            c.matched_ops
+        );
+        notes += &format!(
+            "{:<24} {:>5} {:>14} {:>14} {:>9}\n",
+            "op type", "ops", "roofline", "measured", "ratio"
+        );
+        for t in &c.by_type {
+            notes += &format!(
+                "{:<24} {:>5} {:>14} {:>14} {:>8.2}x\n",
+                t.op_type,
+                t.ops,
+                spillscope::units::fmt_ms(t.roofline_ns),
+                spillscope::units::fmt_ms(t.measured_ns),
+                t.ratio
+            );
+        }
+    }
+    if !r.hardware.is_single_pool() {
+        // The capacity column is sram's; say what the other pools hold.
+        let hw = &r.hardware;
+        let mut pools = vec![format!(
+            "{} {} (the capacity column; every tensor no other pool takes)",
+            hw.main_pool(),
+            spillscope::units::fmt_bytes(hw.memory.capacity.0)
+        )];
+        for p in &hw.pools {
+            let mut takes: Vec<String> = p
+                .kinds
+                .iter()
+                .map(|k| format!("{k:?}").to_lowercase() + "s")
+                .collect();
+            takes.extend(p.names.iter().map(|n| format!("{n:?}")));
+            pools.push(format!(
+                "{} {} ({})",
+                p.name,
+                spillscope::units::fmt_bytes(p.capacity.0),
+                takes.join(", ")
+            ));
+        }
+        notes += &format!(
+            "pools: {}; each run's bound adds up every pool's own (the exact program and the planned policy model one pool)\n",
+            pools.join("; ")
+        );
+    }
+    if let Some((p, n)) = &r.free_at_from {
+        notes += &format!(
+            "\nfree points from {}: {}\n",
+            p.display(),
+            spillscope::units::count(*n as u64, "tensor")
+        );
+    }
+    notes
+}
+
+pub fn run(a: &SimArgs) -> Result<String> {
+    let spec = a
+        .schedule
+        .spec(&a.model, &a.hw, &a.model_opts, &EvictionPolicy::ALL)?;
+    let (g, mut r) = spec.resolve()?;
+    // With several pools the planned policy cannot run; among several
+    // policies it is left out with a note (alone, it is an error that says so).
+    let mut skipped = String::new();
+    if !r.hardware.is_single_pool()
+        && r.policies.len() > 1
+        && r.policies.contains(&EvictionPolicy::Planned)
+    {
+        r.policies.retain(|&p| p != EvictionPolicy::Planned);
+        skipped =
+            "\nplanned: skipped, it plans one pool and this profile declares several\n".into();
+    }
+    let policies = r.policies.clone();
+    let several = policies.len() > 1;
+    if let Some(out) = &a.output {
+        for &p in &policies {
+            spillscope::output::check_writable(&output_path_for(out, p, several), a.force)?;
+        }
+    }
+    let notes = resolve_notes(&r, g.ops.len()) + &skipped;
+    let (traces, optimum) = spillscope::run::simulate_resolved(&g, &r, a.ilp_time)?;
+    if let Some(out) = &a.output {
+        let to_stdout = out.as_os_str() == "-";
+        if to_stdout && several {
+            return Err(spillscope::Error::Config(
+                "-o - writes one trace to standard output: choose one --policy".into(),
+            ));
+        }
+        for (tr, &p) in traces.iter().zip(&policies) {
+            write_atomic(&output_path_for(out, p, several), tr.to_json(), a.force)?;
+        }
+        // The trace is the output: no table after it.
+        if to_stdout {
+            return Ok(String::new());
+        }
+    }
+    let rep = RunsReport {
+        model: g.name.clone(),
+        runs: traces.iter().map(RunRow::from_trace).collect(),
+        optimum,
+        shard: None,
+    };
+    if a.format == Format::Json {
+        if !notes.is_empty() {
+            eprint!("{notes}");
+        }
+        return Ok(render(&rep, a.format));
+    }
+    Ok(render(&rep, a.format) + &notes)
+}

@@ -1,0 +1,201 @@
+//! `spillscope whatif`: a parallel sweep with a progress bar on a terminal.
+
+use super::args::{SweepFormat, WhatifArgs};
+use spillscope::analysis::runs::{render_table_led, Lead, RunRow, RunsReport};
+use spillscope::analysis::shard::merge;
+use spillscope::analysis::whatif::{
+    grid, knees, parse_bandwidth_range, parse_size_range, search_knees,
+};
+use spillscope::sim::EvictionPolicy;
+use spillscope::{Error, Result};
+use std::io::IsTerminal;
+
+/// CSV of the rows (one header line, then one line per configuration).
+pub fn to_csv(rows: &[RunRow]) -> String {
+    let mut s = String::from("capacity_bytes,policy,read_bandwidth,write_bandwidth,latency_ns,spill_count,spilled_bytes,reloaded_bytes,streamed_in_bytes,streamed_out_bytes,traffic_bytes,stall_ns,peak_live_bytes,peak_resident_bytes,lower_bound_traffic_bytes,lower_bound_method,throughput_fps\n");
+    for r in rows {
+        s += &format!(
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.3}\n",
+            r.capacity_bytes,
+            r.policy,
+            r.read_bandwidth,
+            r.write_bandwidth,
+            r.latency_ns,
+            r.spill_count,
+            r.spilled_bytes,
+            r.reloaded_bytes,
+            r.streamed_in_bytes,
+            r.streamed_out_bytes,
+            r.traffic_bytes,
+            r.stall_ns,
+            r.peak_live_bytes,
+            r.peak_resident_bytes,
+            r.lower_bound_traffic_bytes,
+            r.lower_bound_method.as_str(),
+            r.throughput_fps
+        );
+    }
+    s
+}
+
+pub fn run_whatif(a: &WhatifArgs) -> Result<String> {
+    let hw_opts = super::args::HwOpts {
+        hw: a.hw.clone(),
+        capacity: None,
+        bandwidth: None,
+    };
+    let spec = a
+        .schedule
+        .spec(&a.model, &hw_opts, &a.model_opts, &[EvictionPolicy::Lru])?;
+    let (g, r) = spec.resolve()?;
+    let hw = r.hardware.clone();
+    let policies = r.policies.clone();
+    let base = r.config.clone();
+    let capacities = match &a.capacity {
+        Some(r) => parse_size_range(r)?,
+        None => vec![hw.memory.capacity.0],
+    };
+    let bandwidths: Vec<Option<f64>> = match &a.bandwidth {
+        Some(r) => parse_bandwidth_range(r)?.into_iter().map(Some).collect(),
+        None => vec![None],
+    };
+    if a.shard.is_some() && a.format != SweepFormat::Json {
+        return Err(Error::Config(
+            "--shard writes JSON for `spillscope merge`: add --format json".into(),
+        ));
+    }
+    let total = grid(&capacities, &bandwidths, &policies).len();
+    let shown = a.shard.map_or(total, |s| s.range(total).len());
+    let bar = if std::io::stderr().is_terminal() && shown > 1 {
+        let pb = indicatif::ProgressBar::new(shown as u64);
+        pb.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{bar:40} {pos}/{len} configurations {elapsed}",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        Some(pb)
+    } else {
+        None
+    };
+    let tick = || {
+        if let Some(b) = &bar {
+            b.inc(1);
+        }
+    };
+    let rep = spillscope::run::sweep(&g, &r, &capacities, &bandwidths, a.shard, &tick)?;
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let searched = if a.format == SweepFormat::Table {
+        search_knees(&g, &hw, &base, &policies)?
+    } else {
+        Vec::new()
+    };
+    let knees = knees(&rep.runs, &searched);
+    Ok(match a.format {
+        SweepFormat::Json => serde_json::to_string_pretty(&rep).unwrap_or_default() + "\n",
+        SweepFormat::Csv => to_csv(&rep.runs),
+        SweepFormat::Table => {
+            let mut s = render_table_led(&rep, Lead::Capacity);
+            s.push('\n');
+            for k in &knees {
+                s += &k.text;
+                s.push('\n');
+            }
+            s
+        }
+    })
+}
+
+/// `spillscope merge`: the shards, checked to be one sweep, joined.
+pub fn run_merge(a: &super::args::MergeArgs) -> Result<String> {
+    let mut shards = Vec::with_capacity(a.shards.len());
+    for p in &a.shards {
+        let bytes = spillscope::input::read(p)?;
+        let r: RunsReport =
+            serde_json::from_slice(&bytes).map_err(|e| Error::parse(p, "whatif shard JSON", e))?;
+        shards.push((p.display().to_string(), r));
+    }
+    let all = merge(shards)?;
+    let text = serde_json::to_string_pretty(&all).unwrap_or_default() + "\n";
+    match &a.output {
+        Some(path) => {
+            spillscope::output::write_atomic(path, &text, a.force)?;
+            Ok(String::new())
+        }
+        None => Ok(text),
+    }
+}
+
+/// `spillscope suggest`.
+pub fn run_suggest(a: &super::args::SuggestArgs) -> Result<String> {
+    use spillscope::analysis::suggest::suggest;
+    let (g, hw, cfg) = if super::view_cmd::is_model_file(&a.model) {
+        let spec = a
+            .schedule
+            .spec(&a.model, &a.hw, &a.model_opts, &[EvictionPolicy::Lru])?;
+        let (g, r) = super::single_run(&spec)?;
+        let cfg = r.first_config();
+        (g, r.hardware, cfg)
+    } else {
+        // A simulator trace carries its graph, hardware and config.
+        spillscope::analysis::suggest::inputs_of_trace(&spillscope::trace::Trace::load(&a.model)?)?
+    };
+    let s = suggest(&g, &hw, &cfg)?;
+    if let Some(path) = &a.write_config {
+        // The best suggestion a schedule config can express.
+        let best = s.suggestions.iter().find(|x| x.sim_config.is_some());
+        let (Some(best), Some(new)) = (best, best.and_then(|b| b.sim_config.as_ref())) else {
+            return Err(Error::Config(
+                "no suggestion a schedule config can express saves time; nothing written".into(),
+            ));
+        };
+        let text = format!(
+            "# written by `spillscope suggest`: {} (saves {:.3} ms, {:.1} %)\n{}",
+            best.description,
+            best.gain_ns as f64 / 1e6,
+            best.gain_pct,
+            spillscope::sim::ScheduleFile::from_config(new).to_toml()
+        );
+        spillscope::output::write_atomic(path, &text, a.force)?;
+    }
+    if a.format == super::args::Format::Json {
+        // Each suggestion also says how to make it, as flags and config line.
+        let mut v = serde_json::to_value(&s).unwrap_or_default();
+        if let Some(rows) = v.get_mut("suggestions").and_then(|x| x.as_array_mut()) {
+            for (row, x) in rows.iter_mut().zip(&s.suggestions) {
+                row["config_change"] = spillscope::report::change::how(&x.change).into();
+            }
+        }
+        return Ok(serde_json::to_string_pretty(&v).unwrap_or_default() + "\n");
+    }
+    let b = &s.baseline;
+    let mut out = format!(
+        "baseline: {} [{}] at {}: {}, {}, {} spill traffic\n",
+        g.name,
+        b.policy,
+        spillscope::units::fmt_bytes(b.capacity_bytes),
+        spillscope::units::fmt_ms(b.latency_ns),
+        spillscope::units::count(b.spill_count, "eviction"),
+        spillscope::units::fmt_bytes(b.traffic_bytes)
+    );
+    out += &format!(
+        "changes that save more than {} (0.1 % of the latency, at least 1 us), re-simulated:\n\n",
+        spillscope::units::fmt_ms(spillscope::analysis::suggest::noise_floor_ns(b.latency_ns))
+    );
+    if s.suggestions.is_empty() {
+        out += "no change tried saves time above that\n";
+    }
+    for (i, x) in s.suggestions.iter().enumerate() {
+        out += &format!(
+            "{}. -{:.3} ms ({:.1} %)  {}\n     {}\n",
+            i + 1,
+            x.gain_ns as f64 / 1e6,
+            x.gain_pct,
+            x.description,
+            spillscope::report::change::how(&x.change)
+        );
+    }
+    Ok(out)
+}
