@@ -46,6 +46,10 @@ pub enum Error {
     Trace { path: PathBuf, detail: String },
     #[error("{0}")]
     Unsupported(String),
+    /// Stale work stopped because its input changed ([`crate::cancel`]):
+    /// never shown to a user, whose newer request is running.
+    #[error("cancelled: a newer request replaced this one")]
+    Cancelled,
 }
 
 impl Error {

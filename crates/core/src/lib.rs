@@ -9,6 +9,7 @@
 //! Features: `onnx` and `tflite`, the model front ends (on by default).
 
 pub mod analysis;
+pub mod cancel;
 pub mod cost;
 pub mod error;
 pub mod graph;

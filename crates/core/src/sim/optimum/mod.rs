@@ -1,7 +1,7 @@
 //! The minimum spill traffic for a fixed op order, and the plan that
-//! reaches it, from a 0-1 integer program (good_lp with the pure-Rust
-//! microlp solver). Users see how far each policy is from optimal; the
-//! `planned` policy follows the program's solution.
+//! reaches it, from a 0-1 integer program (the pure-Rust microlp solver,
+//! run in cancellable slices). Users see how far each policy is from
+//! optimal; the `planned` policy follows the program's solution.
 //!
 //! The model is the ledger's accounting (docs/trace-format.md) with
 //! fragmentation, weights and graph inputs relaxed away (a graph input can
@@ -41,6 +41,7 @@ mod solve;
 mod windows;
 
 use super::plan::Residency;
+use crate::cancel::Cancel;
 use crate::graph::{Graph, Liveness, TensorId, TensorKind};
 use crate::trace::BoundMethod;
 use model::Setup;
@@ -225,6 +226,32 @@ impl PoolSize {
 /// within the time limit: the bound (exact where it proves) and, when
 /// asked, the plan.
 pub fn optimal_traffic(g: &Graph, pool: PoolSize, limits: OptimumLimits) -> Optimum {
+    optimal_traffic_with(g, pool, limits, &Cancel::never(), &|_, _| {})
+        .unwrap_or_else(|_| Optimum::zero())
+}
+
+/// [`optimal_traffic`] that stops within one solver slice of `cancel`
+/// (`Err(Error::Cancelled)`), calling `progress(done, windows)` as windows
+/// finish.
+pub fn optimal_traffic_with(
+    g: &Graph,
+    pool: PoolSize,
+    limits: OptimumLimits,
+    cancel: &Cancel,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> crate::Result<Optimum> {
+    let found = solve_all(g, pool, limits, cancel, progress);
+    cancel.check()?;
+    Ok(found)
+}
+
+fn solve_all(
+    g: &Graph,
+    pool: PoolSize,
+    limits: OptimumLimits,
+    cancel: &Cancel,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> Optimum {
     let started = Instant::now();
     let live = Liveness::compute(g);
     let pressure = pressured_steps(g, &live, pool);
@@ -251,6 +278,8 @@ pub fn optimal_traffic(g: &Graph, pool: PoolSize, limits: OptimumLimits) -> Opti
         pressured_before,
         modelled,
         cover_cuts: limits.cover_cuts,
+        cancel,
+        progress,
     };
     // Small windows first (quick, and usually proven); then, with the time
     // left, windows FINE_WINDOWS times larger (fewer boundaries, so a
@@ -261,7 +290,7 @@ pub fn optimal_traffic(g: &Graph, pool: PoolSize, limits: OptimumLimits) -> Opti
         limits,
         started,
     );
-    let out_of_time = started.elapsed().as_secs_f64() >= budget_s(limits);
+    let out_of_time = started.elapsed().as_secs_f64() >= budget_s(limits) || cancel.is_cancelled();
     if fine.windows <= 1 || fine.exact_bytes.is_some() || out_of_time {
         return fine;
     }

@@ -4,7 +4,17 @@
 
 use super::PoolSize;
 use crate::graph::{Graph, Liveness, TensorId};
-use good_lp::{constraint, variable, Expression, ProblemVariables, Variable};
+
+/// A variable of one window's program: its index (microlp numbers its
+/// variables in creation order; [`super::solve`] creates them in this one).
+pub(super) type Variable = usize;
+
+/// One row: `sum(coefficient * variable) >= rhs` (or `<=`).
+pub(super) struct Row {
+    pub(super) terms: Vec<(Variable, f64)>,
+    pub(super) at_least: bool,
+    pub(super) rhs: f64,
+}
 
 /// Sizes in KiB keep the solver's numbers well scaled.
 pub(super) const SCALE: f64 = 1.0 / 1024.0;
@@ -72,17 +82,50 @@ impl Member {
     }
 }
 
-/// One window's program.
+/// One window's program: 0-1 variables (or, relaxed, in [0, 1]), a linear
+/// objective to minimise and rows.
 pub(super) struct Model {
-    pub(super) vars: ProblemVariables,
-    pub(super) objective: Expression,
+    /// Objective coefficient per variable (their count is the program's).
+    pub(super) objective: Vec<f64>,
     pub(super) constant: f64,
-    pub(super) constraints: Vec<good_lp::Constraint>,
+    pub(super) rows: Vec<Row>,
+    /// Binary variables (the integer program) or relaxed ones.
+    pub(super) integer: bool,
     pub(super) start: Vec<(Variable, f64)>,
     pub(super) n_vars: usize,
     /// Per modelled tensor: its key steps, their residency variables and
     /// its write variable (none when already paid).
     pub(super) residency: Vec<ModelledTensor>,
+}
+
+impl Model {
+    fn var(&mut self) -> Variable {
+        self.objective.push(0.0);
+        self.objective.len() - 1
+    }
+    fn at_least(&mut self, terms: Vec<(Variable, f64)>, rhs: f64) {
+        self.rows.push(Row {
+            terms,
+            at_least: true,
+            rhs,
+        });
+    }
+    fn at_most(&mut self, terms: Vec<(Variable, f64)>, rhs: f64) {
+        self.rows.push(Row {
+            terms,
+            at_least: false,
+            rhs,
+        });
+    }
+    /// The objective's value at `x` (by variable), constant included.
+    pub(super) fn value(&self, x: &[f64]) -> f64 {
+        self.objective
+            .iter()
+            .zip(x)
+            .map(|(c, v)| c * v)
+            .sum::<f64>()
+            + self.constant
+    }
 }
 
 /// What the program needs to know of the graph, computed once.
@@ -97,6 +140,10 @@ pub(super) struct Setup<'a> {
     /// interval that meets pressure).
     pub(super) modelled: Vec<TensorId>,
     pub(super) cover_cuts: bool,
+    /// Stops the solve when its result is no longer wanted.
+    pub(super) cancel: &'a crate::cancel::Cancel,
+    /// Windows done of windows, as each finishes.
+    pub(super) progress: &'a (dyn Fn(usize, usize) + Sync),
 }
 
 impl Setup<'_> {
@@ -233,18 +280,11 @@ impl Setup<'_> {
         integer: bool,
     ) -> Model {
         let (g, pool, pressure) = (self.g, self.pool, &self.pressure);
-        let new_var = |vars: &mut ProblemVariables| {
-            if integer {
-                vars.add(variable().binary())
-            } else {
-                vars.add(variable().min(0.0).max(1.0))
-            }
-        };
         let mut m = Model {
-            vars: ProblemVariables::new(),
-            objective: Expression::from(0.0),
+            objective: Vec::new(),
             constant: 0.0,
-            constraints: Vec::new(),
+            rows: Vec::new(),
+            integer,
             start: Vec::new(),
             n_vars: 0,
             residency: Vec::new(),
@@ -257,7 +297,7 @@ impl Setup<'_> {
             let bytes = t.bytes as f64 * SCALE;
             let room = pool.room(t.bytes) as f64 * SCALE;
             let keys = &mem.keys;
-            let r: Vec<Variable> = keys.iter().map(|_| new_var(&mut m.vars)).collect();
+            let r: Vec<Variable> = keys.iter().map(|_| m.var()).collect();
             m.n_vars += keys.len() * 2;
             let val = |j: usize| if start_on[j] { 1.0 } else { 0.0 };
             m.start
@@ -267,25 +307,25 @@ impl Setup<'_> {
             let w = match mem.pays_write() {
                 false => None,
                 true => {
-                    let w = new_var(&mut m.vars);
+                    let w = m.var();
                     m.n_vars += 1;
                     m.start.push((w, if needs_write { 1.0 } else { 0.0 }));
-                    m.objective += bytes * w;
+                    m.objective[w] += bytes;
                     Some(w)
                 }
             };
             if let (false, Some(w)) = (mem.entering, w) {
                 // Streamed out at production.
-                m.constraints.push(constraint!(w + r[0] >= 1));
+                m.at_least(vec![(w, 1.0), (r[0], 1.0)], 1.0);
             }
             if !entry_on {
                 // Coming back in this window is a reload.
-                let l = new_var(&mut m.vars);
+                let l = m.var();
                 m.start.push((l, val(0)));
-                m.objective += bytes * l;
-                m.constraints.push(constraint!(l - r[0] >= 0));
+                m.objective[l] += bytes;
+                m.at_least(vec![(l, 1.0), (r[0], -1.0)], 0.0);
                 if let Some(w) = w {
-                    m.constraints.push(constraint!(w - l >= 0));
+                    m.at_least(vec![(w, 1.0), (l, -1.0)], 0.0);
                 }
             }
             for (j, &s) in keys.iter().enumerate() {
@@ -295,19 +335,19 @@ impl Setup<'_> {
                 if is_use(s) {
                     // Streamed in if not resident at a use.
                     m.constant += bytes;
-                    m.objective -= bytes * r[j];
+                    m.objective[r[j]] -= bytes;
                     if let Some(w) = w {
-                        m.constraints.push(constraint!(w + r[j] >= 1));
+                        m.at_least(vec![(w, 1.0), (r[j], 1.0)], 1.0);
                     }
                 }
                 if j > 0 {
-                    let l = new_var(&mut m.vars);
+                    let l = m.var();
                     let back = start_on[j] && !start_on[j - 1];
                     m.start.push((l, if back { 1.0 } else { 0.0 }));
-                    m.objective += bytes * l;
-                    m.constraints.push(constraint!(l - r[j] + r[j - 1] >= 0));
+                    m.objective[l] += bytes;
+                    m.at_least(vec![(l, 1.0), (r[j], -1.0), (r[j - 1], 1.0)], 0.0);
                     if let Some(w) = w {
-                        m.constraints.push(constraint!(w - l >= 0));
+                        m.at_least(vec![(w, 1.0), (l, -1.0)], 0.0);
                     }
                 }
             }
@@ -327,8 +367,7 @@ impl Setup<'_> {
         let cap = self.pool.usable() as f64 * SCALE;
         // Largest first, for the cover cuts.
         terms.sort_by(|x, y| y.0.total_cmp(&x.0));
-        let on: Expression = terms.iter().map(|&(room, r)| room * r).sum();
-        m.constraints.push(constraint!(on <= cap));
+        m.at_most(terms.iter().map(|&(room, r)| (r, room)).collect(), cap);
         if !self.cover_cuts {
             return;
         }
@@ -338,14 +377,17 @@ impl Setup<'_> {
         // tensor a little off chip.
         let excess = terms.iter().map(|x| x.0).sum::<f64>() - cap;
         if excess > 0.0 {
-            let capped: Expression = terms.iter().map(|&(room, r)| room.min(excess) * r).sum();
+            let capped = terms
+                .iter()
+                .map(|&(room, r)| (r, room.min(excess)))
+                .collect();
             let all: f64 = terms.iter().map(|x| x.0.min(excess)).sum();
-            m.constraints.push(constraint!(capped <= all - excess));
+            m.at_most(capped, all - excess);
         }
         for (k, need) in cover_cuts(&terms, cap) {
             // Of the k largest tensors here, at most k - need fit.
-            let on: Expression = terms[..k].iter().map(|&(_, r)| r).sum();
-            m.constraints.push(constraint!(on <= (k - need) as f64));
+            let on = terms[..k].iter().map(|&(_, r)| (r, 1.0)).collect();
+            m.at_most(on, (k - need) as f64);
         }
     }
 

@@ -91,11 +91,17 @@ pub(super) fn whole(
     // One set of members and one greedy start for both programs.
     let members = setup.members(w, &|_| Entry::Free);
     let start = setup.greedy(&members);
-    let lp = solve_relaxed(setup.build_from(w, &members, start.clone(), false)).map(floor_bytes);
+    let lp = solve_relaxed(
+        setup.build_from(w, &members, start.clone(), false),
+        limits.time_limit_s,
+        setup.cancel,
+    )
+    .map(floor_bytes);
     let m = setup.build_from(w, &members, start, true);
     let variables = m.n_vars;
     let left = budget_s(limits) - started.elapsed().as_secs_f64();
-    let solved = solve_integer(m, left);
+    let solved = solve_integer(m, left, setup.cancel);
+    (setup.progress)(1, 1);
     let exact = solved
         .as_ref()
         .filter(|s| s.proven)
@@ -141,6 +147,7 @@ pub(super) fn windowed(
         if limits.plan {
             pass.plan(k, w, solved);
         }
+        (setup.progress)(k + 1, windows.len());
     }
     pass.finish(windows.len(), started)
 }
@@ -192,8 +199,10 @@ impl<'a, 's> Pass<'a, 's> {
         }
     }
 
+    /// Out of its budget, or cancelled (the rest of the pass then only
+    /// adds the per-op bounds, and the caller drops the result).
     fn out_of_time(&self) -> bool {
-        Instant::now() >= self.deadline
+        Instant::now() >= self.deadline || self.setup.cancel.is_cancelled()
     }
 
     /// Window `k`'s share of the time left (each window gets one solve for
@@ -219,7 +228,7 @@ impl<'a, 's> Pass<'a, 's> {
         }
         let m = setup.build(w, &|_| Entry::Free, true);
         self.variables += m.n_vars;
-        let solved = solve_integer(m, self.share(k));
+        let solved = solve_integer(m, self.share(k), setup.cancel);
         let value = match &solved {
             // A proven minimum is a sum of whole bytes.
             Some(s) if s.proven => {
@@ -227,7 +236,13 @@ impl<'a, 's> Pass<'a, 's> {
                 s.value.round().max(0.0) as u64
             }
             _ => match (!self.out_of_time())
-                .then(|| solve_relaxed(setup.build(w, &|_| Entry::Free, false)))
+                .then(|| {
+                    solve_relaxed(
+                        setup.build(w, &|_| Entry::Free, false),
+                        self.limits.time_limit_s,
+                        setup.cancel,
+                    )
+                })
                 .flatten()
             {
                 Some(v) => {
@@ -273,7 +288,7 @@ impl<'a, 's> Pass<'a, 's> {
             other => {
                 let solved_again = (!self.out_of_time())
                     .then(|| setup.build_from(w, &members, setup.greedy(&members), true))
-                    .and_then(|m| solve_integer(m, self.share(k).max(0.01)));
+                    .and_then(|m| solve_integer(m, self.share(k).max(0.01), setup.cancel));
                 match solved_again {
                     Some(p) => (p.value.round().max(0.0) as u64, p.residency),
                     None => {
