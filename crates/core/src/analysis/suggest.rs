@@ -5,11 +5,11 @@
 
 use super::roundtrips::{round_trips, Out};
 use super::runs::RunRow;
-use super::whatif::zero_traffic_capacity;
 use crate::cost::HardwareProfile;
 use crate::graph::{transform, Graph};
 use crate::sim::{
-    prepare_graph, simulate, ActivationDtype, EvictionPolicy, RecomputeSpec, SimConfig, WeightMode,
+    prepare_graph, ActivationDtype, EvictionPolicy, RecomputeSpec, Runner, SimConfig, SolveEach,
+    WeightMode,
 };
 use crate::trace::EventKind;
 use crate::units::fmt_bytes;
@@ -178,13 +178,36 @@ pub fn noise_floor_ns(latency_ns: u64) -> u64 {
 /// Re-simulates candidate changes of `cfg` on `hw` and returns the ones
 /// that save more than [`noise_floor_ns`].
 pub fn suggest(g: &Graph, hw: &HardwareProfile, cfg: &SimConfig) -> Result<Suggestions> {
+    let cancel = crate::cancel::Cancel::never();
+    let runner = Runner {
+        cancel: &cancel,
+        planner: &SolveEach::default(),
+    };
+    suggest_with(g, hw, cfg, runner, &|_, _| {})
+}
+
+/// [`suggest`] through `runner` (stopped between candidates, and inside
+/// each, once its token fires; planned runs take its planner's plans),
+/// calling `progress(done, candidates)` as candidates finish.
+pub fn suggest_with(
+    g: &Graph,
+    hw: &HardwareProfile,
+    cfg: &SimConfig,
+    runner: Runner,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> Result<Suggestions> {
+    let simulate = |g: &Graph, hw: &HardwareProfile, c: &SimConfig| runner.simulate(g, hw, c);
     let base_tr = simulate(g, hw, cfg)?;
     let baseline = RunRow::from_trace(&base_tr);
     let base_lat = baseline.latency_ns as i64;
     let mut out: Vec<Suggestion> = Vec::new();
     let floor = noise_floor_ns(baseline.latency_ns) as i64;
+    let total = candidates(cfg, hw, &baseline);
+    let mut done = 0;
     let mut consider =
         |change: Change, description: String, run: RunRow, sim_config: Option<SimConfig>| {
+            done += 1;
+            progress(done.min(total), total);
             let gain = base_lat - run.latency_ns as i64;
             if gain > floor {
                 out.push(Suggestion {
@@ -241,7 +264,7 @@ pub fn suggest(g: &Graph, hw: &HardwareProfile, cfg: &SimConfig) -> Result<Sugge
     // The smallest capacity that removes spill traffic: the same search
     // `whatif` prints as its knee.
     if baseline.traffic_bytes > 0 {
-        if let Some(z) = zero_traffic_capacity(g, hw, cfg)? {
+        if let Some(z) = super::whatif::zero_traffic_capacity_with(g, hw, cfg, runner)? {
             consider(
                 Change::Capacity {
                     bytes: z.capacity_bytes,
@@ -431,6 +454,22 @@ pub fn suggest(g: &Graph, hw: &HardwareProfile, cfg: &SimConfig) -> Result<Sugge
         baseline,
         suggestions: out,
     })
+}
+
+/// How many candidates [`suggest_with`] re-simulates at most (for its
+/// progress: pins of the five busiest, the capacity search, three other
+/// policies, prefetch distances, resident weights, fp16, fusion,
+/// recompute, an op order).
+fn candidates(cfg: &SimConfig, hw: &HardwareProfile, baseline: &RunRow) -> usize {
+    let mut n = 5 + usize::from(baseline.traffic_bytes > 0) + 3;
+    if hw.dma.async_dma {
+        n += 4;
+    }
+    n += usize::from(cfg.weights == WeightMode::Stream);
+    n += usize::from(cfg.dtype != ActivationDtype::Fp16);
+    n += usize::from(!cfg.fuse);
+    n += usize::from(cfg.recompute.is_off() && baseline.reloaded_bytes > 0);
+    n + usize::from(cfg.order.is_file())
 }
 
 /// Rebuilds what a simulator trace was made from (graph, hardware, config),

@@ -7,11 +7,22 @@
 use super::runs::RunRow;
 use crate::cost::HardwareProfile;
 use crate::graph::Graph;
-use crate::sim::{simulate, EvictionPolicy, SimConfig};
+use crate::sim::{EvictionPolicy, Runner, SimConfig, SolveEach};
 use crate::units::{fmt_bytes, fmt_ms, parse_bandwidth, parse_size};
 use crate::{Error, Result};
 use rayon::prelude::*;
 use serde::Serialize;
+
+/// The runner of one-shot library calls: never cancelled, each plan
+/// solved anew within the default budget.
+macro_rules! default_runner {
+    () => {
+        Runner {
+            cancel: &crate::cancel::Cancel::never(),
+            planner: &SolveEach::default(),
+        }
+    };
+}
 
 /// Parses `16MiB..64MiB:4MiB` (inclusive range with step) or `8MiB,16MiB`.
 pub fn parse_size_range(text: &str) -> Result<Vec<u64>> {
@@ -94,6 +105,18 @@ pub fn run(
     points: &[Point],
     tick: &(dyn Fn() + Sync),
 ) -> Result<Vec<RunRow>> {
+    run_with(g, hw, base, points, default_runner!(), tick)
+}
+
+/// [`run`] through `runner` (stopped once its token fires).
+pub fn run_with(
+    g: &Graph,
+    hw: &HardwareProfile,
+    base: &SimConfig,
+    points: &[Point],
+    runner: Runner,
+    tick: &(dyn Fn() + Sync),
+) -> Result<Vec<RunRow>> {
     points
         .par_iter()
         .map(|p| {
@@ -105,7 +128,7 @@ pub fn run(
                 policy: p.policy,
                 ..base.clone()
             };
-            let tr = simulate(g, &h, &cfg)?;
+            let tr = runner.simulate(g, &h, &cfg)?;
             tick();
             Ok(RunRow::from_trace(&tr))
         })
@@ -144,13 +167,23 @@ pub fn zero_traffic_capacity(
     hw: &HardwareProfile,
     cfg: &SimConfig,
 ) -> Result<Option<ZeroTraffic>> {
+    zero_traffic_capacity_with(g, hw, cfg, default_runner!())
+}
+
+/// [`zero_traffic_capacity`] through `runner`.
+pub fn zero_traffic_capacity_with(
+    g: &Graph,
+    hw: &HardwareProfile,
+    cfg: &SimConfig,
+    runner: Runner,
+) -> Result<Option<ZeroTraffic>> {
     if cfg.policy == EvictionPolicy::Ideal {
         return Ok(None);
     }
     let mut sims = 0usize;
     let mut run_at = |c: u64| -> Result<RunRow> {
         sims += 1;
-        Ok(RunRow::from_trace(&simulate(
+        Ok(RunRow::from_trace(&runner.simulate(
             g,
             &hw.clone().with_capacity(c.max(1))?,
             cfg,
@@ -271,6 +304,17 @@ pub fn search_knees(
     base: &SimConfig,
     policies: &[EvictionPolicy],
 ) -> Result<Vec<(EvictionPolicy, Option<ZeroTraffic>)>> {
+    search_knees_with(g, hw, base, policies, default_runner!())
+}
+
+/// [`search_knees`] through `runner`.
+pub fn search_knees_with(
+    g: &Graph,
+    hw: &HardwareProfile,
+    base: &SimConfig,
+    policies: &[EvictionPolicy],
+    runner: Runner,
+) -> Result<Vec<(EvictionPolicy, Option<ZeroTraffic>)>> {
     policies
         .par_iter()
         .filter(|&&p| p != EvictionPolicy::Ideal)
@@ -279,7 +323,7 @@ pub fn search_knees(
                 policy: p,
                 ..base.clone()
             };
-            zero_traffic_capacity(g, hw, &cfg).map(|z| (p, z))
+            zero_traffic_capacity_with(g, hw, &cfg, runner).map(|z| (p, z))
         })
         .collect()
 }

@@ -5,8 +5,7 @@
 use super::{Graph, Op, OpId, Tensor, TensorId, TensorKind};
 use crate::limits;
 use crate::{Error, Result};
-use petgraph::graph::{DiGraph, NodeIndex};
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::HashMap;
 
 /// A tensor as declared by a front end.
 #[derive(Debug, Clone)]
@@ -126,11 +125,10 @@ impl GraphBuilder {
             op_out.push(outs);
         }
 
-        // The DAG over ops, for cycle checks and a topological order.
-        let mut dag: DiGraph<OpId, TensorId> = DiGraph::with_capacity(n_ops, n_ops * 2);
-        for i in 0..n_ops {
-            dag.add_node(i);
-        }
+        // Dependencies between ops, for cycle checks and a topological
+        // order preferring file order: it keeps the file's order when that
+        // is already topological (the liveness contract is defined on it).
+        let mut succ: Vec<Vec<usize>> = vec![Vec::new(); n_ops];
         let mut indegree = vec![0usize; n_ops];
         for (i, ins) in op_in.iter().enumerate() {
             for &t in ins {
@@ -140,36 +138,22 @@ impl GraphBuilder {
                             node: self.ops[i].name.clone(),
                         });
                     }
-                    dag.add_edge(NodeIndex::new(p), NodeIndex::new(i), t);
+                    succ[p].push(i);
                     indegree[i] += 1;
                 }
             }
         }
-        // Kahn's algorithm preferring file order: keeps the file's order when it
-        // is already topological (the liveness contract is defined on it).
-        let mut heap: BinaryHeap<std::cmp::Reverse<usize>> = indegree
-            .iter()
-            .enumerate()
-            .filter(|(_, &d)| d == 0)
-            .map(|(i, _)| std::cmp::Reverse(i))
-            .collect();
-        let mut order = Vec::with_capacity(n_ops);
-        while let Some(std::cmp::Reverse(i)) = heap.pop() {
-            order.push(i);
-            for e in dag.edges(NodeIndex::new(i)) {
-                let j = petgraph::visit::EdgeRef::target(&e).index();
-                indegree[j] -= 1;
-                if indegree[j] == 0 {
-                    heap.push(std::cmp::Reverse(j));
+        let order = super::topo::list_schedule(&succ, indegree, &mut super::topo::Earliest)
+            .map_err(|ran| {
+                let mut seen = vec![false; n_ops];
+                for &i in &ran {
+                    seen[i] = true;
                 }
-            }
-        }
-        if order.len() < n_ops {
-            let stuck = (0..n_ops).find(|&i| indegree[i] > 0).unwrap_or(0);
-            return Err(Error::Cycle {
-                node: self.ops[stuck].name.clone(),
-            });
-        }
+                let stuck = seen.iter().position(|&s| !s).unwrap_or(0);
+                Error::Cycle {
+                    node: self.ops[stuck].name.clone(),
+                }
+            })?;
         let mut new_id = vec![0usize; n_ops];
         for (pos, &old) in order.iter().enumerate() {
             new_id[old] = pos;
@@ -238,23 +222,10 @@ impl GraphBuilder {
                 None => super::flops::estimate(&ops[pos], &tensors),
             };
         }
-        // Rebuild the DAG under the new ids.
-        let mut dag2: DiGraph<OpId, TensorId> = DiGraph::with_capacity(n_ops, dag.edge_count());
-        for i in 0..n_ops {
-            dag2.add_node(i);
-        }
-        for e in dag.raw_edges() {
-            dag2.add_edge(
-                NodeIndex::new(new_id[e.source().index()]),
-                NodeIndex::new(new_id[e.target().index()]),
-                e.weight,
-            );
-        }
         Ok(Graph {
             name: self.name,
             tensors,
             ops,
-            dag: dag2,
         })
     }
 }

@@ -384,23 +384,8 @@ impl Kernel {
 
     /// Any topological order (Kahn, smallest id first), or `None` on a cycle.
     pub fn topological_order(&self) -> Option<Vec<usize>> {
-        let n = self.nodes.len();
-        let mut indeg: Vec<usize> = self.pred.iter().map(Vec::len).collect();
-        let mut ready: std::collections::BinaryHeap<std::cmp::Reverse<usize>> = (0..n)
-            .filter(|&i| indeg[i] == 0)
-            .map(std::cmp::Reverse)
-            .collect();
-        let mut out = Vec::with_capacity(n);
-        while let Some(std::cmp::Reverse(i)) = ready.pop() {
-            out.push(i);
-            for &s in &self.succ[i] {
-                indeg[s] -= 1;
-                if indeg[s] == 0 {
-                    ready.push(std::cmp::Reverse(s));
-                }
-            }
-        }
-        (out.len() == n).then_some(out)
+        let indegree: Vec<usize> = self.pred.iter().map(Vec::len).collect();
+        super::topo::list_schedule(&self.succ, indegree, &mut super::topo::Earliest).ok()
     }
 }
 

@@ -1,6 +1,7 @@
 //! The graph IR: ops in a schedule order, tensors with byte sizes and def-use
-//! links, and a petgraph DAG over the ops. Every front end (ONNX, graph JSON,
-//! generated graphs) lowers into this one shape so the simulator sees one IR.
+//! links (dependencies between ops follow from them; [`topo`] is the one
+//! topological sort). Every front end (ONNX, graph JSON, generated graphs)
+//! lowers into this one shape so the simulator sees one IR.
 //!
 //! Owns: the IR, the front ends that build it, liveness, FLOP estimates,
 //! graph rewrites (fusion, fp16, order) and the per-op lower bound on spill
@@ -18,12 +19,12 @@ pub mod liveness;
 pub mod onnx;
 #[cfg(feature = "tflite")]
 pub mod tflite;
+pub mod topo;
 pub mod transform;
 
 pub use builder::{GraphBuilder, OpSpec, TensorSpec};
 pub use liveness::{LiveInterval, Liveness};
 
-use petgraph::graph::DiGraph;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
@@ -94,8 +95,6 @@ pub struct Graph {
     pub name: String,
     pub tensors: Vec<Tensor>,
     pub ops: Vec<Op>,
-    /// Data dependencies between ops (edge weight = the tensor carried).
-    pub dag: DiGraph<OpId, TensorId>,
 }
 
 impl Graph {

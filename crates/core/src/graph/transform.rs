@@ -4,11 +4,11 @@
 //! schedule orders (memory-aware, or the user's overrides). Each returns a new
 //! [`Graph`] checked by the builder, so the simulator sees one IR.
 
-use super::{Graph, GraphBuilder, OpId, OpSpec, TensorKind, TensorSpec};
+use super::{topo, Graph, GraphBuilder, OpId, OpSpec, TensorKind, TensorSpec};
 use crate::{Error, Result};
 use serde::{Deserialize, Serialize};
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+
+use std::collections::HashMap;
 
 /// Ops that start a fusable chain: they produce a tile the next ops can
 /// consume from on-chip registers/buffers without a round trip to memory.
@@ -270,30 +270,28 @@ impl OrderSpec {
 /// O((ops + edges) log ops); it often lowers peak live bytes of graphs with
 /// parallel branches (run a branch to its end before starting the next).
 pub fn memory_aware_order(g: &Graph) -> Vec<OpId> {
-    let n = g.ops.len();
-    // Remaining unscheduled consumers per tensor (with multiplicity removed).
-    let mut remaining: Vec<usize> = g.tensors.iter().map(|t| t.consumers.len()).collect();
-    let mut indeg = vec![0usize; n];
-    let mut preds: Vec<Vec<OpId>> = vec![Vec::new(); n];
-    for (i, o) in g.ops.iter().enumerate() {
-        let mut p: Vec<OpId> = o
-            .inputs
-            .iter()
-            .filter_map(|&t| g.tensors[t].producer)
-            .collect();
-        p.sort_unstable();
-        p.dedup();
-        indeg[i] = p.len();
-        preds[i] = p;
-    }
-    let mut succs: Vec<Vec<OpId>> = vec![Vec::new(); n];
-    for (i, p) in preds.iter().enumerate() {
-        for &q in p {
-            succs[q].push(i);
-        }
-    }
-    let delta = |i: OpId, remaining: &[usize]| -> i64 {
-        let o = &g.ops[i];
+    let (succ, indegree) = topo::from_preds(&topo::op_preds(g));
+    let mut picker = FreesMost {
+        g,
+        // Remaining unscheduled consumers per tensor.
+        remaining: g.tensors.iter().map(|t| t.consumers.len()).collect(),
+        done: vec![false; g.ops.len()],
+    };
+    // A graph's ops are acyclic (its builder checked): every op runs.
+    topo::list_schedule(&succ, indegree, &mut picker).unwrap_or_else(|ran| ran)
+}
+
+/// [`memory_aware_order`]'s choice: bytes allocated net of bytes freed.
+struct FreesMost<'a> {
+    g: &'a Graph,
+    remaining: Vec<usize>,
+    done: Vec<bool>,
+}
+
+impl topo::Picker for FreesMost<'_> {
+    type Key = (i64, OpId);
+    fn key(&self, i: usize) -> Option<(i64, OpId)> {
+        let (g, o) = (self.g, &self.g.ops[i]);
         let alloc: u64 = o.outputs.iter().map(|&t| g.tensors[t].bytes).sum();
         let mut freed = 0u64;
         let mut seen: Vec<usize> = Vec::new();
@@ -303,57 +301,31 @@ pub fn memory_aware_order(g: &Graph) -> Vec<OpId> {
                 continue;
             }
             seen.push(t);
-            if remaining[t] == 1 {
+            if self.remaining[t] == 1 {
                 freed += tt.bytes;
             }
         }
-        alloc as i64 - freed as i64
-    };
-    // Lazy heap: entries are re-checked against the current delta on pop.
-    let mut heap: BinaryHeap<Reverse<(i64, OpId)>> = BinaryHeap::new();
-    for (i, &d) in indeg.iter().enumerate() {
-        if d == 0 {
-            heap.push(Reverse((delta(i, &remaining), i)));
-        }
+        Some((alloc as i64 - freed as i64, i))
     }
-    let mut done = vec![false; n];
-    let mut order = Vec::with_capacity(n);
-    while let Some(Reverse((d, i))) = heap.pop() {
-        if done[i] {
-            continue;
-        }
-        let now = delta(i, &remaining);
-        if now != d {
-            heap.push(Reverse((now, i)));
-            continue;
-        }
-        done[i] = true;
-        order.push(i);
+    fn ran(&mut self, i: usize, changed: &mut Vec<usize>) {
+        let g = self.g;
+        self.done[i] = true;
         let mut seen: Vec<usize> = Vec::new();
         for &t in &g.ops[i].inputs {
             if seen.contains(&t) {
                 continue;
             }
             seen.push(t);
-            remaining[t] = remaining[t]
-                .saturating_sub(g.tensors[t].consumers.iter().filter(|&&c| c == i).count());
+            let uses = g.tensors[t].consumers.iter().filter(|&&c| c == i).count();
+            self.remaining[t] = self.remaining[t].saturating_sub(uses);
             // The last remaining consumer now frees it: its priority changed.
-            if remaining[t] == 1 {
-                if let Some(&c) = g.tensors[t].consumers.iter().find(|&&c| !done[c]) {
-                    if indeg[c] == 0 {
-                        heap.push(Reverse((delta(c, &remaining), c)));
-                    }
+            if self.remaining[t] == 1 {
+                if let Some(&c) = g.tensors[t].consumers.iter().find(|&&c| !self.done[c]) {
+                    changed.push(c);
                 }
             }
         }
-        for &s in &succs[i] {
-            indeg[s] -= 1;
-            if indeg[s] == 0 {
-                heap.push(Reverse((delta(s, &remaining), s)));
-            }
-        }
     }
-    order
 }
 
 /// The file order with the listed ops forced into the listed relative
@@ -378,56 +350,14 @@ pub fn order_with_overrides(g: &Graph, names: &[String]) -> Result<Vec<OpId>> {
         }
         rank[i] = Some(k);
     }
-    let mut indeg = vec![0usize; n];
-    let mut succs: Vec<Vec<OpId>> = vec![Vec::new(); n];
-    for (i, o) in g.ops.iter().enumerate() {
-        let mut p: Vec<OpId> = o
-            .inputs
-            .iter()
-            .filter_map(|&t| g.tensors[t].producer)
-            .collect();
-        p.sort_unstable();
-        p.dedup();
-        indeg[i] = p.len();
-        for q in p {
-            succs[q].push(i);
-        }
-    }
-    let mut ready: BinaryHeap<Reverse<OpId>> = BinaryHeap::new();
-    let mut parked: Vec<bool> = vec![false; n];
-    let mut next_listed = 0usize;
-    let listed: Vec<OpId> = names.iter().map(|nm| by_name[nm.as_str()]).collect();
-    for (i, &d) in indeg.iter().enumerate() {
-        if d == 0 {
-            ready.push(Reverse(i));
-        }
-    }
-    let mut order = Vec::with_capacity(n);
-    loop {
-        // Release the next listed op if it is ready and parked.
-        if next_listed < listed.len() && parked[listed[next_listed]] {
-            let i = listed[next_listed];
-            parked[i] = false;
-            ready.push(Reverse(i));
-        }
-        let Some(Reverse(i)) = ready.pop() else {
-            break;
-        };
-        if let Some(k) = rank[i] {
-            if k != next_listed {
-                parked[i] = true;
-                continue;
-            }
-            next_listed += 1;
-        }
-        order.push(i);
-        for &s in &succs[i] {
-            indeg[s] -= 1;
-            if indeg[s] == 0 {
-                ready.push(Reverse(s));
-            }
-        }
-    }
+    let (succ, indegree) = topo::from_preds(&topo::op_preds(g));
+    let mut picker = Listed {
+        rank,
+        listed: names.iter().map(|nm| by_name[nm.as_str()]).collect(),
+        next: 0,
+    };
+    let order = topo::list_schedule(&succ, indegree, &mut picker).unwrap_or_else(|ran| ran);
+    let (listed, next_listed) = (picker.listed, picker.next);
     if order.len() < n {
         let stuck = listed
             .get(next_listed)
@@ -443,6 +373,30 @@ pub fn order_with_overrides(g: &Graph, names: &[String]) -> Result<Vec<OpId>> {
         )));
     }
     Ok(order)
+}
+
+/// [`order_with_overrides`]'s choice: file order, a listed op only when it
+/// is the next listed one.
+struct Listed {
+    rank: Vec<Option<usize>>,
+    listed: Vec<OpId>,
+    next: usize,
+}
+
+impl topo::Picker for Listed {
+    type Key = OpId;
+    fn key(&self, i: usize) -> Option<OpId> {
+        match self.rank[i] {
+            Some(k) if k != self.next => None,
+            _ => Some(i),
+        }
+    }
+    fn ran(&mut self, i: usize, changed: &mut Vec<usize>) {
+        if self.rank[i].is_some() {
+            self.next += 1;
+            changed.extend(self.listed.get(self.next));
+        }
+    }
 }
 
 /// `g` with its ops in `order` (a permutation that respects dependencies).

@@ -22,6 +22,7 @@ use super::optimum::{optimal_traffic, OptimumLimits, PoolSize};
 use super::plan::{Placement, Residency};
 use super::room::Room;
 use super::{Allocator, EvictionPolicy, SimConfig, WeightMode};
+use crate::cancel::Cancel;
 use crate::cost::bus::Direction;
 use crate::cost::{op_time_ns, BusModel, HardwareProfile, Roofline};
 use crate::graph::{transform, Graph, Liveness, TensorId, TensorKind};
@@ -127,7 +128,12 @@ impl<'a> Sim<'a> {
     /// Phase 0: pins, free points, liveness, demand and death steps; graph
     /// inputs and weights start in DRAM, inputs are delivered on chip where
     /// they fit.
-    fn new(g: &'a Graph, hw: &'a HardwareProfile, cfg: &'a SimConfig) -> Result<Sim<'a>> {
+    fn new(
+        g: &'a Graph,
+        hw: &'a HardwareProfile,
+        cfg: &'a SimConfig,
+        plan: Option<Arc<Residency>>,
+    ) -> Result<Sim<'a>> {
         let (n, nt) = (g.ops.len(), g.tensors.len());
         let ideal = cfg.policy == EvictionPolicy::Ideal;
         let capacity = hw.memory.capacity.0;
@@ -206,7 +212,7 @@ impl<'a> Sim<'a> {
             }
         }
         if cfg.policy == EvictionPolicy::Planned {
-            sim.plan = cfg.plan.clone().or_else(|| plan_for(g, PoolSize::of(hw)));
+            sim.plan = plan;
             sim.placement = sim.plan.as_deref().map(|p| sim.pack(p));
         } else if n > 0 {
             // Graph inputs arrive up front; the planned policy instead
@@ -1241,7 +1247,7 @@ const PLANNED_OFF: f64 = 1e30;
 
 /// The plan of the integer program in `pool` (its optimum, or the best
 /// solution found within the budget); none only if the solver fails.
-fn plan_for(g: &Graph, pool: PoolSize) -> Option<Arc<Residency>> {
+pub fn plan_for(g: &Graph, pool: PoolSize) -> Option<Arc<Residency>> {
     // The same solve, with the same budget, as `sim` makes for its bound,
     // so a planned run re-simulated elsewhere (the explorer, what-if)
     // follows the same plan.
@@ -1314,12 +1320,43 @@ pub fn prepare_graph<'g>(g: &'g Graph, cfg: &SimConfig) -> Result<Cow<'g, Graph>
 }
 
 /// Runs one simulation of `g` on `hw` under `cfg` (graph rewrites in `cfg`
-/// applied first, so the trace shows the graph that ran).
+/// applied first, so the trace shows the graph that ran). The planned
+/// policy follows `cfg.plan`, else solves its plan here (within the
+/// default budget); [`simulate_with`] takes the plan and a cancel token.
 pub fn simulate(g: &Graph, hw: &HardwareProfile, cfg: &SimConfig) -> Result<Trace> {
+    let plan = match cfg.policy {
+        EvictionPolicy::Planned if cfg.plan.is_some() => cfg.plan.clone(),
+        EvictionPolicy::Planned => {
+            let p = prepare_graph(g, cfg)?;
+            plan_for(&p, PoolSize::of(hw))
+        }
+        _ => None,
+    };
+    simulate_with(g, hw, cfg, plan, &Cancel::never())
+}
+
+/// [`simulate`] with the planned policy's plan given (`None`: the plan
+/// found nothing, keep Belady's order; ignored by other policies) and
+/// stopped between ops once `cancel` fires.
+pub fn simulate_with(
+    g: &Graph,
+    hw: &HardwareProfile,
+    cfg: &SimConfig,
+    plan: Option<Arc<Residency>>,
+    cancel: &Cancel,
+) -> Result<Trace> {
+    cancel.check()?;
     let g = prepare_graph(g, cfg)?;
-    let mut sim = Sim::new(&g, hw, cfg)?;
+    let mut sim = Sim::new(&g, hw, cfg, plan)?;
     for i in 0..g.ops.len() {
+        if i % CANCEL_EVERY == 0 {
+            cancel.check()?;
+        }
         sim.step(i)?;
     }
     Ok(sim.finish())
 }
+
+/// Ops simulated between checks of the cancel token (a check is one
+/// atomic load; an op takes microseconds).
+const CANCEL_EVERY: usize = 64;

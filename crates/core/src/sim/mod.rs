@@ -16,8 +16,10 @@ pub mod plan;
 pub mod policy;
 pub mod pools;
 mod room;
+pub mod runner;
 
 pub use allocator::Allocator;
 pub use config::{ActivationDtype, RecomputeSpec, ScheduleFile, SimConfig, WeightMode};
-pub use engine::{prepare_graph, simulate};
+pub use engine::{plan_for, prepare_graph, simulate, simulate_with};
 pub use policy::EvictionPolicy;
+pub use runner::{Planner, Runner, SolveEach};
