@@ -80,6 +80,8 @@ pub struct SuggestArgs {
     pub force: bool,
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,
+    #[command(flatten)]
+    pub session: SessionOpts,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -114,6 +116,8 @@ pub struct ReportArgs {
     /// Overwrite an existing output file.
     #[arg(long)]
     pub force: bool,
+    #[command(flatten)]
+    pub session: SessionOpts,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -150,6 +154,14 @@ pub struct WhatifArgs {
     /// `--array=1-N`; Kubernetes Indexed Jobs: `$((JOB_COMPLETION_INDEX+1))/$N`.
     #[arg(long, value_name = "K/N")]
     pub shard: Option<spillscope::analysis::shard::Shard>,
+    /// Seconds each capacity's lower bound and plan (the exact program, as
+    /// `sim` solves it there) may take; capacities solve in parallel. 0
+    /// leaves the rows' bounds per-op and prints no gap against them.
+    #[arg(long, value_name = "SECS", default_value_t = spillscope::analysis::optimum::DEFAULT_TIME_LIMIT_S)]
+    pub ilp_time: f64,
+    /// Neither read nor write the result cache.
+    #[arg(long)]
+    pub no_cache: bool,
 }
 
 /// `spillscope merge`: shards of one `whatif` sweep into its whole output.
@@ -262,6 +274,8 @@ pub struct ViewArgs {
     /// How runtime traces are read (`--model` links a profile to its model).
     #[command(flatten)]
     pub import: ImportOpts,
+    #[command(flatten)]
+    pub session: SessionOpts,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -364,6 +378,54 @@ pub struct ScheduleOpts {
     pub free_at: Option<PathBuf>,
 }
 
+/// How the session runs: the bound's budget and the result cache.
+#[derive(Debug, Args, Clone)]
+pub struct SessionOpts {
+    /// Seconds the lower-bound solver (the exact minimum-traffic program,
+    /// cut into windows on long schedules) and the planned policy's plan may
+    /// take together; 0 turns the bound off (a planned run then solves its
+    /// plan with the default budget).
+    #[arg(long, value_name = "SECS", default_value_t = spillscope::analysis::optimum::DEFAULT_TIME_LIMIT_S)]
+    pub ilp_time: f64,
+    /// Neither read nor write the result cache (bounds, plans, slow runs and
+    /// suggestions kept by the content of their inputs in the user's cache
+    /// directory, or SPILLSCOPE_CACHE_DIR).
+    #[arg(long)]
+    pub no_cache: bool,
+}
+
+impl Default for SessionOpts {
+    fn default() -> Self {
+        SessionOpts {
+            ilp_time: spillscope::analysis::optimum::DEFAULT_TIME_LIMIT_S,
+            no_cache: false,
+        }
+    }
+}
+
+impl SessionOpts {
+    /// The session's budgets with this bound budget.
+    pub fn budgets(&self) -> spillscope::Result<spillscope::session::Budgets> {
+        if !self.ilp_time.is_finite() || self.ilp_time < 0.0 {
+            return Err(spillscope::Error::Config(format!(
+                "--ilp-time {}: seconds, 0 or more",
+                self.ilp_time
+            )));
+        }
+        Ok(spillscope::session::Budgets {
+            bound_s: self.ilp_time,
+            ..Default::default()
+        })
+    }
+
+    /// The result cache, unless `--no-cache`.
+    pub fn cache(&self) -> Option<spillscope::session::cache::Cache> {
+        (!self.no_cache)
+            .then(spillscope::session::cache::Cache::user)
+            .flatten()
+    }
+}
+
 impl ScheduleOpts {
     /// The flags these options set (capacity and bandwidth come from
     /// [`HwOpts`]).
@@ -443,12 +505,8 @@ pub struct SimArgs {
     /// Overwrite existing output files.
     #[arg(long)]
     pub force: bool,
-    /// Seconds the lower-bound solver (the exact minimum-traffic program,
-    /// cut into windows on long schedules) and the planned policy's plan may
-    /// take together; 0 turns the bound off (a planned run then solves its
-    /// plan with the default budget).
-    #[arg(long, value_name = "SECS", default_value_t = spillscope::analysis::optimum::DEFAULT_TIME_LIMIT_S)]
-    pub ilp_time: f64,
+    #[command(flatten)]
+    pub session: SessionOpts,
     /// Output format of the summary on stdout.
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,

@@ -20,17 +20,14 @@ pub mod whatif_cmd;
 
 pub use args::{Cli, Command};
 
-/// Resolves a spec for a command that simulates one run (view, report,
-/// suggest): a list of policies is refused with the command's name.
-pub fn single_run(
-    spec: &spillscope::run::RunSpec,
-) -> spillscope::Result<(spillscope::graph::Graph, spillscope::run::Resolved)> {
-    let (g, r) = spec.resolve()?;
-    if r.policies.len() > 1 {
+/// Refuses a list of policies for a command that simulates one run
+/// (view, report, suggest), naming how many were given.
+pub fn single_policy(spec: &spillscope::run::RunSpec) -> spillscope::Result<()> {
+    let n = spec.policies()?.len();
+    if n > 1 {
         return Err(spillscope::Error::Config(format!(
-            "this command simulates one policy; --policy names {}",
-            r.policies.len()
+            "this command simulates one policy; --policy names {n}"
         )));
     }
-    Ok((g, r))
+    Ok(())
 }

@@ -2,7 +2,7 @@
 //! architecture, embedded in the binary so `spillscope` works from anywhere.
 
 use super::args::Format;
-use spillscope::analysis::runs::{RunRow, RunsReport};
+use spillscope::analysis::runs::RunsReport;
 use spillscope::trace::Trace;
 use spillscope::{Error, Result};
 
@@ -42,12 +42,25 @@ pub fn traces() -> Result<Vec<Trace>> {
         .collect()
 }
 
-/// The sample's summary table.
+/// The sample's summary table: its runs through the session, so their
+/// bound is the one the explorer shows for the same sample.
 pub fn summary(format: Format) -> Result<String> {
-    let trs = traces()?;
+    let named: Vec<(String, std::sync::Arc<Trace>)> = SAMPLE_TRACES
+        .iter()
+        .map(|(n, _)| n.to_string())
+        .zip(traces()?.into_iter().map(std::sync::Arc::new))
+        .collect();
+    let request = spillscope::session::Request::new(
+        spillscope::session::Source::Embedded(named),
+        spillscope::session::Wants {
+            bound: true,
+            ..Default::default()
+        },
+    );
+    let outcome = spillscope::session::run(&request, &|_| {})?;
     let rep = RunsReport {
         model: SAMPLE_NAME.into(),
-        runs: trs.iter().map(RunRow::from_trace).collect(),
+        runs: outcome.runs.iter().map(|r| r.row()).collect(),
         optimum: None,
         shard: None,
     };

@@ -1,7 +1,8 @@
 //! `spillscope sim`: one simulation per policy, summary on stdout, traces to files.
 
 use super::args::{Format, SimArgs};
-use spillscope::analysis::runs::{render_json, render_markdown, render_table, RunRow, RunsReport};
+use spillscope::analysis::runs::{render_json, render_markdown, render_table, RunsReport};
+use spillscope::session::{Request, Source, Wants};
 use spillscope::sim::EvictionPolicy;
 use spillscope::Result;
 use std::path::{Path, PathBuf};
@@ -99,48 +100,58 @@ pub fn run(a: &SimArgs) -> Result<String> {
     let spec = a
         .schedule
         .spec(&a.model, &a.hw, &a.model_opts, &EvictionPolicy::ALL)?;
-    let (g, mut r) = spec.resolve()?;
-    // With several pools the planned policy cannot run; among several
-    // policies it is left out with a note (alone, it is an error that says so).
-    let mut skipped = String::new();
-    if !r.hardware.is_single_pool()
-        && r.policies.len() > 1
-        && r.policies.contains(&EvictionPolicy::Planned)
-    {
-        r.policies.retain(|&p| p != EvictionPolicy::Planned);
-        skipped =
-            "\nplanned: skipped, it plans one pool and this profile declares several\n".into();
-    }
-    let policies = r.policies.clone();
-    let several = policies.len() > 1;
+    // Outputs are checked before anything runs (the policies as resolved).
     if let Some(out) = &a.output {
-        for &p in &policies {
-            spillscope::output::check_writable(&output_path_for(out, p, several), a.force)?;
+        let mut r = spec.policies()?;
+        // Among several, planned is left out with several pools (as the
+        // session does).
+        if r.len() > 1 && !spec.resolve_hardware()?.is_single_pool() {
+            r.retain(|&p| p != EvictionPolicy::Planned);
         }
-    }
-    let notes = resolve_notes(&r, g.ops.len()) + &skipped;
-    let (traces, optimum) = spillscope::run::simulate_resolved(&g, &r, a.ilp_time)?;
-    if let Some(out) = &a.output {
-        let to_stdout = out.as_os_str() == "-";
-        if to_stdout && several {
+        let several = r.len() > 1;
+        if out.as_os_str() == "-" && several {
             return Err(spillscope::Error::Config(
                 "-o - writes one trace to standard output: choose one --policy".into(),
             ));
         }
-        for (tr, &p) in traces.iter().zip(&policies) {
-            write_atomic(&output_path_for(out, p, several), tr.to_json(), a.force)?;
+        for &p in &r {
+            spillscope::output::check_writable(&output_path_for(out, p, several), a.force)?;
+        }
+    }
+    let request = Request {
+        source: Source::Model(Box::new(spec)),
+        wants: Wants {
+            bound: true,
+            ..Default::default()
+        },
+        budgets: a.session.budgets()?,
+        cache: a.session.cache(),
+    };
+    let outcome = spillscope::session::run(&request, &|_| {})?;
+    let (g, r) = match (&outcome.graph, &outcome.resolved) {
+        (Some(g), Some(r)) => (g, r),
+        _ => return Err(spillscope::Error::Config("nothing was simulated".into())),
+    };
+    let mut notes = resolve_notes(r, g.ops.len());
+    for n in &outcome.notes {
+        notes += &format!("\n{n}\n");
+    }
+    let several = outcome.runs.len() > 1;
+    if let Some(out) = &a.output {
+        for run in &outcome.runs {
+            let p = run.policy.unwrap_or_default();
+            write_atomic(
+                &output_path_for(out, p, several),
+                run.trace_with_bound().to_json(),
+                a.force,
+            )?;
         }
         // The trace is the output: no table after it.
-        if to_stdout {
+        if out.as_os_str() == "-" {
             return Ok(String::new());
         }
     }
-    let rep = RunsReport {
-        model: g.name.clone(),
-        runs: traces.iter().map(RunRow::from_trace).collect(),
-        optimum,
-        shard: None,
-    };
+    let rep = outcome.report(&g.name);
     if a.format == Format::Json {
         if !notes.is_empty() {
             eprint!("{notes}");

@@ -3,7 +3,7 @@
 use super::args::ViewArgs;
 use spillscope::sim::EvictionPolicy;
 use spillscope::{Error, Result};
-use spillscope_explorer::runtime::{run, Source, TraceOpts, ViewOptions};
+use spillscope_explorer::runtime::{run, SessionChoice, Source, TraceOpts, ViewOptions};
 use std::path::Path;
 
 /// Whether a file is a model to simulate (ONNX or graph JSON) rather than a
@@ -75,19 +75,17 @@ pub fn source_for(a: &ViewArgs) -> Result<Source> {
 
 pub fn run_view(a: &ViewArgs) -> Result<()> {
     let source = source_for(a)?;
-    // Load before taking over the terminal, so a bad input is one clear
-    // line, not a flash of the UI; the explorer starts with this data.
-    let data = source.load_quick()?;
-    run(
-        ViewOptions {
-            source,
-            watch: a.watch,
-            theme: a.theme.clone(),
-            ascii: a.ascii,
-            mouse: a.mouse,
+    run(ViewOptions {
+        source,
+        watch: a.watch,
+        theme: a.theme.clone(),
+        ascii: a.ascii,
+        mouse: a.mouse,
+        session: SessionChoice {
+            budgets: a.session.budgets()?,
+            cache: a.session.cache(),
         },
-        Some(data),
-    )
+    })
 }
 
 /// The bundled sample in the explorer.
@@ -105,14 +103,16 @@ pub fn run_sample(theme: Option<String>, ascii: bool) -> Result<()> {
     for (_, t) in &mut named {
         t.meta.model = super::sample::SAMPLE_NAME.into();
     }
-    run(
-        ViewOptions {
-            source: Source::Embedded(named),
-            watch: false,
-            theme,
-            ascii,
-            mouse: false,
-        },
-        None,
-    )
+    let named = named
+        .into_iter()
+        .map(|(n, t)| (n, std::sync::Arc::new(t)))
+        .collect();
+    run(ViewOptions {
+        source: Source::Embedded(named),
+        watch: false,
+        theme,
+        ascii,
+        mouse: false,
+        session: Default::default(),
+    })
 }

@@ -3,9 +3,9 @@
 use super::args::{SweepFormat, WhatifArgs};
 use spillscope::analysis::runs::{render_table_led, Lead, RunRow, RunsReport};
 use spillscope::analysis::shard::merge;
-use spillscope::analysis::whatif::{
-    grid, knees, parse_bandwidth_range, parse_size_range, search_knees,
-};
+use spillscope::analysis::whatif::{grid, parse_bandwidth_range, parse_size_range};
+use spillscope::session::cache::Cache;
+use spillscope::session::{Budgets, Request, Source, Stage, Wants, WhatIfGrid};
 use spillscope::sim::EvictionPolicy;
 use spillscope::{Error, Result};
 use std::io::IsTerminal;
@@ -47,13 +47,9 @@ pub fn run_whatif(a: &WhatifArgs) -> Result<String> {
     let spec = a
         .schedule
         .spec(&a.model, &hw_opts, &a.model_opts, &[EvictionPolicy::Lru])?;
-    let (g, r) = spec.resolve()?;
-    let hw = r.hardware.clone();
-    let policies = r.policies.clone();
-    let base = r.config.clone();
     let capacities = match &a.capacity {
         Some(r) => parse_size_range(r)?,
-        None => vec![hw.memory.capacity.0],
+        None => vec![spec.resolve_hardware()?.memory.capacity.0],
     };
     let bandwidths: Vec<Option<f64>> = match &a.bandwidth {
         Some(r) => parse_bandwidth_range(r)?.into_iter().map(Some).collect(),
@@ -64,42 +60,62 @@ pub fn run_whatif(a: &WhatifArgs) -> Result<String> {
             "--shard writes JSON for `spillscope merge`: add --format json".into(),
         ));
     }
+    if !a.ilp_time.is_finite() || a.ilp_time < 0.0 {
+        return Err(Error::Config(format!(
+            "--ilp-time {}: seconds, 0 or more",
+            a.ilp_time
+        )));
+    }
+    let policies = spec.policies()?;
     let total = grid(&capacities, &bandwidths, &policies).len();
     let shown = a.shard.map_or(total, |s| s.range(total).len());
-    let bar = if std::io::stderr().is_terminal() && shown > 1 {
+    let bar = (std::io::stderr().is_terminal() && shown > 1).then(|| {
         let pb = indicatif::ProgressBar::new(shown as u64);
         pb.set_style(
-            indicatif::ProgressStyle::with_template(
-                "{bar:40} {pos}/{len} configurations {elapsed}",
-            )
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} {msg} {elapsed}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
         );
-        Some(pb)
-    } else {
-        None
+        pb
+    });
+    let request = Request {
+        source: Source::Model(Box::new(spec)),
+        wants: Wants {
+            whatif: Some(WhatIfGrid {
+                capacities,
+                curve: None,
+                bandwidths,
+                shard: a.shard,
+                knees: a.format == SweepFormat::Table,
+            }),
+            ..Default::default()
+        },
+        budgets: Budgets {
+            whatif_bound_s: a.ilp_time,
+            ..Default::default()
+        },
+        cache: (!a.no_cache).then(Cache::user).flatten(),
     };
-    let tick = || {
-        if let Some(b) = &bar {
-            b.inc(1);
+    let tick = |p: &spillscope::session::Progress| {
+        if let (Some(b), Stage::WhatIf) = (&bar, p.stage) {
+            b.set_length(p.total as u64);
+            b.set_position(p.done as u64);
+            b.set_message("bounds and configurations");
         }
     };
-    let rep = spillscope::run::sweep(&g, &r, &capacities, &bandwidths, a.shard, &tick)?;
+    let outcome = spillscope::session::run(&request, &tick)?;
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    let searched = if a.format == SweepFormat::Table {
-        search_knees(&g, &hw, &base, &policies)?
-    } else {
-        Vec::new()
+    let Some(w) = outcome.whatif else {
+        return Err(Error::Config("the sweep did not run".into()));
     };
-    let knees = knees(&rep.runs, &searched);
     Ok(match a.format {
-        SweepFormat::Json => serde_json::to_string_pretty(&rep).unwrap_or_default() + "\n",
-        SweepFormat::Csv => to_csv(&rep.runs),
+        SweepFormat::Json => serde_json::to_string_pretty(&w.report).unwrap_or_default() + "\n",
+        SweepFormat::Csv => to_csv(&w.report.runs),
         SweepFormat::Table => {
-            let mut s = render_table_led(&rep, Lead::Capacity);
+            let mut s = render_table_led(&w.report, Lead::Capacity);
             s.push('\n');
-            for k in &knees {
+            for k in &w.knees {
                 s += &k.text;
                 s.push('\n');
             }
@@ -130,19 +146,40 @@ pub fn run_merge(a: &super::args::MergeArgs) -> Result<String> {
 
 /// `spillscope suggest`.
 pub fn run_suggest(a: &super::args::SuggestArgs) -> Result<String> {
-    use spillscope::analysis::suggest::suggest;
-    let (g, hw, cfg) = if super::view_cmd::is_model_file(&a.model) {
+    let source = if super::view_cmd::is_model_file(&a.model) {
         let spec = a
             .schedule
             .spec(&a.model, &a.hw, &a.model_opts, &[EvictionPolicy::Lru])?;
-        let (g, r) = super::single_run(&spec)?;
-        let cfg = r.first_config();
-        (g, r.hardware, cfg)
+        super::single_policy(&spec)?;
+        Source::Model(Box::new(spec))
     } else {
         // A simulator trace carries its graph, hardware and config.
-        spillscope::analysis::suggest::inputs_of_trace(&spillscope::trace::Trace::load(&a.model)?)?
+        let tr = spillscope::trace::Trace::load(&a.model)?;
+        spillscope::analysis::suggest::inputs_of_trace(&tr)?;
+        let label = spillscope::session::source::label_of(&a.model);
+        Source::Embedded(vec![(label, std::sync::Arc::new(tr))])
     };
-    let s = suggest(&g, &hw, &cfg)?;
+    let request = Request {
+        source,
+        wants: Wants {
+            suggestions: true,
+            ..Default::default()
+        },
+        budgets: a.session.budgets()?,
+        cache: a.session.cache(),
+    };
+    let outcome = spillscope::session::run(&request, &|_| {})?;
+    let name = outcome
+        .graph
+        .as_ref()
+        .map(|g| g.name.clone())
+        .or_else(|| outcome.runs.first().map(|r| r.trace.meta.model.clone()))
+        .unwrap_or_default();
+    let s = match outcome.suggestions {
+        Some(Ok(s)) => s,
+        Some(Err(e)) => return Err(Error::Config(e)),
+        None => return Err(Error::Config("no suggestions were computed".into())),
+    };
     if let Some(path) = &a.write_config {
         // The best suggestion a schedule config can express.
         let best = s.suggestions.iter().find(|x| x.sim_config.is_some());
@@ -162,18 +199,12 @@ pub fn run_suggest(a: &super::args::SuggestArgs) -> Result<String> {
     }
     if a.format == super::args::Format::Json {
         // Each suggestion also says how to make it, as flags and config line.
-        let mut v = serde_json::to_value(&s).unwrap_or_default();
-        if let Some(rows) = v.get_mut("suggestions").and_then(|x| x.as_array_mut()) {
-            for (row, x) in rows.iter_mut().zip(&s.suggestions) {
-                row["config_change"] = spillscope::report::change::how(&x.change).into();
-            }
-        }
-        return Ok(serde_json::to_string_pretty(&v).unwrap_or_default() + "\n");
+        return Ok(spillscope::report::change::suggestions_json(&s));
     }
     let b = &s.baseline;
     let mut out = format!(
         "baseline: {} [{}] at {}: {}, {}, {} spill traffic\n",
-        g.name,
+        name,
         b.policy,
         spillscope::units::fmt_bytes(b.capacity_bytes),
         spillscope::units::fmt_ms(b.latency_ns),

@@ -416,7 +416,7 @@ fn resident_bytes_per_op_of_an_instrumented_run() {
     );
     assert_eq!(resident_by_step(&tr, "no-such-pool"), vec![0; tr.ops.len()]);
     // The report's series (headless) carries the same profile.
-    let r = spillscope::analysis::report::build(&tr, false);
+    let r = spillscope::analysis::report::build(&tr);
     let peak = r
         .series
         .resident_bytes

@@ -98,7 +98,7 @@ fn json_report_agrees_with_the_trace() {
         .unwrap()
         .is_empty());
     // The library call gives the same report.
-    let r = build(&tr, false);
+    let r = build(&tr);
     assert_eq!(r.summary.latency_ns, tr.summary.latency_ns);
     assert!(r.suggestions.is_none() && r.whatif.is_none());
 }

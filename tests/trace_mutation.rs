@@ -45,7 +45,7 @@ fn survive(tr: Trace) {
     let _ = spillscope::trace::verify::verify(&tr, 10);
     let d = spillscope_explorer::data::Dataset::build("mutant", tr);
     let _ = d.end_ns();
-    let _ = spillscope::analysis::report::build(&d.trace, false);
+    let _ = spillscope::analysis::report::build(&d.trace);
 }
 
 proptest! {

@@ -450,6 +450,7 @@ fn a_background_bound_applies_to_its_own_trace_only() {
         variables: 1,
         solve_ms: 1,
         note: None,
+        cached: false,
     };
     let higher = own.0 + 1000;
     // For some other trace: ignored.

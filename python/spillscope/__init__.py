@@ -226,11 +226,13 @@ def whatif(
     hardware: Optional[str] = None,
     config: Optional[Union[str, os.PathLike]] = None,
     shard: Optional[Tuple[int, int]] = None,
+    ilp_time: Optional[float] = None,
     **rewrites: Any,
 ) -> List[Dict[str, Any]]:
     """One row per configuration (capacity fastest, then bandwidth, then
-    policy): the rows of ``spillscope whatif --format json``."""
-    return json.loads(_whatif_text(model, capacities, policies, bandwidths, hardware, config, shard, **rewrites))["runs"]
+    policy): the rows of ``spillscope whatif --format json``. ``ilp_time``:
+    seconds each capacity's bound may take (``whatif --ilp-time``)."""
+    return json.loads(_whatif_text(model, capacities, policies, bandwidths, hardware, config, shard, ilp_time=ilp_time, **rewrites))["runs"]
 
 
 def _whatif_text(
@@ -241,9 +243,10 @@ def _whatif_text(
     hardware: Optional[str],
     config: Optional[Union[str, os.PathLike]],
     shard: Optional[Tuple[int, int]],
+    ilp_time: Optional[float] = None,
     **rewrites: Any,
 ) -> str:
-    opts = _options(None, policies, hardware, config, None, None, **rewrites)
+    opts = _options(None, policies, hardware, config, None, ilp_time, **rewrites)
     caps = [parse_size(c) for c in capacities]
     with _ModelPath(model) as path:
         return _native.whatif(path, opts, caps, list(bandwidths) if bandwidths else None, shard)

@@ -68,6 +68,7 @@ def whatif(
     hardware: Optional[str] = ...,
     config: Optional[Union[str, os.PathLike[str]]] = ...,
     shard: Optional[Tuple[int, int]] = ...,
+    ilp_time: Optional[float] = ...,
     fuse: Optional[bool] = ...,
     dtype: Optional[str] = ...,
     order: Optional[str] = ...,

@@ -3,8 +3,9 @@
 //! boundary as JSON text that the library already writes (the rows of
 //! `sim`/`whatif --format json`, the trace format), so Python sees exactly
 //! what the command line prints; `spillscope/__init__.py` wraps it in typed
-//! objects. The GIL is released while the library works; long sweeps run in
-//! chunks and check for Ctrl-C between them.
+//! objects. Every computation is a job of the library's session (the same
+//! the command line and the explorer run); it runs on its own thread with
+//! the GIL released while this one checks for Ctrl-C, which cancels it.
 
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
@@ -13,6 +14,7 @@ use serde_json::Value;
 use spillscope::analysis::runs::{RunRow, RunsReport};
 use spillscope::analysis::shard::Shard;
 use spillscope::run::{Flags, RunSpec};
+use spillscope::session::{Budgets, Outcome, Request, Source, Wants, WhatIfGrid};
 use spillscope::sim::EvictionPolicy;
 use spillscope::trace::ledger::Ledger;
 use spillscope::trace::Trace;
@@ -143,23 +145,54 @@ fn spec_of(
     Ok((spec, ilp))
 }
 
+/// Runs a session job on its own thread, checking for Ctrl-C (which
+/// cancels it) every 50 ms.
+fn run_job(py: Python<'_>, request: Request) -> PyResult<Outcome> {
+    let cancel = spillscope::cancel::Cancel::new();
+    let token = cancel.clone();
+    let handle = std::thread::spawn(move || spillscope::session::run_cancellable(&request, &token, &|_| {}));
+    loop {
+        if handle.is_finished() {
+            return match handle.join() {
+                Ok(r) => r.map_err(err),
+                Err(_) => Err(Error::new_err("the computation panicked")),
+            };
+        }
+        if let Err(e) = py.check_signals() {
+            cancel.cancel();
+            let _ = py.detach(|| handle.join());
+            return Err(e);
+        }
+        py.detach(|| std::thread::sleep(std::time::Duration::from_millis(50)));
+    }
+}
+
 /// Simulates `model` under each policy the options name (all of them by
 /// default, as `sim`), with the exact program's bound and plan as `sim`.
 #[pyfunction]
 fn simulate(py: Python<'_>, model: String, opts: String) -> PyResult<Vec<NativeRun>> {
     let (spec, ilp) = spec_of(&model, &opts, &EvictionPolicy::ALL)?;
-    py.detach(|| {
-        let (g, r) = spec.resolve()?;
-        let (traces, _) = spillscope::run::simulate_resolved(&g, &r, ilp)?;
-        Ok(traces
-            .into_iter()
-            .map(|t| NativeRun {
-                summary: RunRow::from_trace(&t),
-                trace: t,
-            })
-            .collect())
-    })
-    .map_err(err)
+    let request = Request {
+        source: Source::Model(Box::new(spec)),
+        wants: Wants {
+            bound: true,
+            ..Default::default()
+        },
+        budgets: Budgets {
+            bound_s: ilp,
+            ..Default::default()
+        },
+        cache: spillscope::session::cache::Cache::user(),
+    };
+    let outcome = run_job(py, request)?;
+    Ok(outcome
+        .runs
+        .iter()
+        .map(|r| NativeRun {
+            summary: r.row(),
+            trace: r.trace_with_bound(),
+        })
+        .collect())
 }
 
 /// Any importable trace (spillscope, ONNX Runtime, PyTorch, Chrome, JSONL,
@@ -189,9 +222,13 @@ fn whatif(
     shard: Option<(usize, usize)>,
 ) -> PyResult<String> {
     let (spec, _) = spec_of(&model, &opts, &[EvictionPolicy::Lru])?;
-    let (g, r) = py.detach(|| spec.resolve()).map_err(err)?;
+    let o: Value = serde_json::from_str(&opts).map_err(|e| config(format!("options: {e}")))?;
+    let bound_s = o
+        .get("ilp_time")
+        .and_then(Value::as_f64)
+        .unwrap_or(spillscope::sim::optimum::DEFAULT_TIME_LIMIT_S);
     let capacities = if capacities.is_empty() {
-        vec![r.hardware.memory.capacity.0]
+        vec![spec.resolve_hardware().map_err(err)?.memory.capacity.0]
     } else {
         capacities
     };
@@ -202,53 +239,53 @@ fn whatif(
     let shard = shard
         .map(|(index, count)| format!("{index}/{count}").parse::<Shard>().map_err(config))
         .transpose()?;
-    let rep = if let Some(s) = shard {
-        py.detach(|| spillscope::run::sweep(&g, &r, &capacities, &bandwidths, Some(s), &|| ()))
-            .map_err(err)?
-    } else {
-        // Contiguous chunks of the grid, in order: their rows joined are
-        // the whole sweep's.
-        if capacities.contains(&0) {
-            return Err(config("capacity must be greater than zero".into()));
-        }
-        let all = spillscope::analysis::whatif::grid(&capacities, &bandwidths, &r.policies);
-        let per = 4 * std::thread::available_parallelism().map_or(2, |n| n.get());
-        let mut runs = Vec::with_capacity(all.len());
-        for chunk in all.chunks(per) {
-            let rows = py
-                .detach(|| {
-                    spillscope::analysis::whatif::run(&g, &r.hardware, &r.config, chunk, &|| ())
-                })
-                .map_err(err)?;
-            runs.extend(rows);
-            py.check_signals()?;
-        }
-        RunsReport {
-            model: g.name.clone(),
-            runs,
-            optimum: None,
-            shard: None,
-        }
+    let request = Request {
+        source: Source::Model(Box::new(spec)),
+        wants: Wants {
+            whatif: Some(WhatIfGrid {
+                capacities,
+                curve: None,
+                bandwidths,
+                shard,
+                knees: false,
+            }),
+            ..Default::default()
+        },
+        budgets: Budgets {
+            whatif_bound_s: bound_s,
+            ..Default::default()
+        },
+        cache: spillscope::session::cache::Cache::user(),
     };
-    Ok(spillscope::analysis::runs::render_json(&rep) + "\n")
+    let outcome = run_job(py, request)?;
+    let Some(w) = outcome.whatif else {
+        return Err(config("the sweep did not run".into()));
+    };
+    Ok(spillscope::analysis::runs::render_json(&w.report) + "\n")
 }
 
 /// `suggest --format json` of a model.
 #[pyfunction]
 fn suggest(py: Python<'_>, model: String, opts: String) -> PyResult<String> {
-    let (spec, _) = spec_of(&model, &opts, &[EvictionPolicy::Lru])?;
-    py.detach(|| {
-        let (g, r) = spec.resolve()?;
-        let s = spillscope::analysis::suggest::suggest(&g, &r.hardware, &r.first_config())?;
-        let mut v = serde_json::to_value(&s).unwrap_or_default();
-        if let Some(rows) = v.get_mut("suggestions").and_then(|x| x.as_array_mut()) {
-            for (row, x) in rows.iter_mut().zip(&s.suggestions) {
-                row["config_change"] = spillscope::report::change::how(&x.change).into();
-            }
-        }
-        Ok(serde_json::to_string_pretty(&v).unwrap_or_default() + "\n")
-    })
-    .map_err(err)
+    let (spec, ilp) = spec_of(&model, &opts, &[EvictionPolicy::Lru])?;
+    let request = Request {
+        source: Source::Model(Box::new(spec)),
+        wants: Wants {
+            suggestions: true,
+            ..Default::default()
+        },
+        budgets: Budgets {
+            bound_s: ilp,
+            ..Default::default()
+        },
+        cache: spillscope::session::cache::Cache::user(),
+    };
+    let s = match run_job(py, request)?.suggestions {
+        Some(Ok(s)) => s,
+        Some(Err(e)) => return Err(config(e)),
+        None => return Err(config("no suggestions were computed".into())),
+    };
+    Ok(spillscope::report::change::suggestions_json(&s))
 }
 
 /// `spillscope merge` of shard documents (JSON texts).

@@ -7,7 +7,8 @@
 //! (a flag the user did not give leaves the value below it alone; lists such
 //! as pins and free points add up instead). Owns: [`RunSpec`], [`Flags`] and
 //! [`Resolved`]. May import `graph`, `cost`, `sim`, `trace` (to read a
-//! calibration profile) and `analysis::calibrate`; only front ends import it.
+//! calibration profile) and `analysis::calibrate`; the session runs what
+//! it specifies.
 
 use crate::analysis::calibrate::TypeCalibration;
 use crate::analysis::calibrate::{free_points, measured_durations, roofline_vs_measured};
@@ -130,104 +131,9 @@ impl Resolved {
     }
 }
 
-/// Every policy of `r` simulated on `g` the way `sim` does it: the exact
-/// program at this capacity first (within `ilp_time_s`; 0 turns it off),
-/// its plan followed by the planned policy, and its bound tightening every
-/// run's. The traces in policy order, and the optimum.
-pub fn simulate_resolved(
-    g: &Graph,
-    r: &Resolved,
-    ilp_time_s: f64,
-) -> Result<(
-    Vec<crate::trace::Trace>,
-    Option<crate::sim::optimum::Optimum>,
-)> {
-    use crate::sim::optimum::{optimal_traffic, OptimumLimits, PoolSize};
-    let policies = &r.policies;
-    // The exact program models one pool; several pools get the per-pool
-    // bound of each run instead.
-    let optimum = if ilp_time_s > 0.0
-        && r.hardware.is_single_pool()
-        && policies.iter().any(|&p| p != EvictionPolicy::Ideal)
-    {
-        let prepared = crate::sim::prepare_graph(g, &r.config)?;
-        let limits = OptimumLimits {
-            time_limit_s: ilp_time_s,
-            // The plan is solved whether or not the planned policy runs,
-            // so the bound (which shares the time budget) is the same as
-            // the explorer's and the report's.
-            ..Default::default()
-        };
-        Some(optimal_traffic(
-            &prepared,
-            PoolSize::of(&r.hardware),
-            limits,
-        ))
-    } else {
-        None
-    };
-    // The planned policy follows that same solve (solved in the run when
-    // there is none).
-    let plan = optimum.as_ref().and_then(|o| o.plan.clone());
-    let mut traces: Vec<crate::trace::Trace> = policies
-        .iter()
-        .map(|&p| {
-            let mut cfg = r.config_for(p);
-            if p == EvictionPolicy::Planned {
-                cfg.plan = plan.clone();
-            }
-            crate::sim::simulate(g, &r.hardware, &cfg)
-        })
-        .collect::<Result<_>>()?;
-    // One bound per run, everywhere: the tightest found, in the traces too.
-    if let Some(o) = &optimum {
-        for tr in &mut traces {
-            o.tighten(&mut tr.summary);
-        }
-    }
-    Ok((traces, optimum))
-}
-
-/// The `whatif` sweep of `r`'s policies over `capacities` x `bandwidths`
-/// (`None` = the profile's), in the grid's order (capacity fastest, then
-/// bandwidth, then policy), in parallel; only `shard`'s slice of it when
-/// given, with the grid's fingerprint so `merge` can check the slices
-/// belong together. `tick` is called as each point finishes.
-pub fn sweep(
-    g: &Graph,
-    r: &Resolved,
-    capacities: &[u64],
-    bandwidths: &[Option<f64>],
-    shard: Option<crate::analysis::shard::Shard>,
-    tick: &(dyn Fn() + Sync),
-) -> Result<crate::analysis::runs::RunsReport> {
-    use crate::analysis::shard::ShardInfo;
-    use crate::analysis::whatif::{grid, run};
-    if capacities.contains(&0) {
-        return Err(Error::Hardware("capacity must be greater than zero".into()));
-    }
-    let all = grid(capacities, bandwidths, &r.policies);
-    let info = shard.map(|s| ShardInfo {
-        index: s.index,
-        count: s.count,
-        points: all.len(),
-        grid: grid_fingerprint(g, &r.hardware, &r.config, &all),
-    });
-    let points = match shard {
-        Some(s) => &all[s.range(all.len())],
-        None => &all[..],
-    };
-    Ok(crate::analysis::runs::RunsReport {
-        model: g.name.clone(),
-        runs: run(g, &r.hardware, &r.config, points, tick)?,
-        optimum: None,
-        shard: info,
-    })
-}
-
 /// What makes two sweeps the same grid: the graph, hardware, config and
 /// every point, as their JSON.
-fn grid_fingerprint(
+pub(crate) fn grid_fingerprint(
     g: &crate::graph::Graph,
     hw: &crate::cost::HardwareProfile,
     cfg: &crate::sim::SimConfig,
@@ -339,14 +245,7 @@ impl RunSpec {
             }
             None => None,
         };
-        let policies = match (&self.flags.policies, file.as_ref().and_then(|f| f.policy)) {
-            (Some(p), _) if !p.is_empty() => p.clone(),
-            (_, Some(p)) => vec![p],
-            _ => self.default_policies.clone(),
-        };
-        if policies.is_empty() {
-            return Err(Error::Config("no policy to simulate".into()));
-        }
+        let policies = self.policies_with(file.as_ref())?;
         config.policy = policies[0];
         Ok(Resolved {
             hardware,
@@ -355,6 +254,24 @@ impl RunSpec {
             calibration,
             free_at_from,
         })
+    }
+
+    /// The policies this spec runs: the flags', else the config's, else
+    /// the default (read before anything runs, to check outputs).
+    pub fn policies(&self) -> Result<Vec<EvictionPolicy>> {
+        self.policies_with(self.schedule_file()?.as_ref())
+    }
+
+    fn policies_with(&self, file: Option<&ScheduleFile>) -> Result<Vec<EvictionPolicy>> {
+        let policies = match (&self.flags.policies, file.and_then(|f| f.policy)) {
+            (Some(p), _) if !p.is_empty() => p.clone(),
+            (_, Some(p)) => vec![p],
+            _ => self.default_policies.clone(),
+        };
+        if policies.is_empty() {
+            return Err(Error::Config("no policy to simulate".into()));
+        }
+        Ok(policies)
     }
 
     /// Files whose change should re-run this spec (model, hardware file,

@@ -118,6 +118,15 @@ pub enum Msg {
     },
     /// A background load or simulation failed: keep the last good view.
     Failed(String),
+    /// Something the session posted (the loop turns it into one of the
+    /// messages here, or drops it when a newer request replaced its own).
+    Posted(spillscope::session::Posted),
+    /// How far the session's job is.
+    Progress(spillscope::session::Progress),
+    /// A better bound than the trace's own is being computed for it.
+    Refining(Arc<spillscope::trace::Trace>),
+    /// The session's job finished.
+    Done,
     /// A watched file changed.
     FileChanged(PathBuf),
     Tick,
@@ -167,6 +176,11 @@ pub struct App {
         Arc<spillscope::trace::Trace>,
         Box<spillscope::analysis::optimum::Optimum>,
     )>,
+    /// The trace whose bound the session is refining (shown as such, with
+    /// no gap against it, until [`Msg::Bounded`] arrives for it).
+    pub refining: Option<Arc<spillscope::trace::Trace>>,
+    /// The session's job in progress (none when it is done).
+    pub progress: Option<spillscope::session::Progress>,
     pub timeline: TimelineView,
     pub memory: MemoryView,
     /// Live: the run before the newest one (the delta line, and Compare's
@@ -218,6 +232,26 @@ impl App {
         }
     }
 
+    /// `d`'s bound as the Overview shows it: [`App::bound_of`], marked as
+    /// refining while the session computes a better one for it.
+    pub fn bound_figure(&self, d: &Dataset) -> spillscope::analysis::figures::TrafficBound {
+        use spillscope::analysis::figures::{BoundState, TrafficBound};
+        let (bytes, method) = self.bound_of(d);
+        let refining = self
+            .refining
+            .as_ref()
+            .is_some_and(|t| Arc::ptr_eq(t, &d.trace));
+        TrafficBound {
+            bytes,
+            method,
+            state: if refining {
+                BoundState::Refining
+            } else {
+                BoundState::Final
+            },
+        }
+    }
+
     pub fn new(data: Vec<Dataset>) -> App {
         let mut app = App {
             data: Vec::new(),
@@ -232,6 +266,8 @@ impl App {
             compare: CompareView::default(),
             suggest: SuggestView::default(),
             optimum: None,
+            refining: None,
+            progress: None,
             timeline: TimelineView::default(),
             memory: MemoryView::default(),
             previous: None,
@@ -973,9 +1009,31 @@ pub fn update(app: &mut App, msg: Msg) -> Option<Effect> {
             None
         }
         Msg::Bounded { trace, optimum } => {
+            if app
+                .refining
+                .as_ref()
+                .is_some_and(|t| Arc::ptr_eq(t, &trace))
+            {
+                app.refining = None;
+            }
             app.optimum = Some((trace, optimum));
             None
         }
+        Msg::Refining(trace) => {
+            app.refining = Some(trace);
+            None
+        }
+        Msg::Progress(p) => {
+            app.progress = Some(p);
+            None
+        }
+        Msg::Done => {
+            app.progress = None;
+            app.refreshing = false;
+            None
+        }
+        // The loop unwraps these; one that reaches here is dropped.
+        Msg::Posted(_) => None,
         Msg::Suggested { trace, result } => {
             if app
                 .data

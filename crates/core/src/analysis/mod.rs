@@ -10,6 +10,7 @@
 pub mod calibrate;
 pub mod classify;
 pub mod diff;
+pub mod figures;
 pub mod hotspots;
 pub mod measured;
 pub mod memmap;

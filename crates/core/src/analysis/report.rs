@@ -6,13 +6,12 @@
 use super::classify::classify_with_causes;
 use super::hotspots::{by_op_type, hotspots, order_hotspots, Hotspot, HotspotKey, TypeHotspot};
 use super::measured::{summary as measured_summary, MeasuredSummary};
-use super::optimum::{optimal_traffic, Optimum, OptimumLimits, PoolSize};
+use super::optimum::Optimum;
 use super::roundtrips::{round_trips, Back, Out, TensorTrips};
 use super::runs::RunRow;
-use super::suggest::{inputs_of_trace, suggest, Suggestions};
-use super::whatif::{grid, knees, run as sweep, search_knees, Knee};
+use super::suggest::Suggestions;
+use super::whatif::Knee;
 use crate::analysis::residency::first_pool_resident_by_step;
-use crate::sim::prepare_graph;
 use crate::trace::caps::Capabilities;
 use crate::trace::ledger::Ledger;
 use crate::trace::{Source, Trace};
@@ -243,9 +242,25 @@ impl Report {
     }
 }
 
-/// Builds the report. `resimulate` allows the sections that re-run the
-/// simulator (suggestions, what-if curve, exact optimum) for simulator traces.
-pub fn build(tr: &Trace, resimulate: bool) -> Report {
+/// What re-simulating the trace's run found (the session computes it):
+/// suggestions, the what-if curve with its knees, the exact program and the
+/// run's bound from it, and why any of them is missing.
+#[derive(Debug, Clone, Default)]
+pub struct Resimulated {
+    pub suggestions: Option<Suggestions>,
+    pub whatif: Option<WhatifCurve>,
+    pub optimum: Option<Optimum>,
+    pub bound: Option<crate::analysis::figures::TrafficBound>,
+    pub notes: Vec<String>,
+}
+
+/// The report of a trace as it stands (no re-simulated sections).
+pub fn build(tr: &Trace) -> Report {
+    build_with(tr, Resimulated::default())
+}
+
+/// The report with what re-simulating its run found.
+pub fn build_with(tr: &Trace, extra: Resimulated) -> Report {
     let caps = Capabilities::of(tr);
     let ledger = Ledger::of(tr);
     let hs = hotspots(tr, &ledger);
@@ -329,8 +344,6 @@ pub fn build(tr: &Trace, resimulate: bool) -> Report {
             .then(a.out_at_ns.cmp(&b.out_at_ns))
     });
     worst.truncate(TOP);
-    let mut notes = Vec::new();
-    let (mut suggestions, mut whatif, mut optimum) = (None, None, None);
     let measured = (tr.source == Source::Instrumented).then(|| measured_summary(tr, &caps));
     let calibrate = measured.as_ref().filter(|_| caps.op_times).map(|m| {
         super::measured::calibrate_command(
@@ -338,64 +351,22 @@ pub fn build(tr: &Trace, resimulate: bool) -> Report {
             m.linked.as_ref().map(|l| l.model.as_str()),
         )
     });
+    let Resimulated {
+        suggestions,
+        whatif,
+        optimum,
+        bound,
+        mut notes,
+    } = extra;
     if measured.is_some() {
         // A profile records no hardware or schedule: nothing to re-run.
         notes.push(
             "suggestions, what-if and the exact optimum re-simulate a model: a measured profile records no hardware or schedule".into(),
         );
-    } else if resimulate {
-        match inputs_of_trace(tr) {
-            Ok((g, hw, cfg)) => {
-                match suggest(&g, &hw, &cfg) {
-                    Ok(s) => suggestions = Some(s),
-                    Err(e) => notes.push(format!("suggestions: {e}")),
-                }
-                let cap = hw.memory.capacity.0;
-                let peak = tr.summary.peak_live_bytes.max(1);
-                let top = (peak + peak / 4).max(cap);
-                let lo = (cap / 4).max(1);
-                let step = ((top - lo) / 23).max(1);
-                let caps: Vec<u64> = (0..24).map(|i| lo + i * step).collect();
-                let rows = sweep(&g, &hw, &cfg, &grid(&caps, &[None], &[cfg.policy]), &|| {});
-                let searched = search_knees(&g, &hw, &cfg, &[cfg.policy]);
-                match rows.and_then(|r| searched.map(|s| (r, s))) {
-                    Ok((rows, searched)) => {
-                        whatif = Some(WhatifCurve {
-                            knees: knees(&rows, &searched),
-                            rows,
-                        })
-                    }
-                    Err(e) => notes.push(format!("what-if: {e}")),
-                }
-                match prepare_graph(&g, &cfg) {
-                    // The exact program models one pool.
-                    Ok(_) if !hw.is_single_pool() => {}
-                    Ok(p) => {
-                        let o = optimal_traffic(
-                            &p,
-                            PoolSize::of(&hw),
-                            OptimumLimits {
-                                time_limit_s: super::optimum::DEFAULT_TIME_LIMIT_S,
-                                ..Default::default()
-                            },
-                        );
-                        if o.exact_bytes.is_some() || o.lp_bound_bytes.is_some() {
-                            optimum = Some(o);
-                        } else if let Some(n) = o.note {
-                            notes.push(format!("exact optimum: {n}"));
-                        }
-                    }
-                    Err(e) => notes.push(format!("exact optimum: {e}")),
-                }
-            }
-            Err(e) => notes.push(format!(
-                "suggestions, what-if and the exact optimum re-simulate: {e}"
-            )),
-        }
     }
     let mut summary = RunRow::from_trace(tr);
-    if let Some(o) = &optimum {
-        summary.tighten_bound(o);
+    if let Some(b) = bound {
+        summary = summary.with_bound(b);
     }
     let mut series = series_of(tr);
     if !caps.frees {

@@ -58,6 +58,15 @@ pub struct RunRow {
     /// pool's); tables give peak live as a share of it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub live_pools_capacity_bytes: Option<u64>,
+    /// Extension: `refining` while a better bound is being computed,
+    /// `unrefined` when the exact program did not run within its budget
+    /// (`gap_ratio` is then `null`); absent when the bound is final.
+    #[serde(default, skip_serializing_if = "is_final")]
+    pub bound_state: BoundState,
+}
+
+fn is_final(s: &BoundState) -> bool {
+    s.is_final()
 }
 
 /// The whole `sim --format json` document.
@@ -86,95 +95,72 @@ pub fn bound_label(r: &RunRow) -> String {
     }
 }
 
-/// `(traffic - bound) / bound`, when there is a bound above 0.
-pub fn gap_ratio(traffic: u64, bound: u64, method: BoundMethod) -> Option<f64> {
-    (method != BoundMethod::None && bound > 0)
-        .then(|| traffic.saturating_sub(bound) as f64 / bound as f64)
-}
-
-/// A run's gap to its bound, as every table and view prints it:
-/// `4.6 MiB (+30%)`; `0 B (optimal)` when the bound is a proven minimum
-/// the run reaches; `-` without a bound.
-pub fn gap_text(traffic: u64, bound: u64, method: BoundMethod) -> String {
-    let gap = traffic.saturating_sub(bound);
-    match (method, gap_ratio(traffic, bound, method)) {
-        (BoundMethod::None, _) => "-".into(),
-        (BoundMethod::Ilp, _) if gap == 0 => format!("{} (optimal)", fmt_bytes(0)),
-        (_, Some(r)) => format!("{} (+{:.0}%)", fmt_bytes(gap), r * 100.0),
-        (_, None) => fmt_bytes(gap),
-    }
-}
+pub use super::figures::{gap_ratio, gap_text};
+use super::figures::{BoundState, PeakLive, TrafficBound};
 
 /// The bound with the run's excess over it: `27.6 MiB per-op (run +42.8
 /// MiB (+155%))`; an ILP bound is a proven minimum and says so.
 pub fn bound_text(r: &RunRow) -> String {
-    if r.lower_bound_method == BoundMethod::None {
+    let b = r.bound();
+    if b.method == BoundMethod::None {
         return "not computed".into();
     }
     format!(
-        "{} {}{} (run +{})",
-        fmt_bytes(r.lower_bound_traffic_bytes),
-        r.lower_bound_method.as_str(),
-        if r.lower_bound_method == BoundMethod::Ilp {
+        "{}{} (run +{})",
+        b.cell(),
+        if b.method == BoundMethod::Ilp {
             ", proven minimum"
         } else {
             ""
         },
-        gap_text(
-            r.traffic_bytes,
-            r.lower_bound_traffic_bytes,
-            r.lower_bound_method
-        )
+        b.gap_text(r.traffic_bytes)
     )
 }
 
-/// One line under a table of runs: what the exact program found. The
-/// runs' bound column already shows it; this says how sure it is.
+/// One line under a table of runs: where the bound the rows show comes
+/// from (the exact program's result, how sure it is) and each policy's
+/// excess over it, in the same figures as the rows' bound and gap columns.
 pub fn optimum_line(rep: &RunsReport) -> Option<String> {
     let o = rep.optimum.as_ref()?;
-    let excess = |best: u64| -> String {
-        rep.runs
-            .iter()
-            .filter(|r| r.policy != "ideal")
-            .map(|r| {
-                format!(
-                    "{} +{}",
-                    r.policy,
-                    fmt_bytes(r.traffic_bytes.saturating_sub(best))
-                )
-            })
-            .collect::<Vec<_>>()
-            .join(", ")
+    let shown: Vec<&RunRow> = rep.runs.iter().filter(|r| r.policy != "ideal").collect();
+    let bound = shown.first()?.bound();
+    let windows = if o.windows > 1 {
+        format!(", {} windows", o.windows)
+    } else {
+        String::new()
     };
-    let mut line = match (o.exact_bytes, o.window_bound_bytes, o.lp_bound_bytes) {
-        (Some(e), _, _) => format!(
-            "minimum traffic at this capacity (ILP, proven in {} ms{}; fragmentation and weights relaxed): {}; each policy's excess: {}",
-            o.solve_ms,
-            if o.windows > 1 {
-                format!(", {} windows", o.windows)
-            } else {
-                String::new()
-            },
-            fmt_bytes(e),
-            excess(e)
+    let note = o.note.clone().map(|n| format!("; {n}")).unwrap_or_default();
+    let how = match bound.method {
+        BoundMethod::Ilp => format!(
+            "minimum traffic at this capacity {} (ILP, proven in {} ms{windows}; fragmentation and weights relaxed)",
+            fmt_bytes(bound.bytes),
+            o.solve_ms
         ),
-        (None, Some(w), _) => format!(
-            "lower bound from the exact program over windows of the schedule: {} ({}); each policy above it: {}",
-            fmt_bytes(w),
-            o.note.clone().unwrap_or_default(),
-            excess(w)
+        BoundMethod::Windowed => format!(
+            "lower bound {} windowed: the exact program over windows of the schedule ({} ms{note})",
+            fmt_bytes(bound.bytes),
+            o.solve_ms
         ),
-        (None, None, Some(b)) => format!(
-            "lower bound from the LP relaxation: {} ({}); each policy above it: {}",
-            fmt_bytes(b),
-            o.note.clone().unwrap_or_default(),
-            excess(b)
+        BoundMethod::Lp => format!(
+            "lower bound {} lp: the exact program's LP relaxation ({} ms{windows}{note})",
+            fmt_bytes(bound.bytes),
+            o.solve_ms
         ),
-        (None, None, None) => format!(
-            "exact program: not solved ({})",
-            o.note.clone().unwrap_or_default()
+        m => format!(
+            "lower bound {} {}: the exact program found nothing tighter within its budget ({} ms{note})",
+            fmt_bytes(bound.bytes),
+            m.as_str(),
+            o.solve_ms
         ),
     };
+    let excess: Vec<String> = shown
+        .iter()
+        .map(|r| format!("{} +{}", r.policy, r.bound().gap_text(r.traffic_bytes)))
+        .collect();
+    let mut line = format!("{how}; each policy above it: {}", excess.join(", "));
+    if o.cached {
+        line += " (the solve came from the result cache)";
+    }
     if let Some(saved) = planner_saving(&rep.runs) {
         line += &format!("; {saved}");
     }
@@ -259,7 +245,27 @@ impl RunRow {
             recompute: cfg.map(|c| c.recompute.clone()),
             recompute_saved_bytes: s.recompute_saved_bytes,
             live_pools_capacity_bytes: live_pools_capacity(tr),
+            bound_state: BoundState::Final,
         }
+    }
+
+    /// The run's bound as a figure.
+    pub fn bound(&self) -> TrafficBound {
+        TrafficBound {
+            bytes: self.lower_bound_traffic_bytes,
+            method: self.lower_bound_method,
+            state: self.bound_state,
+        }
+    }
+
+    /// The row with `b` as its bound (gap fields follow).
+    pub fn with_bound(mut self, b: TrafficBound) -> RunRow {
+        self.lower_bound_traffic_bytes = b.bytes;
+        self.lower_bound_method = b.method;
+        self.bound_state = b.state;
+        self.gap_to_bound_bytes = b.gap_bytes(self.traffic_bytes);
+        self.gap_ratio = b.gap_ratio(self.traffic_bytes);
+        self
     }
 
     /// Raises the run's bound to what the exact program found, if tighter
@@ -268,11 +274,7 @@ impl RunRow {
         if self.policy == "ideal" {
             return;
         }
-        let (bound, method) = o.tightest(self.lower_bound_traffic_bytes, self.lower_bound_method);
-        self.lower_bound_traffic_bytes = bound;
-        self.lower_bound_method = method;
-        self.gap_to_bound_bytes = self.traffic_bytes.saturating_sub(bound);
-        self.gap_ratio = gap_ratio(self.traffic_bytes, bound, method);
+        *self = self.clone().with_bound(self.bound().refined(o));
     }
 }
 
@@ -313,30 +315,14 @@ fn cells(r: &RunRow) -> [String; 13] {
         fmt_bytes(r.traffic_bytes),
         fmt_ms(r.stall_ns),
         format!("{:.1}", r.throughput_fps),
-        match r.live_pools_capacity_bytes {
-            // Peak live counts the tensors of several pools: its share of them.
-            Some(all) if all > 0 => format!(
-                "{} ({:.0}% of {})",
-                fmt_bytes(r.peak_live_bytes),
-                r.peak_live_bytes as f64 * 100.0 / all as f64,
-                fmt_bytes(all)
-            ),
-            _ if r.capacity_bytes > 0 => format!(
-                "{} ({:.0}%)",
-                fmt_bytes(r.peak_live_bytes),
-                r.peak_live_bytes as f64 * 100.0 / r.capacity_bytes as f64
-            ),
-            _ => fmt_bytes(r.peak_live_bytes),
-        },
-        match r.lower_bound_method {
-            BoundMethod::None => "-".into(),
-            m => format!("{} {}", fmt_bytes(r.lower_bound_traffic_bytes), m.as_str()),
-        },
-        gap_text(
-            r.traffic_bytes,
-            r.lower_bound_traffic_bytes,
-            r.lower_bound_method,
-        ),
+        PeakLive::of_run(
+            r.peak_live_bytes,
+            r.capacity_bytes,
+            r.live_pools_capacity_bytes,
+        )
+        .cell(),
+        r.bound().cell(),
+        r.bound().gap_text(r.traffic_bytes),
     ]
 }
 

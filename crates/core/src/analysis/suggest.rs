@@ -14,10 +14,10 @@ use crate::sim::{
 use crate::trace::EventKind;
 use crate::units::fmt_bytes;
 use crate::Result;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// What a suggestion changes, typed; `kind` names it in JSON.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum Change {
     /// Keep a tensor resident (never evicted).
@@ -52,7 +52,7 @@ pub enum Change {
 }
 
 /// The kind of a [`Change`], for sorting, filtering and labels.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ChangeKind {
     Pin,
@@ -140,7 +140,7 @@ impl Change {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Suggestion {
     #[serde(flatten)]
     pub change: Change,
@@ -160,7 +160,7 @@ impl Suggestion {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Suggestions {
     pub baseline: RunRow,
     pub suggestions: Vec<Suggestion>,

@@ -89,8 +89,9 @@ pub struct Op {
     pub unit: Option<String>,
 }
 
-/// A computation graph in schedule order (op index = step).
-#[derive(Debug, Clone)]
+/// A computation graph in schedule order (op index = step). Serialised
+/// only to key the result cache by its content.
+#[derive(Debug, Clone, Serialize)]
 pub struct Graph {
     pub name: String,
     pub tensors: Vec<Tensor>,

@@ -80,3 +80,15 @@ pub fn label(c: &Change) -> String {
         Change::Reorder { .. } => "memory-aware order".into(),
     }
 }
+
+/// `suggest --format json`: the suggestions, each with how to make it (as
+/// flags and a config line) in `config_change`.
+pub fn suggestions_json(s: &crate::analysis::suggest::Suggestions) -> String {
+    let mut v = serde_json::to_value(s).unwrap_or_default();
+    if let Some(rows) = v.get_mut("suggestions").and_then(|x| x.as_array_mut()) {
+        for (row, x) in rows.iter_mut().zip(&s.suggestions) {
+            row["config_change"] = how(&x.change).into();
+        }
+    }
+    serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"
+}

@@ -7,7 +7,7 @@
 /// (production, uses, steps under pressure), ascending, and whether the
 /// tensor is on chip there. Tensors the program leaves out (weights, graph
 /// inputs, tensors never under pressure) have none: keep them as usual.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, serde::Serialize, serde::Deserialize)]
 pub struct Residency {
     pub keys: Vec<Option<Vec<(usize, bool)>>>,
 }

@@ -10,7 +10,6 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 use spillscope::trace::ledger::Part;
-use spillscope::trace::BoundMethod;
 use spillscope::units::{count, fmt_bytes};
 
 pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
@@ -35,9 +34,8 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
             Span::styled(val, v),
         ])
     };
-    let cap = d.capacity;
     let t = &d.ledger.total;
-    let (bound, bound_method) = app.bound_of(d);
+    let bound = app.bound_figure(d);
     let figs = vec![
         row(
             "latency",
@@ -93,45 +91,13 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
             "peak live",
             match (d.caps.frees, d.caps.capacity) {
                 // An NPU case's peak is the benchmark's: L1 and UB together.
-                (true, true) => match &d.trace.meta.producer {
-                    spillscope::trace::Producer::NpuCase(n) => {
-                        let caps: u64 = ["L1", "UB"]
-                            .iter()
-                            .filter_map(|p| n.capacities.get(*p))
-                            .sum();
-                        format!(
-                            "{} L1+UB / {} caps",
-                            fmt_bytes(s.peak_live_bytes),
-                            fmt_bytes(caps)
-                        )
-                    }
-                    // Peak live counts the tensors of several pools.
-                    _ if d.live_pools_capacity.is_some() => format!(
-                        "{} / {} live pools",
-                        fmt_bytes(s.peak_live_bytes),
-                        fmt_bytes(d.live_pools_capacity.unwrap_or(cap))
-                    ),
-                    _ => format!("{} / {} cap", fmt_bytes(s.peak_live_bytes), fmt_bytes(cap)),
-                },
+                (true, true) => spillscope::analysis::figures::PeakLive::of_trace(&d.trace).short(),
                 (true, false) => format!("{} (no declared capacity)", fmt_bytes(s.peak_live_bytes)),
                 (false, _) => "not known (no frees)".into(),
             },
         ),
-        row(
-            match bound_method {
-                BoundMethod::Ilp => "minimum",
-                _ => "lower bound",
-            },
-            match bound_method {
-                BoundMethod::None => "not computed".into(),
-                BoundMethod::Ilp => format!("{} (ilp, proven)", fmt_bytes(bound)),
-                m => format!("{} ({})", fmt_bytes(bound), m.as_str()),
-            },
-        ),
-        row(
-            "gap",
-            spillscope::analysis::runs::gap_text(s.traffic_bytes, bound, bound_method),
-        ),
+        row(bound.label(), bound.text()),
+        row("gap", bound.gap_text(s.traffic_bytes)),
     ];
     f.render_widget(
         Paragraph::new(figs).block(block(format!(" {} ", d.label), theme, g)),

@@ -104,6 +104,10 @@ pub struct Optimum {
     pub solve_ms: u64,
     /// Why `exact_bytes` is missing, or what stopped early.
     pub note: Option<String>,
+    /// Read from the result cache (the same inputs were solved before),
+    /// not solved in this run.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cached: bool,
     /// The integer program's residency (its optimum, or the best solution
     /// found within the time limit): what the `planned` policy follows.
     #[serde(skip)]
@@ -175,6 +179,7 @@ impl Optimum {
             variables: self.variables + other.variables,
             solve_ms: started.elapsed().as_millis() as u64,
             note,
+            cached: false,
             plan,
         }
     }
@@ -189,6 +194,7 @@ impl Optimum {
             variables: 0,
             solve_ms: 0,
             note: None,
+            cached: false,
             plan: Some(Arc::new(Residency::default())),
         }
     }

@@ -97,6 +97,7 @@ fn run(
     cancel: &Cancel,
 ) -> Option<(Vec<f64>, bool)> {
     let deadline = Instant::now() + Duration::from_secs_f64(seconds);
+
     let slice = |now: Instant| Some(SLICE.min(deadline.saturating_duration_since(now)));
     let mut opts = SolveOptions::default();
     opts.time_limit = slice(Instant::now());

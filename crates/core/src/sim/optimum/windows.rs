@@ -129,6 +129,7 @@ pub(super) fn whole(
         variables,
         solve_ms: started.elapsed().as_millis() as u64,
         note,
+        cached: false,
         plan: solved.map(|_| Arc::new(Residency { keys })),
     }
 }
@@ -371,6 +372,7 @@ impl<'a, 's> Pass<'a, 's> {
             variables: self.variables,
             solve_ms: started.elapsed().as_millis() as u64,
             note: Some(note),
+            cached: false,
             plan: self
                 .limits
                 .plan

@@ -1,0 +1,588 @@
+//! One job: a request's stages run in order (see the module table of
+//! [`super`]), each checking the job's cancel token, each posting what it
+//! found as soon as it has it and filling the [`Outcome`].
+
+use super::cache::{Cache, KeyBuilder};
+use super::dataset::Dataset;
+use super::planner::{optimum, SessionPlanner};
+use super::source::{label_of, profile_of, Loaded};
+use super::{Outcome, Progress, Request, Run, Stage, Tails, Update, WhatIf, WhatIfGrid};
+use crate::analysis::figures::{BoundState, TrafficBound};
+use crate::analysis::suggest::{inputs_of_trace, suggest_with, Suggestions};
+use crate::cancel::Cancel;
+use crate::cost::HardwareProfile;
+use crate::graph::Graph;
+use crate::run::{Resolved, RunSpec};
+use crate::sim::optimum::{Optimum, OptimumLimits, PoolSize};
+use crate::sim::plan::Residency;
+use crate::sim::{prepare_graph, simulate_with, EvictionPolicy, Runner, SimConfig};
+use crate::trace::{Source as TraceSource, Trace};
+use crate::{Error, Result};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Runs that took longer than this to simulate are kept in the cache
+/// (quicker ones are simulated again: reading a trace back costs about as
+/// much).
+const CACHE_RUNS_SLOWER_THAN_S: f64 = 0.1;
+
+pub(crate) struct Job<'a> {
+    generation: u64,
+    cancel: Cancel,
+    post: &'a (dyn Fn(Update) + Sync),
+    tails: &'a mut Tails,
+    /// Only the first frame's datasets: no complete analyses.
+    quick_only: bool,
+    out: Outcome,
+}
+
+impl<'a> Job<'a> {
+    pub(crate) fn new(
+        generation: u64,
+        cancel: Cancel,
+        post: &'a (dyn Fn(Update) + Sync),
+        tails: &'a mut Tails,
+    ) -> Job<'a> {
+        Job {
+            generation,
+            cancel,
+            post,
+            tails,
+            quick_only: false,
+            out: Outcome::default(),
+        }
+    }
+
+    pub(crate) fn quick_only(mut self) -> Job<'a> {
+        self.quick_only = true;
+        self
+    }
+
+    /// Runs every stage the request asks for.
+    pub(crate) fn run(mut self, req: &Request) -> Result<Outcome> {
+        match &req.source {
+            super::Source::Model(spec) => self.model(req, spec)?,
+            source => self.traces(req, source)?,
+        }
+        (self.post)(Update::Done);
+        Ok(self.out)
+    }
+
+    fn progress(&self, stage: Stage, done: usize, total: usize) {
+        (self.post)(Update::Progress(Progress {
+            generation: self.generation,
+            stage,
+            done,
+            total,
+        }));
+    }
+
+    /// A model: load, simulate, bound, planned run, suggestions, what-if.
+    fn model(&mut self, req: &Request, spec: &RunSpec) -> Result<()> {
+        self.progress(Stage::Load, 0, 1);
+        let g = self.tails.graph(spec)?;
+        let profile = profile_of(self.tails, spec, &g)?;
+        let mut r = spec.resolve_with_profile(&g, profile.as_ref().map(|p| &*p.trace))?;
+        // The planned policy plans one pool: among several policies it is
+        // left out with a note (alone, the engine refuses it and says why).
+        if !r.hardware.is_single_pool()
+            && r.policies.len() > 1
+            && r.policies.contains(&EvictionPolicy::Planned)
+        {
+            r.policies.retain(|&p| p != EvictionPolicy::Planned);
+            self.out.notes.push(
+                "planned: skipped, it plans one pool and this profile declares several".into(),
+            );
+        }
+        self.out.graph = Some(g.clone());
+        self.out.resolved = Some(r.clone());
+        let cache = req.cache.as_ref();
+        let policies = r.policies.clone();
+        let solves = req.wants.bound
+            && req.budgets.bound_s > 0.0
+            && r.hardware.is_single_pool()
+            && policies.iter().any(|&p| p != EvictionPolicy::Ideal);
+        let first_state = |p: EvictionPolicy| match solves && p != EvictionPolicy::Ideal {
+            true => BoundState::Refining,
+            false => BoundState::Final,
+        };
+        // Every policy but the planned one, which follows the bound's plan.
+        let mut runs: Vec<Option<Run>> = vec![None; policies.len()];
+        for (i, &p) in policies.iter().enumerate() {
+            if p == EvictionPolicy::Planned {
+                continue;
+            }
+            self.progress(Stage::Simulate, i, policies.len());
+            let trace = self.simulate(cache, &g, &r.hardware, &r.config_for(p), None)?;
+            let bound = TrafficBound::of(&trace.summary).with_state(first_state(p));
+            runs[i] = Some(Run {
+                policy: Some(p),
+                trace,
+                bound,
+            });
+        }
+        let label = label_of(&spec.model);
+        if let Some(primary) = runs[0].clone() {
+            self.show(0, &label, &primary, solves);
+        }
+        if let Some(p) = &profile {
+            self.show_loaded(1, p);
+        }
+        // The bound, shared by every policy (it does not depend on one).
+        let prepared = prepare_graph(&g, &r.config)?;
+        let pool = PoolSize::of(&r.hardware);
+        let limits = OptimumLimits {
+            time_limit_s: req.budgets.bound_s,
+            ..Default::default()
+        };
+        let planner =
+            SessionPlanner::new(cache, req.budgets.plan_s).with_baseline(&prepared, pool, limits);
+        if solves {
+            self.cancel.check()?;
+            let (post, generation) = (self.post, self.generation);
+            let tick = move |done, total| {
+                post(Update::Progress(Progress {
+                    generation,
+                    stage: Stage::Bound,
+                    done,
+                    total,
+                }))
+            };
+            tick(0, 1);
+            let o = optimum(cache, &prepared, pool, limits, &self.cancel, &tick)?;
+            planner.know(&prepared, pool, o.plan.clone());
+            for run in runs.iter_mut().flatten() {
+                run.bound = run.bound.refined(&o);
+            }
+            if let Some(primary) = &runs[0] {
+                (self.post)(Update::Bounded {
+                    trace: primary.trace.clone(),
+                    optimum: Box::new(o.clone()),
+                });
+            }
+            self.out.optimum = Some(o);
+        }
+        // The planned run follows that solve (or, with the bound off, its
+        // own within the default budget).
+        if let Some(i) = policies.iter().position(|&p| p == EvictionPolicy::Planned) {
+            self.progress(Stage::Planned, 0, 1);
+            let plan = match &self.out.optimum {
+                Some(o) => o.plan.clone(),
+                None if r.hardware.is_single_pool() => {
+                    crate::sim::Planner::plan(&planner, &prepared, pool, &self.cancel)?
+                }
+                None => None,
+            };
+            let cfg = r.config_for(EvictionPolicy::Planned);
+            let trace = self.simulate(cache, &g, &r.hardware, &cfg, Some(plan))?;
+            let own = TrafficBound::of(&trace.summary);
+            let bound = match &self.out.optimum {
+                Some(o) => own.refined(o),
+                None => own,
+            };
+            let run = Run {
+                policy: Some(EvictionPolicy::Planned),
+                trace,
+                bound,
+            };
+            if i == 0 {
+                self.show(0, &label, &run, false);
+                if let Some(o) = &self.out.optimum {
+                    (self.post)(Update::Bounded {
+                        trace: run.trace.clone(),
+                        optimum: Box::new(o.clone()),
+                    });
+                }
+            }
+            runs[i] = Some(run);
+        }
+        self.out.runs = runs.into_iter().flatten().collect();
+        if req.wants.suggestions {
+            if let Some(primary) = self.out.runs.first().cloned() {
+                let cfg = r.first_config();
+                self.suggest(req, &g, &r.hardware, &cfg, &primary.trace, &planner)?;
+            }
+        }
+        if let Some(grid) = &req.wants.whatif {
+            self.whatif(req, &g, &r, grid)?;
+        }
+        Ok(())
+    }
+
+    /// Posts a run's dataset (quick, then complete), and that its bound is
+    /// being refined.
+    fn show(&mut self, slot: usize, label: &str, run: &Run, refining: bool) {
+        let loaded = Loaded::at_level(label.to_string(), run.trace.clone(), Vec::new(), 1);
+        self.show_loaded(slot, &loaded);
+        if refining {
+            (self.post)(Update::Refining {
+                trace: run.trace.clone(),
+            });
+        }
+    }
+
+    fn show_loaded(&mut self, slot: usize, l: &Loaded) {
+        let quick = Dataset::quick(l.label.clone(), l.trace.clone())
+            .with_warnings(l.warnings.clone())
+            .with_levels(l.level, l.levels);
+        let complete = (!self.quick_only && !self.cancel.is_cancelled()).then(|| {
+            self.progress(Stage::Analyse, slot, slot + 1);
+            quick.completed()
+        });
+        (self.post)(Update::Loaded {
+            slot,
+            data: Box::new(quick),
+        });
+        if let Some(c) = complete {
+            (self.post)(Update::Analysed {
+                slot,
+                data: Box::new(c),
+            });
+        }
+    }
+
+    /// Traces (files or in memory): load, analyse, and for a simulator
+    /// trace the bound of its run and its suggestions.
+    fn traces(&mut self, req: &Request, source: &super::Source) -> Result<()> {
+        self.progress(Stage::Load, 0, 1);
+        let loaded = source.load_traces(self.tails)?;
+        let cache = req.cache.as_ref();
+        // Every trace's own figures; a simulator trace's bound is raised
+        // by the exact program on the graph that ran.
+        let mut runs: Vec<Run> = Vec::with_capacity(loaded.len());
+        let mut inputs: Vec<Option<(Graph, HardwareProfile, SimConfig)>> = Vec::new();
+        for l in &loaded {
+            let rebuilt = (l.trace.source == TraceSource::Simulator)
+                .then(|| inputs_of_trace(&l.trace).ok())
+                .flatten();
+            let applies = req.wants.bound
+                && req.budgets.bound_s > 0.0
+                && l.trace.summary.lower_bound_method != crate::trace::BoundMethod::None
+                && rebuilt
+                    .as_ref()
+                    .is_some_and(|(_, hw, _)| hw.is_single_pool());
+            let state = if applies {
+                BoundState::Refining
+            } else {
+                BoundState::Final
+            };
+            runs.push(Run {
+                policy: None,
+                trace: l.trace.clone(),
+                bound: TrafficBound::of(&l.trace.summary).with_state(state),
+            });
+            inputs.push(rebuilt.filter(|_| applies));
+        }
+        for (slot, l) in loaded.iter().enumerate().take(2) {
+            self.show_loaded(slot, l);
+            if runs[slot].bound.state == BoundState::Refining {
+                (self.post)(Update::Refining {
+                    trace: l.trace.clone(),
+                });
+            }
+        }
+        let limits = OptimumLimits {
+            time_limit_s: req.budgets.bound_s,
+            ..Default::default()
+        };
+        for (i, input) in inputs.iter().enumerate() {
+            let Some((g, hw, _)) = input else { continue };
+            self.cancel.check()?;
+            self.progress(Stage::Bound, i, inputs.len());
+            // The trace's graph is the one that ran: its rewrites applied.
+            let o = optimum(cache, g, PoolSize::of(hw), limits, &self.cancel, &|_, _| {})?;
+            runs[i].bound = runs[i].bound.refined(&o);
+            (self.post)(Update::Bounded {
+                trace: runs[i].trace.clone(),
+                optimum: Box::new(o.clone()),
+            });
+            if i == 0 {
+                self.out.optimum = Some(o);
+            }
+        }
+        self.out.runs = runs;
+        let wants_more = req.wants.suggestions || req.wants.whatif.is_some();
+        let Some(first) = loaded.first().filter(|_| wants_more) else {
+            return Ok(());
+        };
+        let (g, hw, cfg) = match inputs_of_trace(&first.trace) {
+            Ok(x) => x,
+            Err(e) => {
+                let msg = e.to_string();
+                self.out.notes.push(msg.clone());
+                if req.wants.suggestions {
+                    self.out.suggestions = Some(Err(msg.clone()));
+                    (self.post)(Update::Suggested {
+                        trace: first.trace.clone(),
+                        result: Err(msg),
+                    });
+                }
+                return Ok(());
+            }
+        };
+        let planner = SessionPlanner::new(cache, req.budgets.plan_s).with_baseline(
+            &g,
+            PoolSize::of(&hw),
+            limits,
+        );
+        if let Some(o) = &self.out.optimum {
+            planner.know(&g, PoolSize::of(&hw), o.plan.clone());
+        }
+        if req.wants.suggestions {
+            self.suggest(req, &g, &hw, &cfg, &first.trace, &planner)?;
+        }
+        if let Some(grid) = &req.wants.whatif {
+            let r = Resolved {
+                hardware: hw,
+                policies: vec![cfg.policy],
+                config: cfg,
+                calibration: None,
+                free_at_from: None,
+            };
+            self.whatif(req, &g, &r, grid)?;
+        }
+        Ok(())
+    }
+
+    /// One simulation, from the cache where it was slow enough to keep.
+    fn simulate(
+        &self,
+        cache: Option<&Cache>,
+        g: &Graph,
+        hw: &HardwareProfile,
+        cfg: &SimConfig,
+        plan: Option<Option<Arc<Residency>>>,
+    ) -> Result<Arc<Trace>> {
+        let mut keyed = cfg.clone();
+        if let Some(p) = &plan {
+            keyed.plan = p.clone();
+        }
+        let key = KeyBuilder::new("run")
+            .graph(g)
+            .hardware(hw)
+            .config(&keyed)
+            .finish();
+        if let Some(t) = cache.and_then(|c| c.get::<Trace>(&key)) {
+            return Ok(Arc::new(t));
+        }
+        let started = Instant::now();
+        // `None`: not the planned policy; `Some(None)`: planned, no plan found.
+        let t = simulate_with(g, hw, cfg, plan.flatten(), &self.cancel)?;
+        if started.elapsed().as_secs_f64() > CACHE_RUNS_SLOWER_THAN_S {
+            if let Some(c) = cache {
+                c.put(&key, &t);
+            }
+        }
+        Ok(Arc::new(t))
+    }
+
+    /// The suggestions for the run `trace` of `cfg`: from the cache, else
+    /// re-simulated candidate by candidate.
+    fn suggest(
+        &mut self,
+        req: &Request,
+        g: &Graph,
+        hw: &HardwareProfile,
+        cfg: &SimConfig,
+        trace: &Arc<Trace>,
+        planner: &SessionPlanner,
+    ) -> Result<()> {
+        if let Some(max) = req.wants.suggest_max_ops.filter(|&m| trace.ops.len() > m) {
+            let msg = format!(
+                "{} ops: more than {max} to re-simulate interactively; run `spillscope suggest` on it",
+                trace.ops.len()
+            );
+            self.out.suggestions = Some(Err(msg.clone()));
+            (self.post)(Update::Suggested {
+                trace: trace.clone(),
+                result: Err(msg),
+            });
+            return Ok(());
+        }
+        let key = KeyBuilder::new("suggestions")
+            .graph(g)
+            .hardware(hw)
+            .config(cfg)
+            .part("budgets", &req.budgets)
+            .finish();
+        #[derive(serde::Serialize, serde::Deserialize)]
+        struct Stored {
+            suggestions: Suggestions,
+            configs: Vec<Option<SimConfig>>,
+        }
+        let cache = req.cache.as_ref();
+        let found = match cache.and_then(|c| c.get::<Stored>(&key)) {
+            Some(mut s) => {
+                for (x, c) in s.suggestions.suggestions.iter_mut().zip(s.configs) {
+                    x.sim_config = c;
+                }
+                Ok(s.suggestions)
+            }
+            None => {
+                let (post, generation) = (self.post, self.generation);
+                let tick = move |done, total| {
+                    post(Update::Progress(Progress {
+                        generation,
+                        stage: Stage::Suggest,
+                        done,
+                        total,
+                    }))
+                };
+                tick(0, 1);
+                let runner = Runner {
+                    cancel: &self.cancel,
+                    planner,
+                };
+                match suggest_with(g, hw, cfg, runner, &tick) {
+                    Err(Error::Cancelled) => return Err(Error::Cancelled),
+                    Ok(s) => {
+                        if let Some(c) = cache {
+                            let configs =
+                                s.suggestions.iter().map(|x| x.sim_config.clone()).collect();
+                            c.put(
+                                &key,
+                                &Stored {
+                                    suggestions: s.clone(),
+                                    configs,
+                                },
+                            );
+                        }
+                        Ok(s)
+                    }
+                    Err(e) => Err(e.to_string()),
+                }
+            }
+        };
+        (self.post)(Update::Suggested {
+            trace: trace.clone(),
+            result: found.clone().map(Box::new),
+        });
+        self.out.suggestions = Some(found);
+        Ok(())
+    }
+
+    /// `n` capacities from a quarter of the capacity up to 1.25x the
+    /// primary run's peak live bytes (or the capacity, if higher).
+    fn curve(&self, hw: &HardwareProfile, n: usize) -> Vec<u64> {
+        let cap = hw.memory.capacity.0;
+        let peak = self
+            .out
+            .runs
+            .first()
+            .map_or(cap, |r| r.trace.summary.peak_live_bytes)
+            .max(1);
+        let top = (peak + peak / 4).max(cap);
+        let lo = (cap / 4).max(1);
+        let n = n.max(2) as u64;
+        let step = ((top - lo) / (n - 1)).max(1);
+        (0..n).map(|i| lo + i * step).collect()
+    }
+
+    /// A what-if grid: each capacity's bound first (in parallel, within
+    /// its budget, seeding the plans of planned points), then every point,
+    /// then the knees.
+    fn whatif(&mut self, req: &Request, g: &Graph, r: &Resolved, grid: &WhatIfGrid) -> Result<()> {
+        use crate::analysis::shard::ShardInfo;
+        use crate::analysis::whatif::{grid as points_of, knees, run_with, search_knees_with};
+        use rayon::prelude::*;
+        let capacities = match grid.curve {
+            Some(n) => self.curve(&r.hardware, n),
+            None => grid.capacities.clone(),
+        };
+        if capacities.contains(&0) {
+            return Err(Error::Hardware("capacity must be greater than zero".into()));
+        }
+        let all = points_of(&capacities, &grid.bandwidths, &r.policies);
+        let info = grid.shard.map(|s| ShardInfo {
+            index: s.index,
+            count: s.count,
+            points: all.len(),
+            grid: crate::run::grid_fingerprint(g, &r.hardware, &r.config, &all),
+        });
+        let points = match grid.shard {
+            Some(s) => &all[s.range(all.len())],
+            None => &all[..],
+        };
+        let cache = req.cache.as_ref();
+        let prepared = prepare_graph(g, &r.config)?;
+        let mut capacities: Vec<u64> = points.iter().map(|p| p.capacity_bytes).collect();
+        capacities.sort_unstable();
+        capacities.dedup();
+        let planned = r.policies.contains(&EvictionPolicy::Planned);
+        let bounded = req.budgets.whatif_bound_s > 0.0 && r.hardware.is_single_pool();
+        // The same program `sim` solves at each capacity (plan included),
+        // so a what-if row and `sim` at that capacity share one solve.
+        let limits = OptimumLimits {
+            time_limit_s: req.budgets.whatif_bound_s,
+            ..Default::default()
+        };
+        let planner = SessionPlanner::new(cache, req.budgets.plan_s);
+        let done = std::sync::atomic::AtomicUsize::new(0);
+        let total = points.len() + if bounded { capacities.len() } else { 0 };
+        let (post, generation) = (self.post, self.generation);
+        let tick = || {
+            let d = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+            post(Update::Progress(Progress {
+                generation,
+                stage: Stage::WhatIf,
+                done: d,
+                total,
+            }))
+        };
+        let bounds: Vec<(u64, Optimum)> = if bounded {
+            capacities
+                .par_iter()
+                .map(|&c| {
+                    let hw = r.hardware.clone().with_capacity(c)?;
+                    let pool = PoolSize::of(&hw);
+                    let o = optimum(cache, &prepared, pool, limits, &self.cancel, &|_, _| {})?;
+                    if planned {
+                        planner.know(&prepared, pool, o.plan.clone());
+                    }
+                    tick();
+                    Ok((c, o))
+                })
+                .collect::<Result<_>>()?
+        } else {
+            Vec::new()
+        };
+        let runner = Runner {
+            cancel: &self.cancel,
+            planner: &planner,
+        };
+        let rows = run_with(g, &r.hardware, &r.config, points, runner, &tick)?;
+        let single = r.hardware.is_single_pool();
+        let rows = rows
+            .into_iter()
+            .map(|row| {
+                if row.policy == "ideal" || !single {
+                    return row;
+                }
+                match bounds.iter().find(|(c, _)| *c == row.capacity_bytes) {
+                    Some((_, o)) => {
+                        let b = row.bound().refined(o);
+                        row.with_bound(b)
+                    }
+                    None => {
+                        let b = row.bound().with_state(BoundState::Unrefined);
+                        row.with_bound(b)
+                    }
+                }
+            })
+            .collect();
+        let searched = if grid.knees {
+            search_knees_with(g, &r.hardware, &r.config, &r.policies, runner)?
+        } else {
+            Vec::new()
+        };
+        let report = crate::analysis::runs::RunsReport {
+            model: g.name.clone(),
+            runs: rows,
+            optimum: None,
+            shard: info,
+        };
+        let knees = knees(&report.runs, &searched);
+        self.out.whatif = Some(WhatIf { report, knees });
+        Ok(())
+    }
+}
