@@ -1,0 +1,140 @@
+//! The live loop at 80x24 in tmux, on a model whose bound takes the exact
+//! program's whole budget (DenseNet-121's layout at 4 MiB): the config is
+//! edited to `planned` and back to `lru`, a suggestion is applied with `a`
+//! and undone with `u`; Suggest then shows the final run's suggestions
+//! within the time `spillscope suggest` takes for the same config plus 2 s,
+//! and the Overview's bound is the one `sim --format json` prints for it.
+//! Skips (with a message) where tmux is missing.
+
+mod common;
+use common::tmux::Tmux;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+fn bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_spillscope"))
+}
+
+/// No cache: every figure below is computed, not read back.
+const FLAGS: &[&str] = &["--capacity", "4MiB", "--ilp-time", "2", "--no-cache"];
+
+fn densenet(dir: &Path) -> PathBuf {
+    let g = spillscope::graph::gen::densenet_like(&[6, 12, 24, 16]);
+    let p = dir.join("densenet.json");
+    let json = serde_json::to_string(&spillscope::graph::json::graph_to_json(&g)).unwrap();
+    std::fs::write(&p, json).unwrap();
+    p
+}
+
+/// The Suggest view's title for a run of `policy` with `latency`.
+fn suggestions_for(s: &str, latency: &str, policy: &str) -> bool {
+    s.lines().any(|l| {
+        l.contains("suggestions saving") && l.contains(&format!("baseline {latency} [{policy}]"))
+    })
+}
+
+#[test]
+fn after_edits_suggest_and_the_bound_follow_the_final_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = densenet(dir.path());
+    let cfg = dir.path().join("sched.toml");
+    std::fs::write(&cfg, "policy = \"lru\"\n").unwrap();
+    let cmd = format!(
+        "cd {} && {} view {} {} --config sched.toml; sleep 3",
+        dir.path().display(),
+        bin().display(),
+        model.display(),
+        FLAGS.join(" ")
+    );
+    let Some(t) = Tmux::open_at("session", &cmd, (80, 24), |s| s.contains("[lru]")) else {
+        return;
+    };
+    // The first run's bound is refined in place, then its suggestions come.
+    let s = t
+        .wait_for(Duration::from_secs(60), |s| {
+            s.contains("lower bound") && !s.contains("refining")
+        })
+        .expect("the bound refined");
+    let bound_line = s
+        .lines()
+        .find(|l| l.contains("lower bound"))
+        .unwrap()
+        .to_string();
+    t.send(&["7"]);
+    let s = t
+        .wait_for(Duration::from_secs(60), |s| s.contains("suggestions saving"))
+        .expect("suggestions");
+    let latency = s
+        .lines()
+        .find_map(|l| {
+            let i = l.find("baseline ")?;
+            Some(l[i + 9..].split(" [").next()?.to_string())
+        })
+        .expect("the baseline latency");
+    // planned, then back to lru before its suggestions are done.
+    std::fs::write(&cfg, "policy = \"planned\"\n").unwrap();
+    t.wait_for(Duration::from_secs(30), |s| s.contains("[planned]"))
+        .expect("the planned run");
+    std::fs::write(&cfg, "policy = \"lru\"\n").unwrap();
+    t.wait_for(Duration::from_secs(60), |s| suggestions_for(s, &latency, "lru"))
+        .expect("lru's suggestions again");
+    // Apply the top suggestion; once its run replaces lru's, undo it.
+    t.send(&["a"]);
+    t.wait_for(Duration::from_secs(30), |s| !suggestions_for(s, &latency, "lru"))
+        .expect("the applied change re-simulated");
+    assert_ne!(std::fs::read_to_string(&cfg).unwrap(), "policy = \"lru\"\n");
+    t.send(&["u"]);
+    let undone = Instant::now();
+    t.wait_for(Duration::from_secs(5), |_| {
+        std::fs::read_to_string(&cfg).unwrap() == "policy = \"lru\"\n"
+    })
+    .expect("u restores the file");
+    let s = t
+        .wait_for(Duration::from_secs(60), |s| suggestions_for(s, &latency, "lru"))
+        .expect("the final run's suggestions");
+    let shown = undone.elapsed();
+    // What `spillscope suggest` takes for the same final config.
+    let started = Instant::now();
+    let o = std::process::Command::new(bin())
+        .current_dir(dir.path())
+        .args(["suggest", model.to_str().unwrap(), "--config", "sched.toml"])
+        .args(FLAGS)
+        .output()
+        .unwrap();
+    let cli = started.elapsed();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    println!("suggestions on screen {shown:?} after u; `suggest` takes {cli:?}");
+    assert!(
+        shown <= cli + Duration::from_secs(2),
+        "{shown:?} after the last change, `suggest` takes {cli:?}\n{s}"
+    );
+    // The Overview's bound, final, is sim's for the final config.
+    t.send(&["1"]);
+    let s = t
+        .wait_for(Duration::from_secs(60), |s| {
+            s.contains("lower bound") && !s.contains("refining")
+        })
+        .expect("the final bound");
+    let o = std::process::Command::new(bin())
+        .current_dir(dir.path())
+        .args(["sim", model.to_str().unwrap(), "--config", "sched.toml"])
+        .args(FLAGS)
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let run = &v["runs"][0];
+    let want = format!(
+        "{} ({})",
+        spillscope::units::fmt_bytes(run["lower_bound_traffic_bytes"].as_u64().unwrap()),
+        run["lower_bound_method"].as_str().unwrap()
+    );
+    let line = s.lines().find(|l| l.contains("lower bound")).unwrap();
+    assert!(line.contains(&want), "{line:?} vs sim's {want}");
+    assert!(bound_line.contains(&want), "the first run's {bound_line:?}");
+    let gap = format!("(+{:.0}%)", run["gap_ratio"].as_f64().unwrap() * 100.0);
+    assert!(
+        s.lines().any(|l| l.contains("gap") && l.contains(&gap)),
+        "gap {gap}:\n{s}"
+    );
+}
