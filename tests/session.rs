@@ -58,7 +58,11 @@ fn a_newer_request_stops_the_running_bound_within_a_slice() {
     let session = Session::spawn(move |p| {
         let _ = tx.send(p);
     });
-    let first = session.submit(request(spec(&model, 4 << 20, EvictionPolicy::Lru), None, 5.0));
+    let first = session.submit(request(
+        spec(&model, 4 << 20, EvictionPolicy::Lru),
+        None,
+        5.0,
+    ));
     // Into the bound's solve.
     loop {
         let p = next(&rx);
@@ -71,7 +75,11 @@ fn a_newer_request_stops_the_running_bound_within_a_slice() {
     }
     std::thread::sleep(Duration::from_millis(300));
     let asked = Instant::now();
-    let second = session.submit(request(spec(&model, 8 << 20, EvictionPolicy::Lru), None, 5.0));
+    let second = session.submit(request(
+        spec(&model, 8 << 20, EvictionPolicy::Lru),
+        None,
+        5.0,
+    ));
     let mut stale_bound = false;
     let latency = loop {
         let p = next(&rx);
@@ -169,12 +177,21 @@ fn every_input_keys_the_cache_and_a_cached_result_says_so() {
     let written = entries(&cache_dir);
     assert!(written >= 2, "bound and suggestions kept: {written}");
     let again = run(base(), cache(), 2.0);
-    assert!(again.optimum.as_ref().unwrap().cached, "a cached result says so");
+    assert!(
+        again.optimum.as_ref().unwrap().cached,
+        "a cached result says so"
+    );
     assert_eq!(figures(&again), figures(&first));
     assert_eq!(entries(&cache_dir), written, "a hit writes nothing new");
     // Each input changed in turn: a miss (a new entry), and what it gives
     // is what a run without the cache gives.
-    let mutations: Vec<(&str, Box<dyn Fn()>, Box<dyn Fn() -> spillscope::run::RunSpec>, f64)> = vec![
+    type Mutation<'a> = (
+        &'static str,
+        Box<dyn Fn() + 'a>,
+        Box<dyn Fn() -> spillscope::run::RunSpec + 'a>,
+        f64,
+    );
+    let mutations: Vec<Mutation> = vec![
         (
             "graph",
             Box::new(|| {
@@ -188,9 +205,7 @@ fn every_input_keys_the_cache_and_a_cached_result_says_so() {
         ),
         (
             "hardware",
-            Box::new(|| {
-                std::fs::write(&hw_file, "[dram]\nread_bandwidth = \"30GB/s\"\n").unwrap()
-            }),
+            Box::new(|| std::fs::write(&hw_file, "[dram]\nread_bandwidth = \"30GB/s\"\n").unwrap()),
             Box::new(base),
             2.0,
         ),
@@ -229,8 +244,15 @@ fn every_input_keys_the_cache_and_a_cached_result_says_so() {
         mutate();
         let cached = run(spec_of(), cache(), budget);
         let fresh = run(spec_of(), None, budget);
-        assert_eq!(figures(&cached), figures(&fresh), "{what}: served a stale entry");
-        assert!(entries(&cache_dir) > before, "{what}: no new entry, so no miss");
+        assert_eq!(
+            figures(&cached),
+            figures(&fresh),
+            "{what}: served a stale entry"
+        );
+        assert!(
+            entries(&cache_dir) > before,
+            "{what}: no new entry, so no miss"
+        );
     }
 }
 
@@ -252,7 +274,7 @@ fn sim_figures(out: &str, json: &serde_json::Value) -> (String, String) {
         .find(|l| l.contains("each policy above it"))
         .expect("the line under the table");
     assert!(line.contains(&cell), "line {line:?} lacks {cell:?}");
-    assert!(line.contains(&format!("lru +")) && line.contains(&gap), "{line}");
+    assert!(line.contains("lru +") && line.contains(&gap), "{line}");
     (cell, gap)
 }
 
@@ -274,22 +296,28 @@ fn one_spec_shows_one_bound_and_one_gap_in_sim_and_report() {
     let table = run(&[&["sim", m], &args[..]].concat());
     let solve = started.elapsed();
     let json: serde_json::Value =
-        serde_json::from_str(&run(&[&["sim", m], &args[..], &["--format", "json"]].concat()))
-            .unwrap();
+        serde_json::from_str(&run(
+            &[&["sim", m], &args[..], &["--format", "json"]].concat()
+        ))
+        .unwrap();
     let (cell, gap) = sim_figures(&table, &json);
     assert!(!cell.ends_with("per-op"), "the program's bound: {cell}");
     // The second command read the first's solve instead of solving again.
     assert_eq!(json["optimum"]["cached"], true, "{solve:?}");
-    let report: serde_json::Value = serde_json::from_str(&run(
-        &[&["report", m], &args[..], &["--format", "json"]].concat(),
-    ))
-    .unwrap();
+    let report: serde_json::Value =
+        serde_json::from_str(&run(
+            &[&["report", m], &args[..], &["--format", "json"]].concat()
+        ))
+        .unwrap();
     let s = &report["summary"];
     assert_eq!(
         s["lower_bound_traffic_bytes"],
         json["runs"][0]["lower_bound_traffic_bytes"]
     );
-    assert_eq!(s["lower_bound_method"], json["runs"][0]["lower_bound_method"]);
+    assert_eq!(
+        s["lower_bound_method"],
+        json["runs"][0]["lower_bound_method"]
+    );
     assert_eq!(s["gap_ratio"], json["runs"][0]["gap_ratio"]);
     println!("bound {cell}, gap {gap}, solved in {solve:?}");
 }

@@ -62,7 +62,9 @@ fn after_edits_suggest_and_the_bound_follow_the_final_config() {
         .to_string();
     t.send(&["7"]);
     let s = t
-        .wait_for(Duration::from_secs(60), |s| s.contains("suggestions saving"))
+        .wait_for(Duration::from_secs(60), |s| {
+            s.contains("suggestions saving")
+        })
         .expect("suggestions");
     let latency = s
         .lines()
@@ -76,12 +78,16 @@ fn after_edits_suggest_and_the_bound_follow_the_final_config() {
     t.wait_for(Duration::from_secs(30), |s| s.contains("[planned]"))
         .expect("the planned run");
     std::fs::write(&cfg, "policy = \"lru\"\n").unwrap();
-    t.wait_for(Duration::from_secs(60), |s| suggestions_for(s, &latency, "lru"))
-        .expect("lru's suggestions again");
+    t.wait_for(Duration::from_secs(60), |s| {
+        suggestions_for(s, &latency, "lru")
+    })
+    .expect("lru's suggestions again");
     // Apply the top suggestion; once its run replaces lru's, undo it.
     t.send(&["a"]);
-    t.wait_for(Duration::from_secs(30), |s| !suggestions_for(s, &latency, "lru"))
-        .expect("the applied change re-simulated");
+    t.wait_for(Duration::from_secs(30), |s| {
+        !suggestions_for(s, &latency, "lru")
+    })
+    .expect("the applied change re-simulated");
     assert_ne!(std::fs::read_to_string(&cfg).unwrap(), "policy = \"lru\"\n");
     t.send(&["u"]);
     let undone = Instant::now();
@@ -90,7 +96,9 @@ fn after_edits_suggest_and_the_bound_follow_the_final_config() {
     })
     .expect("u restores the file");
     let s = t
-        .wait_for(Duration::from_secs(60), |s| suggestions_for(s, &latency, "lru"))
+        .wait_for(Duration::from_secs(60), |s| {
+            suggestions_for(s, &latency, "lru")
+        })
         .expect("the final run's suggestions");
     let shown = undone.elapsed();
     // What `spillscope suggest` takes for the same final config.

@@ -210,8 +210,8 @@ pub fn live_pools_capacity(tr: &Trace) -> Option<u64> {
 impl RunRow {
     pub fn from_trace(tr: &Trace) -> RunRow {
         let s = &tr.summary;
-        let sim = tr.meta.producer.simulation();
-        let (hw, cfg) = (sim.map(|s| s.0), sim.map(|s| s.1));
+        let sim = crate::sim::settings::settings(&tr.meta.producer);
+        let (hw, cfg) = (sim.as_ref().map(|s| &s.0), sim.as_ref().map(|s| &s.1));
         RunRow {
             policy: tr.meta.policy.clone(),
             capacity_bytes: s.capacity_bytes,

@@ -478,8 +478,15 @@ pub fn inputs_of_trace(tr: &crate::trace::Trace) -> Result<(Graph, HardwareProfi
     use crate::trace::{Producer, Source};
     use crate::Error;
     let (hw, cfg) = match &tr.meta.producer {
-        Producer::Simulator { hardware, config } if tr.source == Source::Simulator => {
-            ((**hardware).clone(), (**config).clone())
+        Producer::Simulator { .. } if tr.source == Source::Simulator => {
+            match crate::sim::settings::settings(&tr.meta.producer) {
+                Some(s) => s,
+                None => {
+                    return Err(Error::Config(
+                        "suggestions re-simulate: this trace does not record a hardware profile and config this version reads".into(),
+                    ))
+                }
+            }
         }
         Producer::Instrumented(i) => {
             // Say what is missing: the run's hardware and schedule, which a

@@ -3,24 +3,9 @@
 //! side wins is the op's bound.
 
 use super::HardwareProfile;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
-/// Which roof an op sits under.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Bound {
-    Compute,
-    Memory,
-}
-
-impl Bound {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Bound::Compute => "compute",
-            Bound::Memory => "memory",
-        }
-    }
-}
+pub use crate::trace::Bound;
 
 /// The roofline result for one op.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]

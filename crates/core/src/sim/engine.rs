@@ -29,7 +29,7 @@ use crate::graph::{transform, Graph, Liveness, TensorId, TensorKind};
 use crate::limits;
 use crate::trace::ledger::Ledger;
 use crate::trace::{
-    BoundMethod, Counter, Event, EventKind, Meta, Pool, Producer, Source, Summary, Trace, TraceOp,
+    BoundMethod, Counter, Event, EventKind, Meta, Pool, Source, Summary, Trace, TraceOp,
     TraceTensor, SCHEMA,
 };
 use crate::{Error, Result};
@@ -1166,10 +1166,7 @@ impl<'a> Sim<'a> {
             meta: Meta {
                 model: g.name.clone(),
                 policy: cfg.policy.as_str().to_string(),
-                producer: Producer::Simulator {
-                    hardware: Box::new(hw.clone()),
-                    config: Box::new(cfg.clone()),
-                },
+                producer: super::settings::producer(hw, cfg),
                 tool_version: env!("CARGO_PKG_VERSION").to_string(),
             },
             pools,

@@ -5,8 +5,9 @@
 //! Owns: the engine (one method per phase), the allocator, the victim
 //! search, policies, and the scheduling config types ([`SimConfig`],
 //! [`ScheduleFile`], [`EvictionPolicy`]). May import `graph`, `cost` and the
-//! `trace` types it writes. `sim::config` and `sim::policy` are plain data
-//! that import nothing above `graph`, so the trace model may record them.
+//! `trace` types it writes; the trace records its settings as data
+//! ([`settings`] writes and reads them), so the data model imports nothing
+//! of the simulator.
 
 pub mod allocator;
 pub mod config;
@@ -17,6 +18,7 @@ pub mod policy;
 pub mod pools;
 mod room;
 pub mod runner;
+pub mod settings;
 
 pub use allocator::Allocator;
 pub use config::{ActivationDtype, RecomputeSpec, ScheduleFile, SimConfig, WeightMode};

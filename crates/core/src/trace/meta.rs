@@ -1,11 +1,11 @@
 //! A trace's `meta`: the model, the policy label, and who produced it with
-//! what. The producer is typed (a simulator run carries its hardware profile
-//! and config, an import its importer, an NPU case the benchmark's
-//! parameters), while the JSON keeps the contract's `hardware` and `config`
-//! objects exactly as earlier versions wrote them.
+//! what. The producer is typed (a simulator run, an import with its
+//! importer, an NPU case with the benchmark's parameters), while the JSON
+//! keeps the contract's `hardware` and `config` objects exactly as earlier
+//! versions wrote them. The data model does not know its producers' types:
+//! a simulator run's hardware profile and config are recorded as the JSON
+//! the simulator wrote, and read back by the simulator (`sim::settings`).
 
-use crate::cost::HardwareProfile;
-use crate::sim::SimConfig;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -51,27 +51,15 @@ impl Default for Meta {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "producer", rename_all = "kebab-case")]
 pub enum Producer {
-    /// spillscope's simulator: enough to re-simulate the run.
-    Simulator {
-        hardware: Box<HardwareProfile>,
-        config: Box<SimConfig>,
-    },
+    /// spillscope's simulator: its hardware profile and config as it
+    /// recorded them, enough to re-simulate the run (`sim::settings`).
+    Simulator { hardware: Value, config: Value },
     /// A runtime's trace brought in by an importer.
     Instrumented(Instrumented),
     /// An NPU kernel DAG and its solution (`npu import`).
     NpuCase(NpuCaseInfo),
     /// Anything else (another tool, a hand-written trace): kept as written.
     Unknown { hardware: Value, config: Value },
-}
-
-impl Producer {
-    /// The hardware and config of a simulator run.
-    pub fn simulation(&self) -> Option<(&HardwareProfile, &SimConfig)> {
-        match self {
-            Producer::Simulator { hardware, config } => Some((hardware, config)),
-            _ => None,
-        }
-    }
 }
 
 /// Which importer read a runtime trace.
@@ -185,15 +173,13 @@ fn producer_of(hardware: Value, config: Value) -> Producer {
         if let Ok(i) = Instrumented::deserialize(&config) {
             return Producer::Instrumented(i);
         }
-    } else if hardware.is_object() {
-        let hw = HardwareProfile::deserialize(&hardware);
-        let cfg = SimConfig::deserialize(&config);
-        if let (Ok(hw), Ok(cfg)) = (hw, cfg) {
-            return Producer::Simulator {
-                hardware: Box::new(hw),
-                config: Box::new(cfg),
-            };
-        }
+    } else if hardware.get("memory").is_some_and(Value::is_object)
+        && config.get("policy").is_some_and(Value::is_string)
+    {
+        // The simulator's records: a profile with its memory, a config with
+        // its policy (whether this version reads them is the simulator's
+        // to say).
+        return Producer::Simulator { hardware, config };
     }
     Producer::Unknown { hardware, config }
 }
@@ -212,10 +198,7 @@ impl From<MetaRecord> for Meta {
 impl From<Meta> for MetaRecord {
     fn from(m: Meta) -> MetaRecord {
         let (hardware, config) = match m.producer {
-            Producer::Simulator { hardware, config } => (
-                serde_json::to_value(&*hardware).unwrap_or_default(),
-                serde_json::to_value(&*config).unwrap_or_default(),
-            ),
+            Producer::Simulator { hardware, config } => (hardware, config),
             Producer::Instrumented(i) => (Value::Null, serde_json::to_value(i).unwrap_or_default()),
             Producer::NpuCase(n) => (
                 json!({

@@ -26,7 +26,6 @@ use std::path::Path;
 
 pub const SCHEMA: &str = "spillscope.trace/1";
 
-pub use crate::cost::Bound;
 pub use crate::graph::TensorKind;
 pub use meta::{Importer, Instrumented, Meta, NpuCaseInfo, Producer};
 
@@ -276,6 +275,23 @@ impl std::fmt::Display for TraceParseError {
         match self.pos {
             Some(p) => write!(f, "{} (line {}, column {})", self.msg, p.line, p.column),
             None => f.write_str(&self.msg),
+        }
+    }
+}
+
+/// Which roof an op sits under.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Bound {
+    Compute,
+    Memory,
+}
+
+impl Bound {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Bound::Compute => "compute",
+            Bound::Memory => "memory",
         }
     }
 }

@@ -81,8 +81,16 @@ impl SuggestView {
 pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
     let s = match &app.suggest.state {
         SuggestState::Pending => {
+            // Which stage the session is in, done of total, as it goes.
+            let text = match app.progress {
+                Some(p) if p.total > 1 => {
+                    format!("{} ({} of {})...", p.stage.as_str(), p.done, p.total)
+                }
+                Some(p) => format!("{}...", p.stage.as_str()),
+                None => "re-simulating suggestions...".to_string(),
+            };
             f.render_widget(
-                Paragraph::new("re-simulating suggestions...")
+                Paragraph::new(text)
                     .style(theme.fg(theme.c.muted))
                     .block(block(" Suggestions ", theme, g)),
                 area,
