@@ -32,7 +32,7 @@ pub fn resident_by_step(trace: &Trace, pool: &str) -> Vec<u64> {
 /// step function a per-pool timeline lane draws). O(events log events).
 pub fn resident_over_time(trace: &Trace, pool: &str) -> Vec<(u64, u64)> {
     // In-place outputs count the bytes they share with an operand once.
-    let deltas = crate::trace::inplace::deltas(&trace.events, &trace.ops, trace.tensors.len());
+    let deltas = crate::trace::residency::deltas(&trace.events, &trace.ops, trace.tensors.len());
     let mut events: Vec<(u64, i128)> = trace
         .events
         .iter()
@@ -45,14 +45,7 @@ pub fn resident_over_time(trace: &Trace, pool: &str) -> Vec<(u64, u64)> {
     if !events.is_sorted_by_key(|e| e.0) {
         events.sort_by_key(|e| e.0);
     }
-    let mut resident = 0i128;
-    events
-        .into_iter()
-        .map(|(t, d)| {
-            resident = (resident + d).max(0);
-            (t, resident as u64)
-        })
-        .collect()
+    crate::trace::residency::walk(events).collect()
 }
 
 /// [`resident_by_step`] for the trace's first pool (the one whose capacity

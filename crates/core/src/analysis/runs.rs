@@ -13,14 +13,9 @@ pub struct RunRow {
     pub policy: String,
     pub capacity_bytes: u64,
     pub latency_ns: u64,
-    pub spill_count: u64,
-    pub spilled_bytes: u64,
-    pub reloaded_bytes: u64,
-    #[serde(default)]
-    pub streamed_in_bytes: u64,
-    #[serde(default)]
-    pub streamed_out_bytes: u64,
-    pub traffic_bytes: u64,
+    /// The ledger's traffic figures, as the trace's summary has them.
+    #[serde(flatten)]
+    pub traffic: crate::trace::Traffic,
     pub stall_ns: u64,
     pub peak_live_bytes: u64,
     pub peak_resident_bytes: u64,
@@ -68,6 +63,8 @@ pub struct RunRow {
 fn is_final(s: &BoundState) -> bool {
     s.is_final()
 }
+
+crate::holds_traffic!(RunRow);
 
 /// The whole `sim --format json` document.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -216,12 +213,7 @@ impl RunRow {
             policy: tr.meta.policy.clone(),
             capacity_bytes: s.capacity_bytes,
             latency_ns: s.latency_ns,
-            spill_count: s.spill_count,
-            spilled_bytes: s.spilled_bytes,
-            reloaded_bytes: s.reloaded_bytes,
-            streamed_in_bytes: s.streamed_in_bytes,
-            streamed_out_bytes: s.streamed_out_bytes,
-            traffic_bytes: s.traffic_bytes,
+            traffic: s.traffic,
             stall_ns: s.stall_ns,
             peak_live_bytes: s.peak_live_bytes,
             peak_resident_bytes: s.peak_resident_bytes,

@@ -182,19 +182,14 @@ fn build(k: &Kernel, sol: &Solution, span: &[(u64, u64)], m: &Metrics) -> Trace 
     events.sort_by_key(|e| (e.t_ns, e.op, rank(e.kind)));
     // Resident bytes over time, L1 + UB (the residency the benchmark counts).
     let mut resident: Vec<(u64, f64)> = Vec::new();
-    let mut cur = 0i64;
-    for e in &events {
-        if k.buffers[e.tensor].ty.is_l0() {
-            continue;
-        }
-        if e.kind.places() {
-            cur += e.bytes as i64;
-        } else if e.kind.removes() {
-            cur -= e.bytes as i64;
-        }
+    let l1_ub = events
+        .iter()
+        .filter(|e| !k.buffers[e.tensor].ty.is_l0())
+        .map(crate::trace::residency::kind_delta);
+    for (t, cur) in crate::trace::residency::walk(l1_ub) {
         match resident.last_mut() {
-            Some(last) if last.0 == e.t_ns => last.1 = cur as f64,
-            _ => resident.push((e.t_ns, cur as f64)),
+            Some(last) if last.0 == t => last.1 = cur as f64,
+            _ => resident.push((t, cur as f64)),
         }
     }
     let peak_resident = resident.iter().map(|s| s.1 as u64).max().unwrap_or(0);

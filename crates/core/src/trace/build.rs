@@ -138,13 +138,14 @@ impl TraceBuilder {
         self.events.sort_by_key(|e| e.t_ns);
         // Running live bytes (all pools) and each pool's high-water mark;
         // pools are few, so a small vector beats hashing per event.
-        let mut live: i128 = 0;
-        let mut peak: i128 = 0;
+        let deltas = super::residency::deltas(&self.events, &self.ops, self.tensors.len());
+        let steps = self.events.iter().zip(deltas).map(|(e, d)| (e.t_ns, d));
+        let peak = super::residency::walk(steps)
+            .map(|(_, b)| b as i128)
+            .max()
+            .unwrap_or(0);
         let mut high_water: Vec<(&str, u64)> = Vec::new();
-        let deltas = super::inplace::deltas(&self.events, &self.ops, self.tensors.len());
-        for (e, d) in self.events.iter().zip(deltas) {
-            live += d;
-            peak = peak.max(live);
+        for e in &self.events {
             if let Some(off) = e.offset {
                 let end = off + e.bytes;
                 match high_water.iter_mut().find(|h| h.0 == e.pool.as_str()) {

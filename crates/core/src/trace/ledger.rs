@@ -155,15 +155,13 @@ pub struct Ledger {
 /// The summary's ledger fields.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct LedgerFields {
-    pub spill_count: u64,
-    pub spilled_bytes: u64,
-    pub reloaded_bytes: u64,
-    pub streamed_in_bytes: u64,
-    pub streamed_out_bytes: u64,
-    pub traffic_bytes: u64,
+    #[serde(flatten)]
+    pub traffic: super::Traffic,
     pub weight_traffic_bytes: u64,
     pub input_load_bytes: u64,
 }
+
+crate::holds_traffic!(LedgerFields);
 
 impl LedgerFields {
     /// `(field name, value)` in contract order.
@@ -183,12 +181,7 @@ impl LedgerFields {
     /// The same fields as a summary stores them.
     pub fn of_summary(s: &Summary) -> LedgerFields {
         LedgerFields {
-            spill_count: s.spill_count,
-            spilled_bytes: s.spilled_bytes,
-            reloaded_bytes: s.reloaded_bytes,
-            streamed_in_bytes: s.streamed_in_bytes,
-            streamed_out_bytes: s.streamed_out_bytes,
-            traffic_bytes: s.traffic_bytes,
+            traffic: s.traffic,
             weight_traffic_bytes: s.weight_traffic_bytes,
             input_load_bytes: s.input_load_bytes,
         }
@@ -196,12 +189,7 @@ impl LedgerFields {
 
     /// Writes these fields into `s` (and `streamed_bytes`, their stream sum).
     pub fn write_to(&self, s: &mut Summary) {
-        s.spill_count = self.spill_count;
-        s.spilled_bytes = self.spilled_bytes;
-        s.reloaded_bytes = self.reloaded_bytes;
-        s.streamed_in_bytes = self.streamed_in_bytes;
-        s.streamed_out_bytes = self.streamed_out_bytes;
-        s.traffic_bytes = self.traffic_bytes;
+        s.traffic = self.traffic;
         s.weight_traffic_bytes = self.weight_traffic_bytes;
         s.input_load_bytes = self.input_load_bytes;
         s.streamed_bytes = self.streamed_in_bytes + self.streamed_out_bytes;
@@ -240,12 +228,14 @@ impl Ledger {
     pub fn fields(&self) -> LedgerFields {
         let t = &self.total;
         LedgerFields {
-            spill_count: t.get(Part::EvictedOut).count,
-            spilled_bytes: t.get(Part::EvictedOut).bytes,
-            reloaded_bytes: t.get(Part::Reloaded).bytes,
-            streamed_in_bytes: t.get(Part::StreamedIn).bytes,
-            streamed_out_bytes: t.get(Part::StreamedOut).bytes,
-            traffic_bytes: t.traffic_bytes(),
+            traffic: super::Traffic {
+                spill_count: t.get(Part::EvictedOut).count,
+                spilled_bytes: t.get(Part::EvictedOut).bytes,
+                reloaded_bytes: t.get(Part::Reloaded).bytes,
+                streamed_in_bytes: t.get(Part::StreamedIn).bytes,
+                streamed_out_bytes: t.get(Part::StreamedOut).bytes,
+                traffic_bytes: t.traffic_bytes(),
+            },
             weight_traffic_bytes: t.get(Part::Weights).bytes,
             input_load_bytes: t.get(Part::InputLoads).bytes,
         }

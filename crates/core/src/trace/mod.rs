@@ -13,11 +13,13 @@ pub mod build;
 pub mod caps;
 pub mod export;
 pub mod import;
-pub mod inplace;
 pub mod ledger;
 pub mod nesting;
 mod ranges;
+pub mod residency;
+mod traffic;
 pub mod verify;
+pub use traffic::Traffic;
 
 use crate::{Error, Result};
 pub use compact_str::CompactString;
@@ -371,20 +373,9 @@ pub struct Counter {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct Summary {
     pub latency_ns: u64,
-    /// Evictions of non-weight tensors.
-    pub spill_count: u64,
-    /// What those evictions wrote back.
-    pub spilled_bytes: u64,
-    /// Reloads of tensors whose DRAM copy came from a spill.
-    pub reloaded_bytes: u64,
-    /// Operands streamed in from a spilled DRAM copy.
-    #[serde(default)]
-    pub streamed_in_bytes: u64,
-    /// Outputs streamed out.
-    #[serde(default)]
-    pub streamed_out_bytes: u64,
-    /// spilled + reloaded + streamed in + streamed out.
-    pub traffic_bytes: u64,
+    /// The ledger's traffic figures (`spill_count` .. `traffic_bytes`).
+    #[serde(flatten)]
+    pub traffic: Traffic,
     #[serde(default)]
     pub recompute_saved_bytes: u64,
     pub stall_ns: u64,
@@ -415,6 +406,8 @@ pub struct Summary {
     #[serde(default)]
     pub capacity_bytes: u64,
 }
+
+crate::holds_traffic!(Summary);
 
 impl Trace {
     /// A copy without ops, tensors, events or counters (schema, source,

@@ -160,7 +160,7 @@ impl<'a> Replay<'a> {
         // A compiler's in-place output (Vela's elementwise ops) may take
         // memory of an operand its op reads for the last time.
         let in_place = |other: usize| {
-            e.reason.as_deref() == Some(super::inplace::IN_PLACE)
+            e.reason.as_deref() == Some(super::residency::IN_PLACE)
                 && op.is_some_and(|o| {
                     self.tr
                         .ops

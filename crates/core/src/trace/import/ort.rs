@@ -222,17 +222,12 @@ pub fn import(path: &Path, opts: &ImportOptions) -> Result<(Trace, Vec<String>)>
     if graph.is_some() {
         // The peak of the activation pool in the order ORT ran the nodes
         // (fused groups hold their inner tensors while they run).
-        let mut live = 0i128;
-        let mut peak = 0i128;
-        for e in tr.events.iter().filter(|e| e.pool.as_str() == pool) {
-            if e.kind.places() {
-                live += e.bytes as i128;
-            } else if e.kind.removes() {
-                live = (live - e.bytes as i128).max(0);
-            }
-            peak = peak.max(live);
-        }
-        tr.summary.peak_live_bytes = peak as u64;
+        let arena = tr.events.iter().filter(|e| e.pool.as_str() == pool);
+        tr.summary.peak_live_bytes =
+            crate::trace::residency::walk(arena.map(crate::trace::residency::kind_delta))
+                .map(|(_, b)| b)
+                .max()
+                .unwrap_or(0);
     }
     Ok((tr, warnings))
 }

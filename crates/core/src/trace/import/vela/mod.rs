@@ -35,7 +35,7 @@ pub const POOL: &str = "sram";
 
 /// The `reason` of an alloc that takes memory of an operand its op reads
 /// for the last time (docs/trace-format.md: `verify` allows that overlap).
-pub use crate::trace::inplace::IN_PLACE;
+pub use crate::trace::residency::IN_PLACE;
 
 /// What a Vela run was and what Vela itself reported (trace `meta.vela`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -1,10 +1,11 @@
-//! Resident bytes when outputs may be written in place. A compiler such as
-//! Vela places an elementwise op's output over an operand it reads for the
-//! last time (`alloc` with `reason: "in-place"`); both tensors are resident
-//! while the op runs, but the shared bytes exist once. Every reader of
-//! resident bytes (the trace's peak, the per-op residency chart) takes
-//! its per-event change from here, so the chart never shows more than the
-//! pool holds.
+//! Resident bytes over a trace's events: the one residency walk ([`walk`])
+//! and the change each event makes. Outputs may be written in place: a
+//! compiler such as Vela places an elementwise op's output over an operand
+//! it reads for the last time (`alloc` with `reason: "in-place"`); both
+//! tensors are resident while the op runs, but the shared bytes exist once
+//! ([`deltas`]). Every reader of resident bytes (the trace's peak, the
+//! per-op residency chart, pool lanes, importers' peaks) walks here, so
+//! they agree and the chart never shows more than the pool holds.
 
 use super::{Event, EventKind, TraceOp};
 
@@ -55,6 +56,34 @@ pub fn deltas(events: &[Event], ops: &[TraceOp], n_tensors: usize) -> Vec<i128> 
             }
         })
         .collect()
+}
+
+/// The one residency walk: resident bytes after each `(t_ns, delta)`, a
+/// running sum that never goes below zero (a stream may begin mid-run,
+/// with frees of what it never saw placed). Every figure of bytes on chip
+/// over a trace's events (a pool's lane and per-op residency, a builder's
+/// peak, an NPU case's L1+UB counter, ORT's arena peak) is this walk over
+/// [`deltas`] or [`kind_deltas`].
+pub fn walk(steps: impl IntoIterator<Item = (u64, i128)>) -> impl Iterator<Item = (u64, u64)> {
+    let mut resident = 0i128;
+    steps.into_iter().map(move |(t, d)| {
+        resident = (resident + d).max(0);
+        (t, resident as u64)
+    })
+}
+
+/// `(t_ns, delta)` of each event by its kind alone: places add its bytes,
+/// removes subtract them (no in-place accounting).
+pub fn kind_delta(e: &Event) -> (u64, i128) {
+    let b = e.bytes as i128;
+    let d = if e.kind.places() {
+        b
+    } else if e.kind.removes() {
+        -b
+    } else {
+        0
+    };
+    (e.t_ns, d)
 }
 
 #[cfg(test)]
