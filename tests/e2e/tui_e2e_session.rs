@@ -6,7 +6,7 @@
 //! and the Overview's bound is the one `sim --format json` prints for it.
 //! Skips (with a message) where tmux is missing.
 
-mod common;
+use crate::common;
 use common::tmux::Tmux;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

@@ -1,6 +1,6 @@
 //! Calibration from measured durations, and free points from reality.
 
-mod common;
+use crate::common;
 use common::{graph, test_hw};
 use spillscope::analysis::calibrate::{free_points, measured_durations, roofline_vs_measured};
 use spillscope::sim::{simulate, EvictionPolicy, SimConfig, WeightMode};

@@ -7,7 +7,7 @@
 //! in one line with exit 2.
 #![cfg(feature = "tflite")]
 
-mod common;
+use crate::common;
 
 use spillscope::trace::{EventKind, TensorKind, Trace};
 use std::collections::BTreeSet;

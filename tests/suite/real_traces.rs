@@ -4,7 +4,7 @@
 //! their model (original or optimised); PyTorch's nested calls fold to the
 //! top level; ops rank by time and memory, checked against the raw files.
 
-mod common;
+use crate::common;
 use common::run_ok;
 use common::screen::render;
 use serde_json::Value;

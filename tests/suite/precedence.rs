@@ -6,7 +6,7 @@
 //! `--policy all` label, and `--fuse` losing to `fuse = false` for the exact
 //! optimum only.
 
-mod common;
+use crate::common;
 
 use clap::Parser;
 use common::graph;

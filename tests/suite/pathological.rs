@@ -2,7 +2,7 @@
 //! one clear error, in bounded time. Limits here are generous (debug
 //! builds on a shared 2-core machine); the speed targets are benchmarks.
 
-mod common;
+use crate::common;
 use common::test_hw;
 use spillscope::graph::gen;
 use spillscope::sim::{simulate, EvictionPolicy, SimConfig, WeightMode};

@@ -4,7 +4,7 @@
 //! pool; bad pool declarations and the one-pool-only planned policy are
 //! refused with one line.
 
-mod common;
+use crate::common;
 use common::run as spillscope;
 use common::screen::render;
 use std::path::Path;

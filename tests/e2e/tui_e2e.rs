@@ -2,7 +2,7 @@
 //! config rewritten under a running explorer. Skips (with a message) where
 //! tmux is not installed.
 
-mod common;
+use crate::common;
 use common::tmux::Tmux;
 use std::path::{Path, PathBuf};
 use std::process::Command;

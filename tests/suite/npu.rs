@@ -3,7 +3,7 @@
 //! asserted (skipped when ../shared/data/npu is absent); CSV and JSON load
 //! the same case; the CLI writes, checks and imports solutions.
 
-mod common;
+use crate::common;
 use spillscope::npu::check::{evaluate, read_solution, write_solution};
 use spillscope::npu::schedule::{l0_violation, peak_residency};
 use spillscope::npu::solve::{solve, SolveOptions};

@@ -7,7 +7,7 @@
 //! other (classification vs evicted out, hotspots vs totals, round trips
 //! that end where the tensor comes back).
 
-mod common;
+use crate::common;
 use common::replay::{replay, summary_fields};
 use common::test_hw;
 use proptest::prelude::*;

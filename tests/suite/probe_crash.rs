@@ -8,7 +8,7 @@
 //! through recovery by `spillscope import`, `spillscope probe recover` or
 //! the next `spill_probe_open`.
 
-mod common;
+use crate::common;
 use std::collections::BTreeMap;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};

@@ -4,7 +4,7 @@
 //! command that simulates (one line, exit 2); and a property test over
 //! extreme shapes and FLOPs through the library.
 
-mod common;
+use crate::common;
 use assert_cmd::Command;
 use proptest::prelude::*;
 use spillscope::graph::json::{graph_from_json, GraphJson};

@@ -4,7 +4,7 @@
 //! help open before `Esc`), and checks that the screen, the status or the
 //! effect asked of the runtime changed.
 
-mod common;
+use crate::common;
 use common::sample_trace as trace;
 use common::screen::render;
 

@@ -1,7 +1,7 @@
 //! Analyses with known answers on hand-built graphs: round trips and
 //! oscillation, classification, hotspots, the timeline index, diff.
 
-mod common;
+use crate::common;
 use common::{graph, test_hw};
 use spillscope::analysis::{classify, diff, hotspots, memmap, roundtrips, timeline::TimelineIndex};
 use spillscope::sim::{simulate, EvictionPolicy, SimConfig, WeightMode};

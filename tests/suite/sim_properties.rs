@@ -3,7 +3,7 @@
 //! lower bound is never beaten, ideal is never slower, and Belady never
 //! reloads more than LRU when all tensors have one size.
 
-mod common;
+use crate::common;
 use common::test_hw;
 use proptest::prelude::*;
 use spillscope::analysis::optimum::{optimal_traffic, OptimumLimits, PoolSize};

@@ -2,7 +2,7 @@
 //! with their quirks, the JSONL stream (incremental tailing), the Perfetto
 //! export round trip, and diff agreement.
 
-mod common;
+use crate::common;
 use common::shared_data;
 use serde_json::{json, Value};
 use spillscope::analysis::diff::agreement;

@@ -3,7 +3,7 @@
 //! generated header; the Rust example records from several threads; both
 //! streams are imported and verified by spillscope.
 
-mod common;
+use crate::common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! Every view rendered to ratatui's TestBackend at 80x24 and 120x40 (and
 //! ASCII mode), for a bundled trace and for the compare view.
 
-mod common;
+use crate::common;
 use common::sample_trace as trace;
 use common::screen::render;
 

@@ -3,7 +3,7 @@
 //! visible row of the Tensor, Hotspots and Compare views must read
 //! differently, and keep the index that tells the rows apart.
 
-mod common;
+use crate::common;
 use common::screen::render;
 
 use common::test_hw;

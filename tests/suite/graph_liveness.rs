@@ -1,7 +1,7 @@
 //! Liveness against DESIGN.md's reference definition: hand-built cases and
 //! the exact reference peaks of the shared ONNX models.
 
-mod common;
+use crate::common;
 use common::graph;
 #[cfg(feature = "onnx")]
 use common::shared_data;

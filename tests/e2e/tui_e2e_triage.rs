@@ -6,7 +6,7 @@
 //! for byte. Skips (with a message) where tmux or the shared models are
 //! missing.
 
-mod common;
+use crate::common;
 use common::tmux::Tmux;
 use std::path::{Path, PathBuf};
 use std::process::Command;

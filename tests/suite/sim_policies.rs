@@ -1,7 +1,7 @@
 //! Hand-built graphs whose spills per policy are known exactly (worked out
 //! by hand in the comments), plus cost-model and edge-case checks.
 
-mod common;
+use crate::common;
 use common::{graph, test_hw};
 use spillscope::sim::{simulate, EvictionPolicy, SimConfig, WeightMode};
 use spillscope::trace::{verify::verify, EventKind, Trace};

@@ -3,7 +3,7 @@
 //! beats a reload, a memory-aware order that lowers peak live bytes, order
 //! overrides, and SCHED.toml carrying all of them.
 
-mod common;
+use crate::common;
 use common::{test_hw, typed};
 use spillscope::analysis::suggest::suggest;
 use spillscope::graph::transform::{

@@ -1,6 +1,6 @@
 //! What-if sweeps: ranges, parallel runs equal to single runs, the knee.
 
-mod common;
+use crate::common;
 use common::{graph, test_hw};
 use spillscope::analysis::whatif::{
     grid, knees, parse_bandwidth_range, parse_size_range, run, search_knees,

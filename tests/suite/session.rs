@@ -4,7 +4,6 @@
 //! says when it served a result; for one spec, `sim` (table, the line under
 //! it, JSON) and `report --format json` show one bound and one gap.
 
-mod common;
 use spillscope::session::cache::Cache;
 use spillscope::session::{Budgets, Posted, Request, Session, Source, Stage, Update, Wants};
 use spillscope::sim::EvictionPolicy;

@@ -1,7 +1,7 @@
 //! Suggestions are re-simulated: each gain is confirmed here by a second,
 //! independent simulation, and the capacity suggestion matches the whatif knee.
 
-mod common;
+use crate::common;
 use spillscope::analysis::suggest::{suggest, to_fp16, Change};
 use spillscope::analysis::whatif::{grid, knees, run, search_knees};
 use spillscope::cost::HardwareProfile;

@@ -1,7 +1,7 @@
 //! The binary end to end: help texts, bad input gets one clear line naming
 //! the file and the problem (never a panic or backtrace), verify's exit code.
 
-mod common;
+use crate::common;
 use assert_cmd::Command;
 use std::path::Path;
 

@@ -1,6 +1,6 @@
 //! Explorer state logic without a terminal: key -> action -> new state.
 
-mod common;
+use crate::common;
 use common::sample_trace as trace;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
