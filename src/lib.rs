@@ -8,6 +8,7 @@
 pub mod args;
 pub mod gen_cmd;
 pub mod npu_cmd;
+pub mod out;
 pub mod probe_cmd;
 pub mod report_cmd;
 pub mod sample;

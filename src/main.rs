@@ -3,14 +3,12 @@
 
 use clap::Parser;
 use spillscope_cli::{args::Format, sim_cmd, verify_cmd, Cli, Command};
-use std::io::Write;
 use std::process::ExitCode;
 
-fn print(text: &str) {
-    let mut out = std::io::stdout().lock();
-    // A closed pipe (`| head`) is not an error worth a message.
-    let _ = out.write_all(text.as_bytes());
-    let _ = out.flush();
+use spillscope_cli::out;
+
+fn print(text: &str) -> anyhow::Result<()> {
+    Ok(out::print(text)?)
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -20,45 +18,45 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             if std::io::stdout().is_terminal() && std::io::stdin().is_terminal() {
                 spillscope_cli::view_cmd::run_sample(None, false)?;
             } else {
-                print(&spillscope_cli::sample::summary(Format::Table)?);
+                print(&spillscope_cli::sample::summary(Format::Table)?)?;
             }
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Suggest(a)) => {
-            print(&spillscope_cli::whatif_cmd::run_suggest(&a)?);
+            print(&spillscope_cli::whatif_cmd::run_suggest(&a)?)?;
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Whatif(a)) => {
-            print(&spillscope_cli::whatif_cmd::run_whatif(&a)?);
+            print(&spillscope_cli::whatif_cmd::run_whatif(&a)?)?;
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Merge(a)) => {
-            print(&spillscope_cli::whatif_cmd::run_merge(&a)?);
+            print(&spillscope_cli::whatif_cmd::run_merge(&a)?)?;
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Import(a)) => {
-            print(&spillscope_cli::trace_cmds::run_import(&a)?);
+            print(&spillscope_cli::trace_cmds::run_import(&a)?)?;
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Export(a)) => {
-            print(&spillscope_cli::trace_cmds::run_export(&a)?);
+            print(&spillscope_cli::trace_cmds::run_export(&a)?)?;
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Diff(a)) => {
-            print(&spillscope_cli::trace_cmds::run_diff(&a)?);
+            print(&spillscope_cli::trace_cmds::run_diff(&a)?)?;
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Gen(c)) => {
-            print(&spillscope_cli::gen_cmd::run(&c)?);
+            print(&spillscope_cli::gen_cmd::run(&c)?)?;
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Probe(c)) => {
-            print(&spillscope_cli::probe_cmd::run(&c)?);
+            print(&spillscope_cli::probe_cmd::run(&c)?)?;
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Npu(c)) => {
             let (text, ok) = spillscope_cli::npu_cmd::run(&c)?;
-            print(&text);
+            print(&text)?;
             Ok(if ok {
                 ExitCode::SUCCESS
             } else {
@@ -66,7 +64,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             })
         }
         Some(Command::Report(a)) => {
-            print(&spillscope_cli::report_cmd::run(&a)?);
+            print(&spillscope_cli::report_cmd::run(&a)?)?;
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::View(a)) => {
@@ -74,16 +72,16 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Sample(a)) => {
-            print(&spillscope_cli::sample::summary(a.format)?);
+            print(&spillscope_cli::sample::summary(a.format)?)?;
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Sim(a)) => {
-            print(&sim_cmd::run(&a)?);
+            print(&sim_cmd::run(&a)?)?;
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Verify(a)) => {
             let (text, ok) = verify_cmd::run(&a)?;
-            print(&text);
+            print(&text)?;
             Ok(if ok {
                 ExitCode::SUCCESS
             } else {
@@ -95,10 +93,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 None => {
                     for name in spillscope::cost::hardware::PRESETS {
                         let hw = spillscope::cost::HardwareProfile::preset(name)?;
-                        print(&format!("{name:<14} {}\n", hw.description));
+                        print(&format!("{name:<14} {}\n", hw.description))?;
                     }
                 }
-                Some(p) => print(&spillscope::cost::HardwareProfile::load(&p)?.to_toml()),
+                Some(p) => print(&spillscope::cost::HardwareProfile::load(&p)?.to_toml())?,
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -132,14 +130,16 @@ fn main() -> ExitCode {
             ) {
                 e.exit();
             }
-            eprintln!("spillscope: error: {} (see --help)", one_line(&e));
+            out::error(&format!("{} (see --help)", one_line(&e)));
             return ExitCode::from(2);
         }
     };
     match run(cli) {
         Ok(code) => code,
+        // The reader of standard output went away: nothing to say.
+        Err(e) if out::is_closed_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("spillscope: error: {e}");
+            out::error(&e.to_string());
             ExitCode::from(2)
         }
     }

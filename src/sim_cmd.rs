@@ -154,7 +154,7 @@ pub fn run(a: &SimArgs) -> Result<String> {
     let rep = outcome.report(&g.name);
     if a.format == Format::Json {
         if !notes.is_empty() {
-            eprint!("{notes}");
+            super::out::note(&notes);
         }
         return Ok(render(&rep, a.format));
     }

@@ -9,14 +9,7 @@ use spillscope::trace::export::to_chrome;
 use spillscope::units::{fmt_bytes, fmt_ms};
 use spillscope::Result;
 
-fn warn_all(warnings: &[String]) {
-    for w in warnings.iter().take(20) {
-        eprintln!("spillscope: warning: {w}");
-    }
-    if warnings.len() > 20 {
-        eprintln!("spillscope: warning: ... and {} more", warnings.len() - 20);
-    }
-}
+use super::out::warn_all;
 
 pub fn run_import(a: &ImportArgs) -> Result<String> {
     // Every level of nested calls is kept unless --op-depth says which.

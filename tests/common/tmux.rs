@@ -46,6 +46,15 @@ impl Tmux {
             .unwrap()
             .success());
     }
+    /// Runs a tmux command against this server; its standard output.
+    pub fn run(&self, args: &[&str]) -> String {
+        let o = Command::new("tmux")
+            .args(["-L", &self.socket])
+            .args(args)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    }
     pub fn screen(&self) -> String {
         let o = Command::new("tmux")
             .args(["-L", &self.socket, "capture-pane", "-p", "-t", "0"])

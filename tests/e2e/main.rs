@@ -4,6 +4,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod terminal_safety;
 mod tui_e2e;
 mod tui_e2e_session;
 mod tui_e2e_triage;

@@ -20,6 +20,7 @@ pub mod npu;
 pub mod output;
 pub mod report;
 pub mod run;
+pub mod safe_text;
 pub mod session;
 pub mod sim;
 pub mod trace;

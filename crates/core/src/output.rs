@@ -27,18 +27,30 @@ use std::path::{Path, PathBuf};
 const MAX_LINKS: usize = 40;
 
 /// Writes `text` to `path` as described in the module docs; refuses to
-/// replace an existing regular file unless `force`.
-pub fn write_atomic(path: &Path, text: impl AsRef<[u8]>, force: bool) -> Result<()> {
-    let text = text.as_ref();
+/// replace an existing regular file unless `force`. What it writes is
+/// terminal-safe ([`crate::safe_text::escape`]: a name in a report, a
+/// table or a trace cannot drive the terminal of whoever `cat`s it; JSON
+/// and TOML stay valid and read back the same values).
+pub fn write_atomic(path: &Path, text: impl AsRef<str>, force: bool) -> Result<()> {
+    write_exact(
+        path,
+        crate::safe_text::escape(text.as_ref()).as_bytes(),
+        force,
+    )
+}
+
+/// [`write_atomic`] of bytes as they are: a user's own file put back
+/// (a schedule config restored byte for byte).
+pub fn write_exact(path: &Path, bytes: &[u8], force: bool) -> Result<()> {
     match plan(path, force)? {
         Plan::Stdout => {
             let mut out = std::io::stdout().lock();
-            out.write_all(text)
+            out.write_all(bytes)
                 .and_then(|_| out.flush())
                 .map_err(|e| Error::io("standard output", e))
         }
-        Plan::InPlace(target) => write_in_place(&target, text),
-        Plan::Replace(target, perms) => replace(&target, text, perms),
+        Plan::InPlace(target) => write_in_place(&target, bytes),
+        Plan::Replace(target, perms) => replace(&target, bytes, perms),
     }
 }
 

@@ -360,8 +360,8 @@ pub fn apply_change(path: &Path, change: &crate::analysis::suggest::Change) -> R
     toml::from_str::<ScheduleFile>(&text)
         .map_err(|e| Error::toml(path, "schedule config (TOML)", &text, &e))?;
     let bak = backup_path(path);
-    crate::output::write_atomic(&bak, &old, true)?;
-    crate::output::write_atomic(path, &text, true)?;
+    crate::output::write_exact(&bak, old.as_bytes(), true)?;
+    crate::output::write_exact(path, text.as_bytes(), true)?;
     Ok(format!(
         "{}: {} (the previous file is {}; u restores it)",
         path.display(),
@@ -374,7 +374,7 @@ pub fn apply_change(path: &Path, change: &crate::analysis::suggest::Change) -> R
 pub fn undo_change(path: &Path) -> Result<String> {
     let bak = backup_path(path);
     let old = std::fs::read(&bak).map_err(|e| Error::io(&bak, e))?;
-    crate::output::write_atomic(path, &old, true)?;
+    crate::output::write_exact(path, &old, true)?;
     std::fs::remove_file(&bak).map_err(|e| Error::io(&bak, e))?;
     Ok(format!(
         "{}: restored from {}",

@@ -328,8 +328,9 @@ fn load_onnx_unguarded(path: &Path, opts: &LoadOptions, shapes: Shapes) -> Resul
             Err(e) => {
                 // Unknown ops or odd attributes: keep going on annotated shapes.
                 eprintln!(
-                    "warning: {}: tract could not parse the model ({e}); using the file's value_info",
-                    path.display()
+                    "warning: {}: tract could not parse the model ({}); using the file's value_info",
+                    path.display(),
+                    crate::safe_text::escape(&e.to_string())
                 );
             }
         }

@@ -1,0 +1,112 @@
+//! Text that cannot drive a terminal. Names come from other people's files
+//! (models, traces, profiles): a tensor named `ESC[2J` clears the screen
+//! it is printed on, `ESC]52;c;…BEL` writes the clipboard, `ESC]0;…` the
+//! window title, and bidirectional overrides reorder what a reader sees.
+//! Every human-readable output (tables, markdown, text reports, diffs,
+//! notes, warnings, errors) passes through [`escape`] on its way out.
+//!
+//! One rule serves text and JSON alike: each unsafe character becomes the
+//! six visible characters `\u001b` (its code point, four hex digits). In
+//! text that shows what was there; in JSON, where the serializer already
+//! escapes C0 controls, the remaining unsafe characters (C1 controls,
+//! bidirectional controls) only occur inside strings, where `\u009b` is a
+//! valid escape that reads back as the same character. Output stays valid
+//! JSON and says the same thing.
+//!
+//! A foundation: imports nothing of the crate.
+
+use std::borrow::Cow;
+use std::fmt::Write as _;
+
+/// Whether `c` must not reach a terminal as itself. `keep_lines` keeps
+/// `\n` and `\t` (whole outputs); names keep neither.
+pub fn is_unsafe(c: char, keep_lines: bool) -> bool {
+    if keep_lines && (c == '\n' || c == '\t') {
+        return false;
+    }
+    // C0, DEL and C1 controls; the bidirectional embeddings, overrides and
+    // isolates; line and paragraph separators.
+    c.is_control()
+        || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+        || matches!(c, '\u{2028}' | '\u{2029}')
+}
+
+/// `text` with every unsafe character written as `\uXXXX`; newlines and
+/// tabs kept. Borrowed when nothing needed escaping (the usual case).
+pub fn escape(text: &str) -> Cow<'_, str> {
+    escape_with(text, true)
+}
+
+/// A name (one line): every control escaped, newlines and tabs included.
+pub fn escape_name(name: &str) -> Cow<'_, str> {
+    escape_with(name, false)
+}
+
+fn escape_with(text: &str, keep_lines: bool) -> Cow<'_, str> {
+    let Some(first) = text.find(|c| is_unsafe(c, keep_lines)) else {
+        return Cow::Borrowed(text);
+    };
+    let mut out = String::with_capacity(text.len() + 16);
+    out.push_str(&text[..first]);
+    for c in text[first..].chars() {
+        if is_unsafe(c, keep_lines) {
+            // Every unsafe character is below U+10000.
+            let _ = write!(out, "\\u{:04x}", c as u32);
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// At most the first 80 characters of a value quoted in a message, with
+/// its length when it was longer, controls escaped: an error about a
+/// 10 MB value is one line, not 10 MB.
+pub fn excerpt(value: &str) -> String {
+    const KEEP: usize = 80;
+    let n = value.chars().count();
+    if n <= KEEP {
+        return escape_name(value).into_owned();
+    }
+    let head: String = value.chars().take(KEEP).collect();
+    format!("{}… ({n} characters)", escape_name(&head))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn controls_become_visible_and_safe_text_is_borrowed() {
+        assert!(matches!(escape("conv1 / Relu\n"), Cow::Borrowed(_)));
+        assert_eq!(escape("a\u{1b}[2Jb\n"), "a\\u001b[2Jb\n");
+        assert_eq!(
+            escape("\u{1b}]52;c;ZXZpbA==\u{7}"),
+            "\\u001b]52;c;ZXZpbA==\\u0007"
+        );
+        assert_eq!(
+            escape("x\u{9b}31m\u{202e}y\r"),
+            "x\\u009b31m\\u202ey\\u000d"
+        );
+        assert_eq!(escape_name("a\nb\tc"), "a\\u000ab\\u0009c");
+    }
+
+    #[test]
+    fn escaped_json_reads_back_the_same_value() {
+        let name = "t\u{9b}2J\u{202e}\u{1b}]0;x\u{7}";
+        let json = serde_json::to_string(&serde_json::json!({ "name": name })).unwrap();
+        let safe = escape(&json);
+        assert!(!safe.chars().any(|c| is_unsafe(c, true)));
+        let back: serde_json::Value = serde_json::from_str(&safe).unwrap();
+        assert_eq!(back["name"], name);
+    }
+
+    #[test]
+    fn excerpts_are_capped() {
+        let long = "x".repeat(10_000_000);
+        let e = excerpt(&long);
+        assert!(e.len() < 120, "{e}");
+        assert!(e.ends_with("(10000000 characters)"));
+        assert_eq!(excerpt("ab\u{1b}"), "ab\\u001b");
+    }
+}
