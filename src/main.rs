@@ -134,7 +134,13 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match run(cli) {
+    let interactive = matches!(cli.command, None | Some(Command::View(_)));
+    if !interactive {
+        out::clean_up_on_signals();
+    }
+    let result = run(cli);
+    out::warn_stale();
+    match result {
         Ok(code) => code,
         // The reader of standard output went away: nothing to say.
         Err(e) if out::is_closed_pipe(&e) => ExitCode::SUCCESS,

@@ -57,3 +57,30 @@ pub fn is_closed_pipe(e: &anyhow::Error) -> bool {
             .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
     })
 }
+
+/// On SIGINT, SIGTERM or SIGHUP: the temporary file of a write in progress
+/// is removed, then the process exits as a signal would end it (128 + the
+/// signal). Not for the explorer, which restores the terminal on the same
+/// signals itself.
+pub fn clean_up_on_signals() {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
+        return;
+    };
+    std::thread::spawn(move || {
+        if let Some(sig) = signals.forever().next() {
+            spillscope::output::remove_pending();
+            std::process::exit(128 + sig);
+        }
+    });
+}
+
+/// Names the temporary files killed runs left beside this run's outputs.
+pub fn warn_stale() {
+    for p in spillscope::output::take_stale() {
+        warn(&format!(
+            "{} was left by an interrupted run (its process is gone); remove it",
+            p.display()
+        ));
+    }
+}

@@ -9,6 +9,10 @@ use assert_cmd::Command;
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
+fn bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_spillscope"))
+}
+
 fn model() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/encoder_decoder.json")
 }
@@ -72,11 +76,19 @@ fn a_symlink_keeps_being_a_link_and_its_target_is_replaced() {
 }
 
 #[test]
-fn a_dangling_symlink_gets_its_target_created() {
+fn a_dangling_symlink_is_refused_unless_forced_then_its_target_created() {
     let d = tempfile::tempdir().unwrap();
     let link = d.path().join("link.json");
     std::os::unix::fs::symlink("made.json", &link).unwrap();
     let (code, _, err) = sim_to(&link, &[]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("symbolic link to") && err.contains("--force"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(!d.path().join("made.json").exists());
+    let (code, _, err) = sim_to(&link, &["--force"]);
     assert_eq!(code, 0, "{err}");
     assert!(std::fs::symlink_metadata(&link)
         .unwrap()
@@ -184,4 +196,140 @@ fn dash_is_standard_output_with_nothing_else_on_it() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("choose one --policy"));
+}
+
+#[test]
+fn a_fifo_nobody_reads_is_refused_instead_of_hanging() {
+    let d = tempfile::tempdir().unwrap();
+    let fifo = d.path().join("pipe");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let t = std::time::Instant::now();
+    let (code, _, err) = sim_to(&fifo, &["--force"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("FIFO that nobody is reading"), "{err}");
+    assert!(t.elapsed() < std::time::Duration::from_secs(20));
+}
+
+#[test]
+fn a_failed_standard_output_is_an_error_and_a_closed_pipe_is_quiet() {
+    let full = std::fs::OpenOptions::new().write(true).open("/dev/full");
+    let Ok(full) = full else {
+        eprintln!("SKIP: no /dev/full");
+        return;
+    };
+    for args in [vec!["hw"], vec!["sim", "--policy", "lru"]] {
+        let mut c = std::process::Command::new(bin());
+        c.args(&args);
+        if args[0] == "sim" {
+            c.arg(model());
+        }
+        let o = c.stdout(full.try_clone().unwrap()).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("standard output"), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+    // `| head -c 1`: the reader leaves; nothing is said.
+    let o = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "{} sim {} --format json | head -c 1 >/dev/null",
+            bin().display(),
+            model().display()
+        ))
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    assert_eq!(String::from_utf8_lossy(&o.stderr), "");
+}
+
+#[test]
+fn two_writers_of_one_new_file_without_force_never_both_succeed() {
+    let d = tempfile::tempdir().unwrap();
+    for round in 0..20 {
+        let path = d.path().join(format!("race{round}.json"));
+        let barrier = std::sync::Arc::new(std::sync::Barrier::new(2));
+        let handles: Vec<_> = (0..2)
+            .map(|i| {
+                let (path, barrier) = (path.clone(), barrier.clone());
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    spillscope::output::write_atomic(&path, format!("writer {i}"), false).is_ok()
+                })
+            })
+            .collect();
+        let ok = handles
+            .into_iter()
+            .map(|h| h.join().unwrap())
+            .filter(|&ok| ok)
+            .count();
+        assert_eq!(ok, 1, "round {round}: {ok} writers succeeded");
+    }
+    no_temporaries(d.path());
+}
+
+#[test]
+fn sigterm_during_a_write_leaves_no_temporary_file_and_stale_ones_are_named() {
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("big.json");
+    let mut child = std::process::Command::new(bin())
+        .args(["gen", "trace", "--events", "400000", "-o"])
+        .arg(&out)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait for the temporary file, then interrupt the write.
+    let start = std::time::Instant::now();
+    let mut seen = false;
+    while start.elapsed() < std::time::Duration::from_secs(120) {
+        let tmp = std::fs::read_dir(d.path())
+            .unwrap()
+            .flatten()
+            .any(|e| e.file_name().to_string_lossy().ends_with(".tmp"));
+        if tmp {
+            seen = true;
+            send_signal(child.id(), 15);
+            break;
+        }
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    let status = child.wait().unwrap();
+    if !seen {
+        eprintln!("SKIP: the write finished before it could be interrupted");
+        return;
+    }
+    assert_eq!(status.code(), Some(128 + 15), "{status:?}");
+    no_temporaries(d.path());
+    assert!(!out.exists());
+
+    // What a kill -9 leaves (a temporary file of a process that is gone)
+    // is named by the next write beside it.
+    let dead = (100_000..4_000_000)
+        .find(|p| !Path::new(&format!("/proc/{p}")).exists())
+        .unwrap();
+    let stale = d.path().join(format!(".small.json.{dead}.a1b2c3.tmp"));
+    std::fs::write(&stale, "half").unwrap();
+    let (code, _, err) = sim_to(&d.path().join("small.json"), &[]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains(&format!(
+            ".small.json.{dead}.a1b2c3.tmp was left by an interrupted run"
+        )),
+        "{err}"
+    );
+}
+
+/// `kill -SIG PID`, by the system's command.
+fn send_signal(pid: u32, sig: i32) {
+    let _ = std::process::Command::new("kill")
+        .arg(format!("-{sig}"))
+        .arg(pid.to_string())
+        .status();
 }

@@ -32,6 +32,10 @@ pub enum Error {
     Hardware(String),
     #[error("config: {0}")]
     Config(String),
+    /// An output that cannot be written as asked (it exists, it is a
+    /// dangling link, a FIFO nobody reads), its path in the message.
+    #[error("{0}")]
+    Output(String),
     /// A file of the wrong kind for the command (a trace where a model is
     /// expected, or the reverse), with the command that reads it.
     #[error("{}: {what} ({hint})", path.display())]

@@ -3,19 +3,26 @@
 //! [`write_atomic`]:
 //!
 //! - `-` is standard output;
-//! - a symlink is followed (to its final target, dangling or not) and the
-//!   *target* is replaced, atomically, in the target's directory: the link
-//!   stays a link;
+//! - a symlink is followed (to its final target) and the *target* is
+//!   replaced, atomically, in the target's directory: the link stays a
+//!   link; a dangling link is refused unless `force` (it points somewhere
+//!   nobody may have meant to create a file);
 //! - an existing FIFO, character device or socket (`/dev/null`,
 //!   `/dev/stdout`, a pipe someone reads) is written in place, never
-//!   renamed over;
+//!   renamed over; a FIFO is opened without blocking, so one nobody reads
+//!   is refused at once instead of hanging;
 //! - anything else that is not a regular file (a directory, a block device)
 //!   is refused, naming it;
 //! - a regular file is replaced atomically: a temporary file is created
 //!   beside it with an unpredictable name and `O_EXCL` (a link planted
 //!   there is never followed), given the existing file's permissions, and
 //!   renamed over it; on any error the temporary file is removed. An
-//!   existing file is only replaced with `force`.
+//!   existing file is only replaced with `force`; without it the rename
+//!   refuses to replace a file that appeared meanwhile (no check-then-
+//!   rename race between two writers);
+//! - a temporary file is named `.NAME.PID.XXXXXX.tmp` and listed while it
+//!   exists, so a signal handler can remove it ([`remove_pending`]) and a
+//!   later write can name the ones a killed run left ([`take_stale`]).
 //!
 //! A foundation: imports only `error`.
 
@@ -50,7 +57,7 @@ pub fn write_exact(path: &Path, bytes: &[u8], force: bool) -> Result<()> {
                 .map_err(|e| Error::io("standard output", e))
         }
         Plan::InPlace(target) => write_in_place(&target, bytes),
-        Plan::Replace(target, perms) => replace(&target, bytes, perms),
+        Plan::Replace(target, perms) => replace(&target, bytes, perms, force),
     }
 }
 
@@ -74,10 +81,17 @@ fn plan(path: &Path, force: bool) -> Result<Plan> {
         return Ok(Plan::Stdout);
     }
     let target = follow_links(path)?;
+    if !force && target != path && std::fs::symlink_metadata(&target).is_err() {
+        return Err(Error::Output(format!(
+            "{} is a symbolic link to {}, which does not exist; pass --force to create it",
+            path.display(),
+            target.display()
+        )));
+    }
     match std::fs::metadata(&target) {
         Ok(m) if m.is_file() => {
             if !force {
-                return Err(Error::Config(format!(
+                return Err(Error::Output(format!(
                     "{} exists; pass --force to overwrite it",
                     path.display()
                 )));
@@ -85,7 +99,7 @@ fn plan(path: &Path, force: bool) -> Result<Plan> {
             Ok(Plan::Replace(target, Some(m.permissions())))
         }
         Ok(m) if is_stream(&m) => Ok(Plan::InPlace(target)),
-        Ok(m) => Err(Error::Config(format!(
+        Ok(m) => Err(Error::Output(format!(
             "{}: {} is not a regular file; refusing to write over it",
             path.display(),
             kind_of(&m)
@@ -112,7 +126,7 @@ fn follow_links(path: &Path) -> Result<PathBuf> {
             _ => return Ok(p),
         }
     }
-    Err(Error::Config(format!(
+    Err(Error::Output(format!(
         "{}: more than {MAX_LINKS} symbolic links to follow",
         path.display()
     )))
@@ -147,19 +161,79 @@ fn kind_of(m: &std::fs::Metadata) -> &'static str {
 }
 
 fn write_in_place(path: &Path, text: &[u8]) -> Result<()> {
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .open(path)
-        .map_err(|e| Error::io(path, e))?;
+    let mut f = open_in_place(path)?;
     f.write_all(text)
         .and_then(|_| f.flush())
         .map_err(|e| Error::io(path, e))
 }
 
+/// Opens a stream for writing. A FIFO is opened non-blocking (a FIFO
+/// nobody reads fails with ENXIO instead of blocking in `open`; a reader
+/// gets two seconds to appear), then set back to blocking so large writes
+/// wait for the reader.
+#[cfg(unix)]
+fn open_in_place(path: &Path) -> Result<std::fs::File> {
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let fifo = std::fs::metadata(path).is_ok_and(|m| m.file_type().is_fifo());
+    let mut o = std::fs::OpenOptions::new();
+    o.write(true);
+    if fifo {
+        o.custom_flags(libc::O_NONBLOCK);
+    }
+    // A reader starting at the same moment gets two seconds to open its end.
+    let mut tries = 0;
+    let opened = loop {
+        match o.open(path) {
+            Err(e) if fifo && e.raw_os_error() == Some(libc::ENXIO) && tries < 100 => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            r => break r,
+        }
+    };
+    let f = opened.map_err(|e| {
+        if e.raw_os_error() == Some(libc::ENXIO) {
+            Error::Output(format!(
+                "{} is a FIFO that nobody is reading; start its reader first",
+                path.display()
+            ))
+        } else {
+            Error::io(path, e)
+        }
+    })?;
+    if fifo {
+        use std::os::fd::AsRawFd;
+        let fd = f.as_raw_fd();
+        // SAFETY: fcntl on a descriptor this function owns, open above.
+        let ok = unsafe {
+            let flags = libc::fcntl(fd, libc::F_GETFL);
+            flags >= 0 && libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) == 0
+        };
+        if !ok {
+            return Err(Error::io(path, std::io::Error::last_os_error()));
+        }
+    }
+    Ok(f)
+}
+
+#[cfg(not(unix))]
+fn open_in_place(path: &Path) -> Result<std::fs::File> {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .map_err(|e| Error::io(path, e))
+}
+
 /// A temporary file beside `path` (unpredictable name, created with
 /// `O_EXCL`), `text` written and synced, `perms` applied, renamed over
-/// `path`. The temporary file is removed on every error.
-fn replace(path: &Path, text: &[u8], perms: Option<std::fs::Permissions>) -> Result<()> {
+/// `path` (with `force`) or into place only if `path` still does not exist
+/// (without). The temporary file is removed on every error.
+fn replace(
+    path: &Path,
+    text: &[u8],
+    perms: Option<std::fs::Permissions>,
+    force: bool,
+) -> Result<()> {
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -168,7 +242,8 @@ fn replace(path: &Path, text: &[u8], perms: Option<std::fs::Permissions>) -> Res
         .file_name()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let prefix = format!(".{name}.");
+    note_stale(dir, &name);
+    let prefix = format!(".{name}.{}.", std::process::id());
     let mut b = tempfile::Builder::new();
     b.prefix(&prefix).suffix(".tmp");
     // A new file gets the usual 0666 less the umask, not 0600.
@@ -178,6 +253,7 @@ fn replace(path: &Path, text: &[u8], perms: Option<std::fs::Permissions>) -> Res
         b.permissions(std::fs::Permissions::from_mode(0o666));
     }
     let mut tmp = b.tempfile_in(dir).map_err(|e| Error::io(dir, e))?;
+    let _pending = Pending::new(tmp.path());
     tmp.write_all(text)
         .and_then(|_| tmp.as_file().sync_all())
         .map_err(|e| Error::io(path, e))?;
@@ -186,6 +262,99 @@ fn replace(path: &Path, text: &[u8], perms: Option<std::fs::Permissions>) -> Res
             .set_permissions(p)
             .map_err(|e| Error::io(path, e))?;
     }
-    tmp.persist(path).map_err(|e| Error::io(path, e.error))?;
+    if force {
+        tmp.persist(path).map_err(|e| Error::io(path, e.error))?;
+    } else {
+        tmp.persist_noclobber(path).map_err(|e| {
+            if e.error.kind() == std::io::ErrorKind::AlreadyExists {
+                Error::Output(format!(
+                    "{} exists (another writer created it meanwhile); pass --force to overwrite it",
+                    path.display()
+                ))
+            } else {
+                Error::io(path, e.error)
+            }
+        })?;
+    }
     Ok(())
+}
+
+/// Temporary files being written now, for [`remove_pending`].
+static PENDING: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+/// Temporary files of killed runs seen beside an output, for [`take_stale`].
+static STALE: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+/// A temporary file listed in [`PENDING`] while it lives.
+struct Pending(PathBuf);
+
+impl Pending {
+    fn new(p: &Path) -> Pending {
+        if let Ok(mut v) = PENDING.lock() {
+            v.push(p.to_path_buf());
+        }
+        Pending(p.to_path_buf())
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        if let Ok(mut v) = PENDING.lock() {
+            v.retain(|p| p != &self.0);
+        }
+    }
+}
+
+/// Removes the temporary files being written now: called by a front end's
+/// SIGINT/SIGTERM handler before it exits, so an interrupted write leaves
+/// nothing behind.
+pub fn remove_pending() {
+    // try_lock: a signal that lands while the list is being edited still
+    // exits; the file is then left for `take_stale` to name.
+    if let Ok(v) = PENDING.try_lock() {
+        for p in v.iter() {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+/// The temporary files of killed runs found beside this process's outputs
+/// (a `kill -9` leaves its `.NAME.PID.XXXXXX.tmp`), once each, for the
+/// front end to name.
+pub fn take_stale() -> Vec<PathBuf> {
+    STALE
+        .lock()
+        .map(|mut v| std::mem::take(&mut *v))
+        .unwrap_or_default()
+}
+
+/// Lists `.NAME.PID.*.tmp` files in `dir` whose process is gone.
+fn note_stale(dir: &Path, name: &str) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let prefix = format!(".{name}.");
+    let mine = std::process::id();
+    let found: Vec<PathBuf> = entries
+        .flatten()
+        .filter_map(|e| {
+            let f = e.file_name().to_string_lossy().into_owned();
+            let rest = f.strip_prefix(&prefix)?.strip_suffix(".tmp")?;
+            let pid: u32 = rest.split('.').next()?.parse().ok()?;
+            (pid != mine && !process_alive(pid)).then(|| e.path())
+        })
+        .collect();
+    if let Ok(mut v) = STALE.lock() {
+        for p in found {
+            if !v.contains(&p) {
+                v.push(p);
+            }
+        }
+    }
+}
+
+/// Whether a process with this id exists (Linux: `/proc/PID`); elsewhere
+/// every process is taken to be alive, so nothing is named stale.
+fn process_alive(pid: u32) -> bool {
+    let proc = Path::new("/proc");
+    !proc.join("self").exists() || proc.join(pid.to_string()).exists()
 }
