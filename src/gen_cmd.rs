@@ -89,7 +89,7 @@ pub fn run(cmd: &GenCommand) -> Result<String> {
             let hw =
                 spillscope::cost::HardwareProfile::preset("seed-npu")?.with_capacity(160 * 1024)?;
             let tr = spillscope::sim::simulate(&g, &hw, &spillscope::sim::SimConfig::default())?;
-            super::sim_cmd::write_atomic(&a.output, tr.to_json(), a.force)?;
+            tr.write(&a.output, a.force)?;
             if a.output.as_os_str() == "-" {
                 return Ok(String::new());
             }

@@ -285,10 +285,14 @@ pub fn run(cmd: &NpuCommand) -> Result<(String, bool)> {
             );
             match &a.output {
                 Some(p) => {
-                    super::sim_cmd::write_atomic(p, tr.to_json(), a.force)?;
+                    tr.write(p, a.force)?;
                     Ok((line + &format!("wrote {}\n", p.display()), true))
                 }
-                None => Ok((tr.to_json(), true)),
+                None => {
+                    tr.check_writable()
+                        .map_err(|m| Error::Output(format!("the trace was not printed: {m}")))?;
+                    Ok((tr.to_json(), true))
+                }
             }
         }
         NpuCommand::Schedule(a) => {

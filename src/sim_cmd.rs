@@ -140,11 +140,8 @@ pub fn run(a: &SimArgs) -> Result<String> {
     if let Some(out) = &a.output {
         for run in &outcome.runs {
             let p = run.policy.unwrap_or_default();
-            write_atomic(
-                &output_path_for(out, p, several),
-                run.trace_with_bound().to_json(),
-                a.force,
-            )?;
+            run.trace_with_bound()
+                .write(&output_path_for(out, p, several), a.force)?;
         }
         // The trace is the output: no table after it.
         if out.as_os_str() == "-" {

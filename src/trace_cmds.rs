@@ -19,7 +19,7 @@ pub fn run_import(a: &ImportArgs) -> Result<String> {
     };
     warn_all(&warnings);
     if let Some(out) = &a.output {
-        write_atomic(out, tr.to_json(), a.force)?;
+        tr.write(out, a.force)?;
         // The trace went to standard output: no summary after it.
         if out.as_os_str() == "-" {
             return Ok(String::new());

@@ -66,11 +66,11 @@ fn hostile_names_change_neither_clipboard_nor_title_nor_screen() {
     let raw = dir.path().join("pane.raw");
     t.run(&["pipe-pane", "-o", &format!("cat >> {}", raw.display())]);
     t.send_literal(&format!(
-        "sh {}/run.sh; echo ALL-DONE",
+        "sh {}/run.sh; echo ALL-DONE | tr A-Z a-z",
         dir.path().display()
     ));
     t.send(&["Enter"]);
-    t.wait_for(Duration::from_secs(120), |s| s.contains("ALL-DONE"))
+    t.wait_for(Duration::from_secs(120), |s| s.contains("all-done"))
         .expect("the commands finished");
     // Let pipe-pane's reader drain.
     std::thread::sleep(Duration::from_millis(500));
@@ -79,7 +79,10 @@ fn hostile_names_change_neither_clipboard_nor_title_nor_screen() {
     for i in 0..14 {
         assert!(
             text.contains(&format!("MARK-{i}-DONE")),
-            "command {i} did not finish"
+            "command {i} did not finish: {}",
+            text.chars()
+                .skip(text.chars().count().saturating_sub(2000))
+                .collect::<String>()
         );
     }
     for (seq, what) in [
@@ -117,9 +120,9 @@ fn hostile_names_change_neither_clipboard_nor_title_nor_screen() {
     }
     t.send(&["q"]);
     std::thread::sleep(Duration::from_millis(500));
-    t.send_literal("echo EXPLORER-CLOSED");
+    t.send_literal("echo EXPLORER-CLOSED | tr A-Z a-z");
     t.send(&["Enter"]);
-    t.wait_for(Duration::from_secs(5), |s| s.contains("EXPLORER-CLOSED"))
+    t.wait_for(Duration::from_secs(5), |s| s.contains("explorer-closed"))
         .expect("the shell after the explorer");
     std::thread::sleep(Duration::from_millis(300));
     let bytes = std::fs::read(&raw).unwrap();

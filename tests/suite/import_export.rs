@@ -599,3 +599,86 @@ fn a_huge_file_is_streamed_and_garbage_in_it_is_a_clear_error() {
         .to_string();
     assert!(e.contains("huge.json"), "{e}");
 }
+
+/// `n` ops of a stream, each allocating and freeing its own tensor.
+fn jsonl_ops(tag: &str, n: usize) -> String {
+    let mut s = String::from("{\"kind\":\"pool\",\"pool\":\"sram\",\"capacity_bytes\":4096}\n");
+    for i in 0..n {
+        let t = 10 * i as u64;
+        s += &format!(
+            "{{\"t_ns\":{t},\"kind\":\"op_begin\",\"op\":\"{tag}{i}\"}}\n{{\"t_ns\":{},\"kind\":\"op_end\"}}\n",
+            t + 5
+        );
+    }
+    s
+}
+
+#[test]
+fn a_followed_stream_replaced_by_a_larger_one_is_read_again_not_mixed() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("run.jsonl");
+    std::fs::write(&p, jsonl_ops("old", 1000)).unwrap();
+    let mut tail = JsonlTail::new(&p);
+    tail.poll().unwrap();
+    assert_eq!(tail.state.snapshot().ops.len(), 1000);
+    // Rewritten in place, larger: its first op differs from the old one.
+    std::fs::write(&p, jsonl_ops("new", 3000)).unwrap();
+    tail.poll().unwrap();
+    let tr = tail.state.snapshot();
+    assert_eq!(
+        tr.ops.len(),
+        3000,
+        "old ops kept, or the new file read from the old offset"
+    );
+    assert_eq!(tr.ops[0].name, "new0");
+    assert_eq!(tail.replaced, 1);
+    // Replaced by `mv` (another inode) with the same first line.
+    let other = dir.path().join("next.jsonl");
+    std::fs::write(&other, jsonl_ops("new", 3500)).unwrap();
+    std::fs::rename(&other, &p).unwrap();
+    tail.poll().unwrap();
+    assert_eq!(tail.state.snapshot().ops.len(), 3500);
+    assert_eq!(tail.replaced, 2);
+    // Appending is not replacing.
+    let mut f = std::fs::OpenOptions::new().append(true).open(&p).unwrap();
+    use std::io::Write;
+    f.write_all(b"{\"t_ns\":99999,\"kind\":\"op_begin\",\"op\":\"more\"}\n{\"t_ns\":100000,\"kind\":\"op_end\"}\n")
+        .unwrap();
+    drop(f);
+    tail.poll().unwrap();
+    assert_eq!((tail.state.snapshot().ops.len(), tail.replaced), (3501, 2));
+    let (whole, _) = import::import(&p, None, &ImportOptions::default()).unwrap();
+    assert_eq!(whole.ops.len(), 3501);
+}
+
+#[test]
+fn a_utf8_byte_order_mark_is_accepted_by_every_json_reader() {
+    let dir = tempfile::tempdir().unwrap();
+    let bom = |name: &str, text: &str| {
+        let p = dir.path().join(name);
+        let mut b = vec![0xef, 0xbb, 0xbf];
+        b.extend_from_slice(text.as_bytes());
+        std::fs::write(&p, b).unwrap();
+        p
+    };
+    // A stream: the BOM line is the pool declaration, whose capacity counts.
+    let p = bom("run.jsonl", &jsonl_ops("op", 3));
+    let (tr, w) = import::import(&p, None, &ImportOptions::default()).unwrap();
+    assert_eq!(
+        (tr.ops.len(), tr.pools[0].capacity_bytes),
+        (3, 4096),
+        "{w:?}"
+    );
+    // A graph JSON and a trace.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let g = std::fs::read_to_string(root.join("tests/data/encoder_decoder.json")).unwrap();
+    let gp = bom("g.json", &g);
+    let graph = spillscope::graph::load(&gp, &Default::default()).unwrap();
+    assert_eq!(graph.ops.len(), 139);
+    let t = std::fs::read_to_string(root.join("sample-traces/encdec-1mib.lru.json")).unwrap();
+    let tp = bom("t.json", &t);
+    assert!(spillscope::trace::Trace::load(&tp).is_ok());
+    assert!(spillscope::trace::Trace::load_streamed(&tp).is_ok());
+    let (back, _) = import::import(&tp, None, &ImportOptions::default()).unwrap();
+    assert_eq!(back.events.len(), Trace::load(&tp).unwrap().events.len());
+}

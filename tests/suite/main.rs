@@ -21,6 +21,7 @@ mod probe_crash;
 mod probe_examples;
 mod real_traces;
 mod report;
+mod round_three;
 mod safe_outputs;
 mod samples;
 mod session;

@@ -50,10 +50,43 @@ fn available_memory() -> Option<u64> {
     Some(kib.saturating_mul(1024))
 }
 
-/// Reads a whole file after checking the cap.
+/// Reads a whole file after checking the cap, without a leading UTF-8
+/// byte order mark (editors on Windows write one before JSON and TOML; no
+/// binary format spillscope reads starts with those bytes).
 pub fn read(path: &Path) -> Result<Vec<u8>> {
     check_size(path)?;
-    std::fs::read(path).map_err(|e| Error::io(path, e))
+    let mut bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    if bytes.starts_with(BOM) {
+        bytes.drain(..BOM.len());
+    }
+    Ok(bytes)
+}
+
+/// A text file (TOML, CSV) under the cap, as a string without a BOM.
+pub fn read_text(path: &Path) -> Result<String> {
+    let bytes = read(path)?;
+    String::from_utf8(bytes).map_err(|e| {
+        Error::io(
+            path,
+            std::io::Error::new(std::io::ErrorKind::InvalidData, e.utf8_error()),
+        )
+    })
+}
+
+/// The UTF-8 byte order mark.
+pub const BOM: &[u8] = b"\xef\xbb\xbf";
+
+/// `bytes` without a leading byte order mark.
+pub fn strip_bom(bytes: &[u8]) -> &[u8] {
+    bytes.strip_prefix(BOM).unwrap_or(bytes)
+}
+
+/// Consumes a byte order mark at the start of a reader.
+pub fn skip_bom<R: std::io::BufRead>(r: &mut R) -> std::io::Result<()> {
+    if r.fill_buf()?.starts_with(BOM) {
+        r.consume(BOM.len());
+    }
+    Ok(())
 }
 
 /// Every kind of file spillscope reads, told apart by [`detect`] (the one
@@ -353,7 +386,7 @@ fn top_level_text(text: &str) -> String {
 
 /// [`detect_bytes`] with the rule that decided.
 fn detect_bytes_why(head: &[u8]) -> Option<(Format, &'static str)> {
-    let text = String::from_utf8_lossy(head);
+    let text = String::from_utf8_lossy(strip_bom(head));
     let trimmed = text.trim_start();
     if trimmed.starts_with('{') {
         if text.contains("\"traceEvents\"") {

@@ -174,7 +174,7 @@ impl HardwareProfile {
     pub fn load(spec: &str) -> Result<HardwareProfile> {
         let p = Path::new(spec);
         if p.exists() {
-            let text = std::fs::read_to_string(p).map_err(|e| Error::io(p, e))?;
+            let text = crate::input::read_text(p)?;
             let base: toml::Table =
                 toml::from_str(PRESET_SEED).map_err(|e| Error::Hardware(e.to_string()))?;
             Self::from_toml_over(&text, Some(base), p)
@@ -216,8 +216,15 @@ impl HardwareProfile {
                         .and_then(|key| crate::error::Pos::of_key(text, key));
                     Error::parse_at(origin, pos, "hardware profile (TOML)", msg)
                 })?;
-        hw.validate()
-            .map_err(|m| Error::parse(origin, "hardware profile", m))?;
+        hw.validate().map_err(|m| {
+            // Placed at its key: the message starts with `table.key`.
+            let key = m
+                .split_whitespace()
+                .next()
+                .and_then(|k| k.rsplit('.').next());
+            let pos = key.and_then(|k| crate::error::Pos::of_key(text, k));
+            Error::parse_at(origin, pos, "hardware profile", m)
+        })?;
         Ok(hw)
     }
 
@@ -243,9 +250,7 @@ impl HardwareProfile {
         if self.dram.cores_sharing_bus == 0 {
             return Err("dram.cores_sharing_bus must be at least 1".into());
         }
-        if self.dram.latency_ns < 0.0 || self.compute.op_overhead_ns < 0.0 {
-            return Err("latencies must not be negative".into());
-        }
+        self.check_numbers()?;
         let mut seen = vec![self.main_pool()];
         for p in &self.pools {
             if seen.contains(&p.name.as_str()) {
@@ -273,6 +278,75 @@ impl HardwareProfile {
                     p.name
                 ));
             }
+        }
+        Ok(())
+    }
+
+    /// Every coefficient finite and in a range whose products stay finite
+    /// (a NaN or 1e308 here made traces whose figures were not numbers:
+    /// written, then unreadable). The message starts with the key.
+    fn check_numbers(&self) -> std::result::Result<(), String> {
+        // Times in ns up to 1000 s, energies up to 1 µJ per byte, rates
+        // from 1 per second to 10^18 per second, contention up to 10^6.
+        let ranges: [(&str, f64, f64, f64); 10] = [
+            ("dram.latency_ns", self.dram.latency_ns, 0.0, 1e12),
+            (
+                "compute.op_overhead_ns",
+                self.compute.op_overhead_ns,
+                0.0,
+                1e12,
+            ),
+            ("dma.sync_penalty_ns", self.dma.sync_penalty_ns, 0.0, 1e12),
+            (
+                "dma.fragmentation_penalty_ns",
+                self.dma.fragmentation_penalty_ns,
+                0.0,
+                1e12,
+            ),
+            (
+                "energy.dram_pj_per_byte",
+                self.energy.dram_pj_per_byte,
+                0.0,
+                1e6,
+            ),
+            (
+                "energy.sram_pj_per_byte",
+                self.energy.sram_pj_per_byte,
+                0.0,
+                1e6,
+            ),
+            ("dram.read_bandwidth", self.dram.read_bandwidth.0, 1.0, 1e18),
+            (
+                "dram.write_bandwidth",
+                self.dram.write_bandwidth.0,
+                1.0,
+                1e18,
+            ),
+            (
+                "memory.sram_bandwidth",
+                self.memory.sram_bandwidth.0,
+                1.0,
+                1e18,
+            ),
+            ("compute.peak_flops", self.compute.peak_flops.0, 1.0, 1e21),
+        ];
+        for (key, v, lo, hi) in ranges {
+            if !v.is_finite() || v < lo || v > hi {
+                let got = if v.abs() >= 1e6 {
+                    format!("{v:e}")
+                } else {
+                    format!("{v}")
+                };
+                return Err(format!(
+                    "{key} must be a number from {lo} to {hi:e}, got {got}"
+                ));
+            }
+        }
+        if self.dram.contention > 1e6 {
+            return Err(format!(
+                "dram.contention must be from 1 to 1e6, got {}",
+                self.dram.contention
+            ));
         }
         Ok(())
     }

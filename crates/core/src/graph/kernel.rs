@@ -364,10 +364,95 @@ impl Kernel {
             buffers,
             buf_index,
         };
-        if k.topological_order().is_none() {
+        let Some(order) = k.topological_order() else {
             return Err(bad(path, "the edges contain a cycle".into()));
-        }
+        };
+        k.check_cycles_sum().map_err(|m| bad(path, m))?;
+        k.check_lifetimes(&order).map_err(|m| bad(path, m))?;
         Ok(k)
+    }
+
+    /// Every schedule's time fits: the cycles of all ops together stay
+    /// under 2^62 (a case of 383 ops of 2^62 cycles each summed to a
+    /// wrapped total).
+    fn check_cycles_sum(&self) -> std::result::Result<(), String> {
+        let mut total: u64 = 0;
+        for nd in &self.nodes {
+            if let NodeKind::Op { cycles, .. } = nd.kind {
+                total = total
+                    .checked_add(cycles)
+                    .filter(|&t| t < crate::limits::MAX_NS)
+                    .ok_or_else(|| {
+                        format!(
+                            "node {} ({}): Cycles {cycles} takes the case's total past 2^62 cycles",
+                            nd.id, nd.op
+                        )
+                    })?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Every use of a buffer follows its ALLOC and precedes its FREE in
+    /// the edges, so no valid schedule can run a use while the buffer does
+    /// not exist (a case missing such an edge made the searches fail late
+    /// or never). One forward walk from each ALLOC and one backward walk
+    /// from each FREE, cut off at the furthest node they must reach in a
+    /// topological order: each walk stays inside the buffer's lifetime.
+    fn check_lifetimes(&self, order: &[usize]) -> std::result::Result<(), String> {
+        let n = self.nodes.len();
+        let mut pos = vec![0usize; n];
+        for (i, &v) in order.iter().enumerate() {
+            pos[v] = i;
+        }
+        let mut mark = vec![usize::MAX; n];
+        let mut stack = Vec::new();
+        for (bi, b) in self.buffers.iter().enumerate() {
+            // ALLOC reaches every user and the FREE.
+            let far = b
+                .users
+                .iter()
+                .chain([&b.free])
+                .map(|&u| pos[u])
+                .max()
+                .unwrap_or(0);
+            walk(
+                b.alloc,
+                &self.succ,
+                |v| pos[v] <= far,
+                &mut mark,
+                2 * bi,
+                &mut stack,
+            );
+            if let Some(&u) = b
+                .users
+                .iter()
+                .chain([&b.free])
+                .find(|&&u| mark[u] != 2 * bi)
+            {
+                return Err(format!(
+                    "node {u} ({}) uses buffer {} but no path of edges leads to it from the buffer's ALLOC (node {}): a schedule could run it before the buffer exists",
+                    self.nodes[u].op, b.id, b.alloc
+                ));
+            }
+            // Every user reaches the FREE.
+            let near = b.users.iter().map(|&u| pos[u]).min().unwrap_or(pos[b.free]);
+            walk(
+                b.free,
+                &self.pred,
+                |v| pos[v] >= near,
+                &mut mark,
+                2 * bi + 1,
+                &mut stack,
+            );
+            if let Some(&u) = b.users.iter().find(|&&u| mark[u] != 2 * bi + 1) {
+                return Err(format!(
+                    "node {u} ({}) uses buffer {} but no path of edges leads from it to the buffer's FREE (node {}): a schedule could free the buffer first",
+                    self.nodes[u].op, b.id, b.free
+                ));
+            }
+        }
+        Ok(())
     }
 
     pub fn len(&self) -> usize {
@@ -386,6 +471,29 @@ impl Kernel {
     pub fn topological_order(&self) -> Option<Vec<usize>> {
         let indegree: Vec<usize> = self.pred.iter().map(Vec::len).collect();
         super::topo::list_schedule(&self.succ, indegree, &mut super::topo::Earliest).ok()
+    }
+}
+
+/// Marks with `stamp` every node reachable from `from` along `next`
+/// through nodes that `keep` admits.
+fn walk(
+    from: usize,
+    next: &[Vec<usize>],
+    keep: impl Fn(usize) -> bool,
+    mark: &mut [usize],
+    stamp: usize,
+    stack: &mut Vec<usize>,
+) {
+    stack.clear();
+    stack.push(from);
+    mark[from] = stamp;
+    while let Some(v) = stack.pop() {
+        for &w in &next[v] {
+            if mark[w] != stamp && keep(w) {
+                mark[w] = stamp;
+                stack.push(w);
+            }
+        }
     }
 }
 

@@ -221,6 +221,13 @@ impl Tails {
             // lines and drops are not.
             let mut notes: Vec<String> = self.recovered.get(p).cloned().into_iter().collect();
             notes.extend(tail.state.problems());
+            if tail.replaced > 0 {
+                notes.push(format!(
+                    "{} was replaced while it was followed ({}): read again from its start",
+                    p.display(),
+                    crate::units::count(tail.replaced as u64, "time")
+                ));
+            }
             return Ok((Arc::new(tr), notes));
         }
         let stamp = file_stamp(p);

@@ -204,7 +204,7 @@ pub struct ScheduleFile {
 
 impl ScheduleFile {
     pub fn load(path: &std::path::Path) -> crate::Result<ScheduleFile> {
-        let text = std::fs::read_to_string(path).map_err(|e| crate::Error::io(path, e))?;
+        let text = crate::input::read_text(path)?;
         toml::from_str(&text)
             .map_err(|e| crate::Error::toml(path, "schedule config (TOML)", &text, &e))
     }

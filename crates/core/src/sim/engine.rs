@@ -1220,7 +1220,8 @@ struct Run {
 type FreePoints = Vec<(TensorId, usize)>;
 
 /// The config's pins (per tensor) and free points, names resolved; an
-/// unknown name is an error naming it.
+/// unknown name (of a pin, a free point or a tensor to recompute) is an
+/// error naming it.
 fn named_tensors(g: &Graph, cfg: &SimConfig) -> Result<(Vec<bool>, FreePoints)> {
     let mut pinned = vec![false; g.tensors.len()];
     for p in &cfg.pins {
@@ -1235,6 +1236,13 @@ fn named_tensors(g: &Graph, cfg: &SimConfig) -> Result<(Vec<bool>, FreePoints)> 
             Error::Config(format!("free_at: no tensor named {name:?} in the graph"))
         })?;
         free_at.push((t.id, *extra));
+    }
+    if let super::config::RecomputeSpec::Tensors(names) = &cfg.recompute {
+        if let Some(n) = names.iter().find(|n| g.tensor_by_name(n).is_none()) {
+            return Err(Error::Config(format!(
+                "recompute: no tensor named {n:?} in the graph"
+            )));
+        }
     }
     Ok((pinned, free_at))
 }

@@ -486,7 +486,7 @@ impl Trace {
             return Trace::parse_stream(path);
         }
         let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
-        let t = Trace::from_slice(&bytes)
+        let t = Trace::from_slice(crate::input::strip_bom(&bytes))
             .map_err(|e| Error::parse_at(path, e.pos, "spillscope trace", e.msg))?;
         drop(bytes);
         Trace::checked_schema(path, t)
@@ -502,8 +502,10 @@ impl Trace {
     /// The streamed parse and checks, the size cap already checked.
     fn parse_stream(path: &Path) -> Result<Trace> {
         let f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-        let mut t: Trace = serde_json::from_reader(std::io::BufReader::with_capacity(1 << 20, f))
-            .map_err(|e| Error::json(path, "spillscope trace", &e))?;
+        let mut r = std::io::BufReader::with_capacity(1 << 20, f);
+        crate::input::skip_bom(&mut r).map_err(|e| Error::io(path, e))?;
+        let mut t: Trace =
+            serde_json::from_reader(r).map_err(|e| Error::json(path, "spillscope trace", &e))?;
         t.check_refs()
             .and_then(|()| t.check_ranges())
             .map_err(|e| Error::parse(path, "spillscope trace", e))?;
@@ -631,11 +633,19 @@ impl Trace {
                 return Err(bad_o(format!("event {i}"), o));
             }
         }
-        for o in &self.ops {
+        for (i, o) in self.ops.iter().enumerate() {
             for &t in o.inputs.iter().chain(&o.outputs).chain(&o.streamed) {
                 if t >= nt {
                     return Err(bad_t(format!("op {:?}", o.name), t));
                 }
+            }
+            // A parent is listed before its children: no op is its own
+            // ancestor, and nesting is one pass.
+            if let Some(p) = o.parent.filter(|&p| p >= i) {
+                return Err(format!(
+                    "op {i} ({:?}) has parent {p}, which is not an earlier op (a parent comes before its children)",
+                    o.name
+                ));
             }
         }
         for t in &self.tensors {
@@ -650,5 +660,70 @@ impl Trace {
 
     pub fn to_json(&self) -> String {
         serde_json::to_string(self).unwrap_or_default()
+    }
+
+    /// What a reader of this trace will check, checked before it is
+    /// written: every reference in range, every time and size inside the
+    /// limits, every figure a finite number (JSON has no NaN: one would be
+    /// written as `null`, which no reader takes for a number).
+    pub fn check_writable(&self) -> std::result::Result<(), String> {
+        self.check_refs()?;
+        self.check_ranges()?;
+        let finite = |what: String, v: f64| {
+            (!v.is_finite()).then(|| format!("{what} is {v}, not a finite number"))
+        };
+        let s = &self.summary;
+        for (what, v) in [
+            ("throughput_fps", s.throughput_fps),
+            ("energy_uj", s.energy_uj),
+        ] {
+            if let Some(m) = finite(format!("summary {what}"), v) {
+                return Err(m);
+            }
+        }
+        for o in &self.ops {
+            if let Some(m) = o
+                .flops
+                .and_then(|f| finite(format!("op {:?} flops", o.name), f))
+            {
+                return Err(m);
+            }
+        }
+        for c in &self.counters {
+            if let Some(&(_, v)) = c.samples.iter().find(|x| !x.1.is_finite()) {
+                return Err(format!(
+                    "counter {:?} has a sample of {v}, not a finite number",
+                    c.name
+                ));
+            }
+        }
+        if let meta::Producer::Simulator { hardware, .. } = &self.meta.producer {
+            if has_null_number(hardware) {
+                return Err(
+                    "the simulator's hardware profile holds a value that is not a number".into(),
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes the trace to `path` ([`crate::output::write_atomic`]) after
+    /// [`Trace::check_writable`]: what spillscope writes, it reads back.
+    pub fn write(&self, path: &Path, force: bool) -> Result<()> {
+        self.check_writable()
+            .map_err(|m| Error::Output(format!("{}: not written: {m}", path.display())))?;
+        crate::output::write_atomic(path, self.to_json(), force)
+    }
+}
+
+/// Whether a hardware profile's JSON holds a `null`: serde's spelling of a
+/// NaN or an infinity (the profile's optional fields are left out, never
+/// null).
+fn has_null_number(v: &serde_json::Value) -> bool {
+    match v {
+        serde_json::Value::Null => true,
+        serde_json::Value::Array(a) => a.iter().any(has_null_number),
+        serde_json::Value::Object(o) => o.values().any(has_null_number),
+        _ => false,
     }
 }

@@ -61,12 +61,15 @@ pub struct ReadReport {
 }
 
 /// A number that may be written as a string.
+/// A finite number, written as a JSON number or a string (`"NaN"`,
+/// `"inf"` are not numbers a profile can mean).
 pub fn num(v: &Value) -> Option<f64> {
     match v {
         Value::Number(n) => n.as_f64(),
         Value::String(s) => s.trim().parse().ok(),
         _ => None,
     }
+    .filter(|x: &f64| x.is_finite())
 }
 
 fn id_string(v: &Value) -> Option<String> {
@@ -324,8 +327,9 @@ pub fn stream<R: Read>(
     max_events: usize,
     f: impl FnMut(ChromeEvent),
 ) -> Result<ReadReport> {
-    let mut de =
-        serde_json::Deserializer::from_reader(std::io::BufReader::with_capacity(1 << 20, r));
+    let mut r = std::io::BufReader::with_capacity(1 << 20, r);
+    crate::input::skip_bom(&mut r).map_err(|e| Error::io(origin, e))?;
+    let mut de = serde_json::Deserializer::from_reader(r);
     drive(&mut de, origin, max_events, f)
 }
 
@@ -452,14 +456,15 @@ pub fn read_file(path: &Path, max_events: usize) -> Result<(Vec<ChromeEvent>, Re
         std::io::BufReader::new(f)
             .read_to_end(&mut bytes)
             .map_err(|e| Error::io(path, e))?;
-        match parse_parallel(&bytes, max_events) {
+        let bytes = crate::input::strip_bom(&bytes);
+        match parse_parallel(bytes, max_events) {
             Some((evs, report)) => {
                 events = evs;
                 report
             }
             // Truncated or odd files: the sequential reader recovers what it
             // can and names the offending event.
-            None => parse_slice(&bytes, path, max_events, |e| events.push(e))?,
+            None => parse_slice(bytes, path, max_events, |e| events.push(e))?,
         }
     } else {
         stream(f, path, max_events, |e| events.push(e))?

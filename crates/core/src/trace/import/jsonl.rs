@@ -94,7 +94,9 @@ impl JsonlState {
 
     /// Applies one complete line (1-based `lineno` for messages).
     pub fn feed(&mut self, line: &str, lineno: usize) {
-        let line = line.trim();
+        // A UTF-8 byte order mark (editors on Windows write one) is not
+        // part of the first record.
+        let line = line.trim_start_matches('\u{feff}').trim();
         if line.is_empty() {
             return;
         }
@@ -119,7 +121,17 @@ impl JsonlState {
                     l.alignment.unwrap_or(1),
                 );
             }
-            "dropped" => self.dropped += l.count.unwrap_or(1),
+            "dropped" => {
+                // A count no runtime could have dropped is a broken line,
+                // not a total to wrap (u64::MAX + 2 read as 1).
+                let n = l.count.unwrap_or(1);
+                match self.dropped.checked_add(n).filter(|&d| d < 1 << 62) {
+                    Some(d) => self.dropped = d,
+                    None => self.warn(format!(
+                        "line {lineno}: dropped count {n} takes the total past 2^62 events; skipped"
+                    )),
+                }
+            }
             "op_begin" => {
                 let name = l.op.unwrap_or_else(|| format!("op{}", self.b.ops.len()));
                 // Ops begun inside an open op of the thread nest in it.
@@ -288,14 +300,46 @@ pub fn recover_stream(path: &Path) -> Result<Option<String>> {
     }
 }
 
+/// How much of a stream's start identifies it (its pool line, usually).
+const HEAD_BYTES: u64 = 256;
+
+/// The first [`HEAD_BYTES`] bytes (fewer in a shorter file); `poll`
+/// seeks to where it reads next afterwards.
+fn read_head(f: &mut std::fs::File, len: u64) -> std::io::Result<Vec<u8>> {
+    let mut head = Vec::new();
+    f.seek(SeekFrom::Start(0))?;
+    f.take(len.min(HEAD_BYTES)).read_to_end(&mut head)?;
+    Ok(head)
+}
+
+#[cfg(unix)]
+fn inode(m: &std::fs::Metadata) -> Option<u64> {
+    use std::os::unix::fs::MetadataExt;
+    Some(m.ino())
+}
+
+#[cfg(not(unix))]
+fn inode(_: &std::fs::Metadata) -> Option<u64> {
+    None
+}
+
 /// Follows a JSONL file that another process appends to: each poll reads
 /// only the bytes added since the last one, and keeps a partial last line
-/// until its newline arrives. A file that shrank (truncated or replaced) is
-/// read again from the start.
+/// until its newline arrives. A file that was replaced (another inode, a
+/// size below what was read, or a different first line: a stream rewritten
+/// in place or moved over the old one) is read again from the start, and
+/// [`JsonlTail::replaced`] counts it, so the view can say so instead of
+/// mixing the old ops with the new file read from the old offset.
 #[derive(Debug)]
 pub struct JsonlTail {
     pub path: PathBuf,
     pub offset: u64,
+    /// The file's identity when it was first read: its inode (Unix) and up
+    /// to its first [`HEAD_BYTES`] bytes.
+    ino: Option<u64>,
+    head: Vec<u8>,
+    /// How many times the file was found replaced and read again.
+    pub replaced: usize,
     partial: Vec<u8>,
     pub pending_partial: bool,
     pub state: JsonlState,
@@ -312,6 +356,9 @@ impl JsonlTail {
         JsonlTail {
             path: path.to_path_buf(),
             offset: 0,
+            ino: None,
+            head: Vec::new(),
+            replaced: 0,
             partial: Vec::new(),
             pending_partial: false,
             state: JsonlState::new(&model),
@@ -324,13 +371,22 @@ impl JsonlTail {
     /// A line longer than [`MAX_LINE_BYTES`] is an error naming it.
     pub fn poll(&mut self) -> Result<usize> {
         let mut f = std::fs::File::open(&self.path).map_err(|e| Error::io(&self.path, e))?;
-        let len = f.metadata().map_err(|e| Error::io(&self.path, e))?.len();
-        if len < self.offset {
-            // Truncated or replaced: start over.
+        let meta = f.metadata().map_err(|e| Error::io(&self.path, e))?;
+        let len = meta.len();
+        let ino = inode(&meta);
+        let head = read_head(&mut f, len).map_err(|e| Error::io(&self.path, e))?;
+        let same_head = head.starts_with(&self.head) || self.head.starts_with(&head);
+        if self.offset > 0 && (len < self.offset || ino != self.ino || !same_head) {
+            // Truncated or replaced: start over, and say so.
             *self = JsonlTail {
                 max_lines: self.max_lines,
+                replaced: self.replaced + 1,
                 ..JsonlTail::new(&self.path)
             };
+        }
+        self.ino = ino;
+        if head.len() > self.head.len() {
+            self.head = head;
         }
         f.seek(SeekFrom::Start(self.offset))
             .map_err(|e| Error::io(&self.path, e))?;

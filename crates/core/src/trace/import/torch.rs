@@ -118,7 +118,34 @@ pub fn import(path: &Path, opts: &ImportOptions) -> Result<(Trace, Vec<String>)>
             st.pop();
         }
         let op = st.last().map(|s| s.1);
-        if let Some(tot) = e.args().get("Total Allocated").and_then(num) {
+        // A measured counter outside what a device can hold is a broken
+        // profile, not a figure to print ("peak live 16777216.0 TiB").
+        let limit = crate::limits::MAX_GRAPH_BYTES as f64;
+        if bytes.abs() > limit {
+            return Err(Error::parse(
+                path,
+                "PyTorch profile",
+                format!(
+                    "event {}: [memory] Bytes {bytes:e} is not a byte count from -2^53 to 2^53",
+                    e.index
+                ),
+            ));
+        }
+        if let Some(tot) = e.args().get("Total Allocated").map(|v| (v, num(v))) {
+            let tot = match tot {
+                (_, Some(t)) if (0.0..=limit).contains(&t) => t,
+                (v, _) => {
+                    return Err(Error::parse(
+                        path,
+                        "PyTorch profile",
+                        format!(
+                        "event {}: [memory] Total Allocated {} is not a byte count from 0 to 2^53",
+                        e.index,
+                        crate::safe_text::excerpt(&v.to_string())
+                    ),
+                    ))
+                }
+            };
             total.push((t, tot));
             peak_total = peak_total.max(tot.max(0.0) as u64);
         }
