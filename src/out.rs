@@ -45,8 +45,9 @@ pub fn warn_all(warnings: &[String]) {
 
 /// The one line of a failed command.
 pub fn error(text: &str) {
-    // One line: a message with a newline in it would not be.
-    let line = text.replace('\n', " ");
+    // One line, and a short one: a message with a newline in it would not
+    // be, nor one that quotes a 10 MB value whole.
+    let line = spillscope::safe_text::cap_quoted(&text.replace('\n', " "));
     note(&format!("spillscope: error: {line}\n"));
 }
 

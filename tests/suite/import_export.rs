@@ -682,3 +682,44 @@ fn a_utf8_byte_order_mark_is_accepted_by_every_json_reader() {
     let (back, _) = import::import(&tp, None, &ImportOptions::default()).unwrap();
     assert_eq!(back.events.len(), Trace::load(&tp).unwrap().events.len());
 }
+
+/// An ONNX Runtime node event outside every `model_run` (moved past the
+/// last run) is named in a warning, not dropped without a word.
+#[test]
+fn an_ort_node_outside_every_run_is_named() {
+    let Some(dir) = shared_data("traces") else {
+        return;
+    };
+    let src = dir.join("ort_squeezenet1_1.noopt.json");
+    let mut v: Value = serde_json::from_slice(&std::fs::read(&src).unwrap()).unwrap();
+    let events = v.as_array_mut().unwrap();
+    let last_end = events
+        .iter()
+        .filter(|e| e["name"] == "model_run")
+        .map(|e| e["ts"].as_f64().unwrap() + e["dur"].as_f64().unwrap())
+        .fold(0.0, f64::max);
+    let i = events
+        .iter()
+        .rposition(|e| {
+            e["name"]
+                .as_str()
+                .is_some_and(|n| n.ends_with("_kernel_time"))
+        })
+        .unwrap();
+    events[i]["ts"] = json!(last_end + 1000.0);
+    let name = events[i]["name"]
+        .as_str()
+        .unwrap()
+        .trim_end_matches("_kernel_time")
+        .to_string();
+    let tmp = tempfile::tempdir().unwrap();
+    let p = tmp.path().join("ort.json");
+    std::fs::write(&p, v.to_string()).unwrap();
+    let (_, warnings) = import::import(&p, None, &ImportOptions::default()).unwrap();
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("1 node event lies outside every model_run") && w.contains(&name)),
+        "{warnings:?}"
+    );
+}

@@ -349,3 +349,42 @@ fn weights_keep_the_files_order_on_every_load() {
         .collect();
     assert_eq!(weights, file_order);
 }
+
+/// A `value_info` that contradicts its op (an Add of two [1, 64, 8, 8]
+/// tensors claiming 3,037,000,500 channels, or a zero dimension) is refused
+/// naming the tensor and the op, instead of a 2.2 TiB peak or a 0-byte
+/// tensor; the truthful file loads.
+#[test]
+fn a_value_info_that_contradicts_its_op_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let x = |n: &str, c: i64| vi(n, &[Ok(1), Ok(c), Ok(8), Ok(8)], 1);
+    let make = |claimed: i64| {
+        model(
+            vec![
+                node("relu", "Relu", &["a"], &["r"], ""),
+                node("add", "Add", &["r", "b"], &["sum"], ""),
+            ],
+            vec![x("a", 64), x("b", 64)],
+            vec![x("sum", claimed)],
+            vec![x("r", 64)],
+            vec![],
+        )
+    };
+    let ok = write(&dir, "ok.onnx", &make(64));
+    assert_eq!(
+        graph::load(&ok, &LoadOptions::default()).unwrap().ops.len(),
+        2
+    );
+    for claimed in [3_037_000_500, 0] {
+        let p = write(&dir, "lie.onnx", &make(claimed));
+        let e = graph::load(&p, &LoadOptions::default())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("tensor \"sum\""), "{e}");
+        assert!(
+            e.contains(&format!("[1, {claimed}, 8, 8]")) && e.contains("makes [1, 64, 8, 8]"),
+            "{e}"
+        );
+        assert!(e.contains("Add \"add\""), "{e}");
+    }
+}

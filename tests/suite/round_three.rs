@@ -133,6 +133,15 @@ fn every_input_of_the_corpus_is_refused_in_one_line_naming_it() {
         (
             vec![
                 "npu".into(),
+                "import".into(),
+                p("npu_zero_size_buffers.json"),
+            ],
+            true,
+            "has Size 0",
+        ),
+        (
+            vec![
+                "npu".into(),
                 "allocate".into(),
                 p("npu_alloc_edges_cut.json"),
             ],
@@ -159,6 +168,53 @@ fn every_input_of_the_corpus_is_refused_in_one_line_naming_it() {
         assert_eq!(err.lines().count(), 1, "{a:?}: {err}");
         assert!(!written, "{a:?} wrote its output");
         assert!(t.elapsed().as_secs() < 30, "{a:?} took {:?}", t.elapsed());
+    }
+}
+
+/// Twelve messages once quoted a 10 MB value whole (10,485,896 bytes of
+/// standard error): every quoted value is cut to its first 80 characters
+/// and its length.
+#[test]
+fn an_error_about_a_ten_megabyte_value_is_one_short_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let big = "x".repeat(10_000_000);
+    let g: serde_json::Value = serde_json::from_slice(&std::fs::read(model()).unwrap()).unwrap();
+    let write = |name: &str, text: String| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p.display().to_string()
+    };
+    let mut dtype = g.clone();
+    dtype["tensors"][2]["dtype"] = big.clone().into();
+    let mut input = g.clone();
+    input["ops"][0]["inputs"]
+        .as_array_mut()
+        .unwrap()
+        .push(big.clone().into());
+    let cases = [
+        vec!["sim".to_string(), write("dtype.json", dtype.to_string())],
+        vec!["sim".to_string(), write("input.json", input.to_string())],
+        vec![
+            "sim".to_string(),
+            model(),
+            "--config".into(),
+            write("pin.toml", format!("pins = [\"{big}\"]\n")),
+        ],
+        vec![
+            "sim".to_string(),
+            model(),
+            "--hw".into(),
+            write("hw.toml", format!("[memory]\ncapacity = \"{big}\"\n")),
+        ],
+    ];
+    for args in cases {
+        let a: Vec<&str> = args.iter().map(String::as_str).collect();
+        let r = common::run(&a);
+        let err = String::from_utf8_lossy(&r.stderr);
+        let head: String = err.chars().take(300).collect();
+        assert_eq!(r.status.code(), Some(2), "{head}");
+        assert!(err.len() < 600, "{} bytes: {head}", err.len());
+        assert_eq!(err.lines().count(), 1, "{head}");
     }
 }
 

@@ -350,10 +350,15 @@ fn tiny_tflite(input_index: i32) -> Vec<u8> {
 }
 
 fn tiny_tflite_of(input_index: i32, ty: tflite::TensorType) -> Vec<u8> {
+    tiny_tflite_shaped(input_index, ty, &[1, 4])
+}
+
+/// The one-op model with both tensors of `dims`.
+fn tiny_tflite_shaped(input_index: i32, ty: tflite::TensorType, dims: &[i32]) -> Vec<u8> {
     let mut b = flatbuffers::FlatBufferBuilder::new();
     let mut ts = Vec::new();
     for name in ["x", "y"] {
-        let shape = b.create_vector(&[1i32, 4]);
+        let shape = b.create_vector(dims);
         let name = b.create_string(name);
         ts.push(tflite::Tensor::create(
             &mut b,
@@ -483,6 +488,25 @@ fn hostile_tflite_and_vela_inputs_fail_in_one_line() {
         &["sim", &p("cut.tflite"), "--capacity", "1KiB"],
         &["cut.tflite", "damaged flatbuffer"],
     );
+    // A negative (unknown) dimension and the i32::MAX sentinel: not sizes.
+    for (dims, file) in [
+        (&[1, -1][..], "neg.tflite"),
+        (&[1, i32::MAX][..], "max.tflite"),
+    ] {
+        std::fs::write(
+            p(file),
+            tiny_tflite_shaped(0, tflite::TensorType::INT8, dims),
+        )
+        .unwrap();
+        one_line_error(
+            &["sim", &p(file), "--capacity", "1KiB"],
+            &[
+                file,
+                &format!("dimension {} in shape", dims[1]),
+                "is not a size",
+            ],
+        );
+    }
     std::fs::write(p("empty.tflite"), b"").unwrap();
     one_line_error(&["view", &p("empty.tflite")], &["empty.tflite", "TFL3"]);
     let Some(root) = common::shared_data("vela") else {

@@ -72,6 +72,52 @@ pub fn excerpt(value: &str) -> String {
     format!("{}… ({n} characters)", escape_name(&head))
 }
 
+/// A message with every quoted value (`"…"` or `` `…` ``) longer than 80
+/// characters cut to its first 80 and its length, and the whole held to
+/// 2,000 characters: an error about a 10 MB name is still one short line.
+pub fn cap_quoted(message: &str) -> String {
+    const KEEP: usize = 80;
+    const WHOLE: usize = 2000;
+    let chars: Vec<char> = message.chars().collect();
+    let mut out = String::with_capacity(message.len().min(WHOLE + 64));
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        out.push(c);
+        i += 1;
+        if c != '"' && c != '`' {
+            continue;
+        }
+        // The value runs to the next unescaped closing quote (or the end).
+        let start = i;
+        let mut j = i;
+        while j < chars.len() && !(chars[j] == c && chars[j - 1] != '\\') {
+            j += 1;
+        }
+        let len = j - start;
+        if len > KEEP {
+            out.extend(&chars[start..start + KEEP]);
+            out.push('…');
+            if j < chars.len() {
+                out.push(c);
+            }
+            out.push_str(&format!(" ({len} characters)"));
+            i = (j + 1).min(chars.len());
+        } else {
+            out.extend(&chars[start..j.min(chars.len())]);
+            if j < chars.len() {
+                out.push(c);
+            }
+            i = j + 1;
+        }
+    }
+    if out.chars().count() > WHOLE {
+        let n = out.chars().count();
+        out = out.chars().take(WHOLE).collect::<String>() + &format!("… ({n} characters)");
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -99,6 +145,18 @@ mod tests {
         assert!(!safe.chars().any(|c| is_unsafe(c, true)));
         let back: serde_json::Value = serde_json::from_str(&safe).unwrap();
         assert_eq!(back["name"], name);
+    }
+
+    #[test]
+    fn long_quoted_values_in_messages_are_capped() {
+        let v = "y".repeat(10_000_000);
+        let m = format!("graph: tensor \"{v}\": unknown dtype `{v}`, expected one of `f32`");
+        let c = cap_quoted(&m);
+        assert!(c.len() < 400, "{}", c.len());
+        assert!(c.contains("(10000000 characters)"), "{c}");
+        assert!(c.ends_with("expected one of `f32`"), "{c}");
+        assert_eq!(cap_quoted("short \"a\" `b`"), "short \"a\" `b`");
+        assert!(cap_quoted(&"z".repeat(5000)).chars().count() < 2100);
     }
 
     #[test]

@@ -213,7 +213,8 @@ impl HardwareProfile {
                     let pos = msg
                         .split('`')
                         .nth(1)
-                        .and_then(|key| crate::error::Pos::of_key(text, key));
+                        .and_then(|key| crate::error::Pos::of_key(text, key))
+                        .or_else(|| span_in_file(text, &msg));
                     Error::parse_at(origin, pos, "hardware profile (TOML)", msg)
                 })?;
         hw.validate().map_err(|m| {
@@ -392,6 +393,18 @@ fn merge(base: &mut toml::Table, over: toml::Table) {
             }
         }
     }
+}
+
+/// Where in the user's file a value error of the merged profile lies: the
+/// file alone is read as a whole profile, and its first error, when it is
+/// the same one, carries a span (a partial file's missing keys are reported
+/// after the values serde met before them).
+fn span_in_file(text: &str, msg: &str) -> Option<crate::error::Pos> {
+    let e = toml::from_str::<HardwareProfile>(text).err()?;
+    (e.message().trim() == msg)
+        .then(|| e.span())
+        .flatten()
+        .map(|s| crate::error::Pos::of_byte(text.as_bytes(), s.start))
 }
 
 #[cfg(test)]

@@ -240,6 +240,14 @@ impl Kernel {
                             format!("node {id}: Type {:?} is not L1, UB, L0A, L0B or L0C", r.ty),
                         )
                     })?;
+                    if size == 0 {
+                        // An empty buffer has no address range to place or
+                        // check: the allocator and the checker disagreed on it.
+                        return Err(bad(
+                            path,
+                            format!("node {id}: buffer {buf} has Size 0 (a buffer holds at least one byte)"),
+                        ));
+                    }
                     if size > ty.capacity() {
                         return Err(bad(
                             path,

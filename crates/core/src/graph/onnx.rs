@@ -337,9 +337,9 @@ fn load_onnx_unguarded(path: &Path, opts: &LoadOptions, shapes: Shapes) -> Resul
     }
 
     let mut b = GraphBuilder::new(name);
-    let mut declared: HashSet<String> = HashSet::new();
+    let mut declared: HashMap<String, Vec<u64>> = HashMap::new();
     let mut declare = |b: &mut GraphBuilder, tname: &str, kind: Option<TensorKind>| -> Result<()> {
-        if tname.is_empty() || !declared.insert(tname.to_string()) {
+        if tname.is_empty() || declared.contains_key(tname) {
             return Ok(());
         }
         let pick = |k: Option<&Known>| -> (Option<Vec<u64>>, Option<(f64, String)>) {
@@ -368,9 +368,10 @@ fn load_onnx_unguarded(path: &Path, opts: &LoadOptions, shapes: Shapes) -> Resul
             name: tname.to_string(),
             bytes: bytes_of(tname, &shape, elem, &dtname)?,
             kind,
-            shape: Some(shape),
+            shape: Some(shape.clone()),
             dtype: Some(dtname),
         });
+        declared.insert(tname.to_string(), shape);
         Ok(())
     };
     for n in &graph_inputs {
@@ -411,8 +412,107 @@ fn load_onnx_unguarded(path: &Path, opts: &LoadOptions, shapes: Shapes) -> Resul
             flops: None,
         });
     }
+    drop(declare);
+    for node in &nodes {
+        check_elementwise(node, &declared)?;
+    }
     for o in &graph_outputs {
         b.output(o.clone());
     }
     b.build()
+}
+
+/// Ops whose first output has the broadcast shape of their inputs.
+const ELEMENTWISE: &[&str] = &[
+    "Add",
+    "Sub",
+    "Mul",
+    "Div",
+    "Pow",
+    "Max",
+    "Min",
+    "Sum",
+    "Mean",
+    "Where",
+    "PRelu",
+    "Relu",
+    "Sigmoid",
+    "Tanh",
+    "Exp",
+    "Log",
+    "Sqrt",
+    "Abs",
+    "Neg",
+    "Clip",
+    "LeakyRelu",
+    "Elu",
+    "Selu",
+    "HardSigmoid",
+    "HardSwish",
+    "Erf",
+    "Softplus",
+    "Gelu",
+    "Identity",
+    "Reciprocal",
+    "Floor",
+    "Ceil",
+    "Round",
+    "Sign",
+    "Sin",
+    "Cos",
+];
+
+/// The file's shape of an elementwise op's output checked against the
+/// op's own rule (numpy broadcasting of its inputs): a `value_info` that
+/// claims 3,037,000,500 channels for an Add, or a zero dimension, is
+/// refused naming the tensor and the op, instead of a peak of 2.2 TiB or a
+/// tensor of 0 bytes.
+fn check_elementwise(node: &pb::NodeProto, shapes: &HashMap<String, Vec<u64>>) -> Result<()> {
+    if !ELEMENTWISE.contains(&node.op_type.as_str()) {
+        return Ok(());
+    }
+    let Some(out) = node.output.first().filter(|o| !o.is_empty()) else {
+        return Ok(());
+    };
+    let ins: Option<Vec<&Vec<u64>>> = node
+        .input
+        .iter()
+        .filter(|i| !i.is_empty())
+        .map(|i| shapes.get(i))
+        .collect();
+    let (Some(ins), Some(declared)) = (ins, shapes.get(out)) else {
+        return Ok(());
+    };
+    let Some(expected) = broadcast(&ins) else {
+        return Ok(()); // inputs that do not broadcast: tract's concern
+    };
+    if *declared != expected {
+        return Err(Error::Tensor {
+            tensor: out.clone(),
+            detail: format!(
+                "the file gives it shape {declared:?}, but {} {:?} of inputs shaped {:?} makes {expected:?}",
+                node.op_type, node.name, ins
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// Numpy broadcasting of `shapes` (aligned at their last dimension; equal
+/// dims or 1), or `None` where they do not broadcast.
+fn broadcast(shapes: &[&Vec<u64>]) -> Option<Vec<u64>> {
+    let rank = shapes.iter().map(|s| s.len()).max()?;
+    let mut out = vec![1u64; rank];
+    for s in shapes {
+        for (i, &d) in s.iter().rev().enumerate() {
+            let o = &mut out[rank - 1 - i];
+            match (*o, d) {
+                (a, b) if a == b => {}
+                (1, b) => *o = b,
+                (_, 1) => {}
+                _ => return None,
+            }
+        }
+    }
+    Some(out)
 }

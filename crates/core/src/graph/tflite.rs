@@ -75,11 +75,19 @@ fn lower(bytes: &[u8], name: &str) -> std::result::Result<super::Graph, String> 
     for (i, t) in tensors.iter().enumerate() {
         let (dtype, size) = dtype_of(t.type_())
             .ok_or_else(|| format!("tensor {i}: unsupported type {:?}", t.type_()))?;
-        let shape: Vec<u64> = t
-            .shape()
-            .map(|s| s.iter().map(|d| d.max(0) as u64).collect())
-            .unwrap_or_default();
-        let elems: u64 = shape.iter().product();
+        // A negative dimension (-1: unknown) would make a 0-byte tensor,
+        // and i32::MAX is a sentinel, not a size (17.5 TiB peaks).
+        let raw: Vec<i32> = t.shape().map(|s| s.iter().collect()).unwrap_or_default();
+        if let Some(&d) = raw.iter().find(|&&d| !(0..i32::MAX).contains(&d)) {
+            return Err(format!(
+                "tensor {i} ({:?}): dimension {d} in shape {raw:?} is not a size (a model used here has fixed, non-negative shapes)",
+                t.name().unwrap_or("")
+            ));
+        }
+        let shape: Vec<u64> = raw.iter().map(|&d| d as u64).collect();
+        let elems: u64 = crate::limits::elems_of(&shape).ok_or_else(|| {
+            format!("tensor {i}: shape {shape:?} has more elements than 64 bits count")
+        })?;
         // Names are usually unique; a repeat gets its index so both exist.
         let mut tname = t.name().unwrap_or("").to_string();
         if tname.is_empty() || !seen.insert(tname.clone()) {
@@ -90,7 +98,8 @@ fn lower(bytes: &[u8], name: &str) -> std::result::Result<super::Graph, String> 
             name: tname,
             shape,
             dtype,
-            bytes: (elems * size).div_ceil(8),
+            bytes: crate::limits::bytes_of_elems(elems, size)
+                .ok_or_else(|| format!("tensor {i}: size overflows 64 bits"))?,
         });
     }
     let graph_inputs: Vec<usize> = indices(sg.inputs(), "the subgraph's input list")?;

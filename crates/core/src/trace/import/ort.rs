@@ -36,7 +36,7 @@ fn arg_u64(e: &ChromeEvent, key: &str) -> Option<u64> {
 
 pub fn import(path: &Path, opts: &ImportOptions) -> Result<(Trace, Vec<String>)> {
     let (events, report) = read_file(path, opts.max_events())?;
-    let warnings = report.warnings;
+    let mut warnings = report.warnings;
     let all_runs = runs(&events);
     let nodes: Vec<&ChromeEvent> = events
         .iter()
@@ -62,6 +62,21 @@ pub fn import(path: &Path, opts: &ImportOptions) -> Result<(Trace, Vec<String>)>
         }
         (n, all_runs[n - 1])
     };
+    // A node event in no run at all is not some other run's: say it is
+    // left out rather than lose an op without a word.
+    let orphans: Vec<&&ChromeEvent> = nodes
+        .iter()
+        .filter(|e| !all_runs.is_empty() && !all_runs.iter().any(|w| e.ts >= w.0 && e.ts <= w.1))
+        .collect();
+    if let Some(first) = orphans.first() {
+        let n = orphans.len();
+        warnings.push(format!(
+            "{n} node {} outside every model_run (the first: {:?} at {} µs): not counted in any run",
+            if n == 1 { "event lies" } else { "events lie" },
+            node_name(first).unwrap_or_default(),
+            first.ts
+        ));
+    }
     let in_run: Vec<&ChromeEvent> = nodes
         .into_iter()
         .filter(|e| e.ts >= window.0 && e.ts <= window.1)
