@@ -412,7 +412,6 @@ fn load_onnx_unguarded(path: &Path, opts: &LoadOptions, shapes: Shapes) -> Resul
             flops: None,
         });
     }
-    drop(declare);
     for node in &nodes {
         check_elementwise(node, &declared)?;
     }
