@@ -147,7 +147,9 @@ impl TraceBuilder {
         let mut high_water: Vec<(&str, u64)> = Vec::new();
         for e in &self.events {
             if let Some(off) = e.offset {
-                let end = off + e.bytes;
+                // Offsets come from importers' files: a sum past 64 bits is
+                // held at the top, where the range checks name it.
+                let end = off.saturating_add(e.bytes);
                 match high_water.iter_mut().find(|h| h.0 == e.pool.as_str()) {
                     Some(h) => h.1 = h.1.max(end),
                     None => high_water.push((e.pool.as_str(), end)),

@@ -42,6 +42,23 @@ pub fn import(path: &Path, opts: &ImportOptions) -> Result<(Trace, Vec<String>)>
     let mut b = TraceBuilder::new(Source::Instrumented, &model_name, "pytorch");
     b.set_producer(Producer::Instrumented(Instrumented::new(Importer::Torch)));
     let pool = "cpu";
+    // An address is where the allocator put a block: a number from 0 to
+    // 2^64 (offsets below are taken from the lowest one).
+    for e in &mems {
+        if let Some(a) = e.args().get("Addr") {
+            if !num(a).is_some_and(|a| (0.0..1.8446744073709552e19).contains(&a)) {
+                return Err(Error::parse(
+                    path,
+                    "PyTorch profile",
+                    format!(
+                        "event {}: [memory] Addr {} is not an address from 0 to 2^64",
+                        e.index,
+                        crate::safe_text::excerpt(&a.to_string())
+                    ),
+                ));
+            }
+        }
+    }
     let base = mems
         .iter()
         .filter_map(|e| e.args().get("Addr").and_then(num))
