@@ -133,6 +133,19 @@ fn every_input_of_the_corpus_is_refused_in_one_line_naming_it() {
         (
             vec![
                 "npu".into(),
+                "solve".into(),
+                p("npu_alloc_edges_cut.json"),
+                "--out".into(),
+                "/nonexistent/solve".into(),
+                "--time".into(),
+                "2s".into(),
+            ],
+            false,
+            "before the buffer exists",
+        ),
+        (
+            vec![
+                "npu".into(),
                 "import".into(),
                 p("npu_zero_size_buffers.json"),
             ],
