@@ -65,7 +65,7 @@ pub fn resolve_notes(r: &spillscope::run::Resolved, ops: usize) -> String {
         let mut pools = vec![format!(
             "{} {} (the capacity column; every tensor no other pool takes)",
             hw.main_pool(),
-            spillscope::units::fmt_bytes(hw.memory.capacity.0)
+            spillscope::units::fmt_bytes_precise(hw.memory.capacity.0)
         )];
         for p in &hw.pools {
             let mut takes: Vec<String> = p
@@ -77,7 +77,7 @@ pub fn resolve_notes(r: &spillscope::run::Resolved, ops: usize) -> String {
             pools.push(format!(
                 "{} {} ({})",
                 p.name,
-                spillscope::units::fmt_bytes(p.capacity.0),
+                spillscope::units::fmt_bytes_precise(p.capacity.0),
                 takes.join(", ")
             ));
         }

@@ -206,7 +206,7 @@ pub fn run_suggest(a: &super::args::SuggestArgs) -> Result<String> {
         "baseline: {} [{}] at {}: {}, {}, {} spill traffic\n",
         name,
         b.policy,
-        spillscope::units::fmt_bytes(b.capacity_bytes),
+        spillscope::units::fmt_bytes_precise(b.capacity_bytes),
         spillscope::units::fmt_ms(b.latency_ns),
         spillscope::units::count(b.spill_count, "eviction"),
         spillscope::units::fmt_bytes(b.traffic_bytes)

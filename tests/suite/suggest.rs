@@ -374,7 +374,7 @@ fn suggested_capacity_is_the_knee_on_the_shared_models() {
         let text = String::from_utf8_lossy(&o.stdout);
         let knee = format!(
             "lru: spill traffic drops to 0 at {}",
-            spillscope::units::fmt_bytes(bytes)
+            spillscope::units::fmt_bytes_precise(bytes)
         );
         assert!(text.contains(&knee), "{name}: {knee}\n{text}");
     }

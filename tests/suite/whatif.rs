@@ -156,7 +156,7 @@ fn whatif_cli_json_and_csv() {
         .unwrap();
     let t = String::from_utf8_lossy(&o.stdout);
     assert!(
-        t.contains("lru: spill traffic drops to 0 at 2.0 MiB")
+        t.contains("lru: spill traffic drops to 0 at 2.012 MiB (1 % less still moves 6.0 MiB)")
             || t.contains("spill traffic at every capacity"),
         "{t}"
     );

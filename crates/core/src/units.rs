@@ -165,6 +165,32 @@ pub fn fmt_bytes(bytes: u64) -> String {
     }
 }
 
+/// A size with as many decimals (one to three) as it takes to read true
+/// beside the sizes it is compared with: `3.75 MiB` where `fmt_bytes`
+/// says `3.8 MiB`, `8.04 MiB` for a knee between the rows `8.0 MiB` and
+/// `10.0 MiB`, `1.47 MiB < 1.5 MiB`. Exact sizes keep one decimal.
+pub fn fmt_bytes_precise(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = bytes as f64;
+    let mut i = 0;
+    while v >= 1024.0 && i + 1 < UNITS.len() {
+        v /= 1024.0;
+        i += 1;
+    }
+    if i == 0 {
+        return format!("{bytes} B");
+    }
+    let unit = 1024f64.powi(i as i32);
+    for d in 1..3 {
+        let shown: f64 = format!("{v:.d$}").parse().unwrap_or(v);
+        // Within half a part in a thousand: the digits shown are the size.
+        if ((shown * unit) - bytes as f64).abs() <= bytes as f64 * 5e-4 {
+            return format!("{v:.d$} {}", UNITS[i]);
+        }
+    }
+    format!("{v:.3} {}", UNITS[i])
+}
+
 /// A size as a flag or config value that reads back exactly: `16MiB`,
 /// `640KiB`, or plain bytes when no binary unit divides it.
 pub fn fmt_size_exact(bytes: u64) -> String {
@@ -389,6 +415,21 @@ impl serde::Serialize for FlopRate {
 impl fmt::Display for Size {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&fmt_bytes(self.0))
+    }
+}
+
+#[cfg(test)]
+mod precise_tests {
+    use super::*;
+
+    #[test]
+    fn sizes_keep_the_digits_a_comparison_needs() {
+        assert_eq!(fmt_bytes_precise(3 * (1 << 20) + 3 * (1 << 18)), "3.75 MiB");
+        assert_eq!(fmt_bytes_precise(8 << 20), "8.0 MiB");
+        assert_eq!(fmt_bytes_precise((8.04 * 1048576.0) as u64), "8.04 MiB");
+        assert_eq!(fmt_bytes_precise(1_540_000), "1.469 MiB");
+        assert_eq!(fmt_bytes_precise(1_572_864), "1.5 MiB");
+        assert_eq!(fmt_bytes_precise(640), "640 B");
     }
 }
 

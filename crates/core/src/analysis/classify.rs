@@ -122,8 +122,8 @@ fn lifetime_cause(tr: &Trace, res: &Residency, i: usize, cap: u64) -> Option<Str
         if largest < r.bytes && free >= r.bytes {
             return Some(format!(
                 "fragmentation: largest hole {} < {} needed for {} ({} free in all)",
-                fmt_bytes(largest),
-                fmt_bytes(r.bytes),
+                crate::units::fmt_bytes_precise(largest),
+                crate::units::fmt_bytes_precise(r.bytes),
                 name(r.tensor),
                 fmt_bytes(free)
             ));

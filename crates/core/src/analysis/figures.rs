@@ -233,7 +233,7 @@ impl PeakLive {
                 "{} ({:.0}% of {})",
                 fmt_bytes(self.peak),
                 share(self.capacity),
-                fmt_bytes(self.capacity)
+                crate::units::fmt_bytes_precise(self.capacity)
             ),
             Against::Nothing => fmt_bytes(self.peak),
         }
@@ -242,7 +242,8 @@ impl PeakLive {
     /// Side by side, for figure lists: `1.2 MiB / 1.0 MiB cap`, `... /
     /// 6.0 KiB live pools`, `1.0 KiB L1+UB / 5.0 KiB caps`.
     pub fn short(&self) -> String {
-        let (p, c) = (fmt_bytes(self.peak), fmt_bytes(self.capacity));
+        let precise = crate::units::fmt_bytes_precise;
+        let (p, c) = (precise(self.peak), precise(self.capacity));
         match self.against {
             Against::Capacity => format!("{p} / {c} cap"),
             Against::LivePools => format!("{p} / {c} live pools"),

@@ -298,7 +298,7 @@ const HEADERS: [&str; 13] = [
 fn cells(r: &RunRow) -> [String; 13] {
     [
         r.policy.clone(),
-        fmt_bytes(r.capacity_bytes),
+        crate::units::fmt_bytes_precise(r.capacity_bytes),
         fmt_ms(r.latency_ns),
         r.spill_count.to_string(),
         fmt_bytes(r.spilled_bytes),

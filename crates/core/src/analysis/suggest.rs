@@ -271,8 +271,8 @@ pub fn suggest_with(
                 },
                 format!(
                     "on-chip capacity {} (from {}): the smallest with no spill traffic (1 % less moves {})",
-                    fmt_bytes(z.capacity_bytes),
-                    fmt_bytes(hw.memory.capacity.0),
+                    crate::units::fmt_bytes_precise(z.capacity_bytes),
+                    crate::units::fmt_bytes_precise(hw.memory.capacity.0),
                     fmt_bytes(z.below_traffic_bytes)
                 ),
                 z.run.clone(),

@@ -356,12 +356,12 @@ pub fn knees(rows: &[RunRow], searched: &[(EvictionPolicy, Option<ZeroTraffic>)]
             let near = format!(
                 "within 1 % of the best latency tried ({}) from {}",
                 fmt_ms(best),
-                fmt_bytes(knee.capacity_bytes)
+                crate::units::fmt_bytes_precise(knee.capacity_bytes)
             );
             let text = match zero {
                 Some(z) => format!(
                     "{policy}: spill traffic drops to 0 at {} (1 % less still moves {}); {near}",
-                    fmt_bytes(z.capacity_bytes),
+                    crate::units::fmt_bytes_precise(z.capacity_bytes),
                     fmt_bytes(z.below_traffic_bytes)
                 ),
                 None => {

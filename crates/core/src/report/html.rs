@@ -44,7 +44,7 @@ fn charts(r: &Report) -> String {
             hlines: if r.capabilities.capacity {
                 let mut v = vec![(
                     r.summary.capacity_bytes as f64,
-                    format!("capacity {}", fmt_bytes(r.summary.capacity_bytes)),
+                    format!("capacity {}", crate::units::fmt_bytes_precise(r.summary.capacity_bytes)),
                     "#d62728",
                 )];
                 if let Some(all) = r.summary.live_pools_capacity_bytes {
@@ -95,7 +95,10 @@ fn charts(r: &Report) -> String {
                 (
                     k.knee_capacity as f64,
                     k.knee_latency_ns as f64,
-                    format!("knee {}", fmt_bytes(k.knee_capacity)),
+                    format!(
+                        "within 1 % of best latency from {}",
+                        crate::units::fmt_bytes_precise(k.knee_capacity)
+                    ),
                 )
             })
             .collect();

@@ -161,7 +161,7 @@ pub fn sections(r: &Report) -> Vec<Section> {
                     None => format!(
                         "{} / {}",
                         fmt_bytes(s.peak_live_bytes),
-                        fmt_bytes(s.capacity_bytes)
+                        crate::units::fmt_bytes_precise(s.capacity_bytes)
                     ),
                 },
             ],
@@ -232,7 +232,7 @@ fn classification_section(out: &mut Builder, c: &crate::analysis::report::Classi
     *out += &format!(
         "\n## Spill classification\n\n{} capacity spills ({}): live bytes exceeded the pool.\n{} lifetime spills ({}): they would have fit (fragmentation, late free, order).\n",
         c.capacity_count,
-        fmt_bytes(c.capacity_bytes),
+        crate::units::fmt_bytes_precise(c.capacity_bytes),
         c.lifetime_count,
         fmt_bytes(c.lifetime_bytes)
     );
@@ -345,7 +345,7 @@ fn resimulated_sections(out: &mut Builder, r: &Report) {
                 .iter()
                 .map(|x| {
                     vec![
-                        fmt_bytes(x.capacity_bytes),
+                        crate::units::fmt_bytes_precise(x.capacity_bytes),
                         fmt_ms(x.latency_ns),
                         fmt_bytes(x.traffic_bytes),
                         x.spill_count.to_string(),

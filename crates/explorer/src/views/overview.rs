@@ -138,7 +138,7 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
                 Span::raw(format!(
                     "{} ({})",
                     c.capacity_count,
-                    fmt_bytes(c.capacity_bytes)
+                    spillscope::units::fmt_bytes_precise(c.capacity_bytes)
                 )),
             ]),
             Line::from(vec![
@@ -325,14 +325,22 @@ fn draw_live_chart(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Re
     }
     let peak = live.iter().copied().max().unwrap_or(0);
     let cap = if with_cap { d.capacity } else { 0 };
-    let top = peak.max(cap).max(1) as f64 * 1.05;
+    // The top row is the larger of the peak and the capacity, and its label
+    // is that value (a headroom above it printed as a label read as a
+    // figure: "8.4 MiB" beside "peak live 8.0 MiB").
+    let top = peak.max(cap).max(1) as f64;
     let n = live.len();
+    let top_label = if peak >= cap {
+        format!("peak {}", spillscope::units::fmt_bytes_precise(peak))
+    } else {
+        String::new() // the capacity line is the top row, labelled below
+    };
     // Labels whole: as wide as the longest of them.
     let labels = [
-        fmt_bytes(top as u64),
+        top_label.clone(),
         format!("0..{}", n.saturating_sub(1)),
         if with_cap {
-            format!("cap {}", fmt_bytes(cap))
+            format!("cap {}", spillscope::units::fmt_bytes_precise(cap))
         } else {
             String::new()
         },
@@ -345,13 +353,7 @@ fn draw_live_chart(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Re
     let h = inner.height;
     let buf = f.buffer_mut();
     let muted = theme.fg(theme.c.muted);
-    buf.set_stringn(
-        inner.x,
-        inner.y,
-        fmt_bytes(top as u64),
-        label_w as usize - 1,
-        muted,
-    );
+    buf.set_stringn(inner.x, inner.y, &top_label, label_w as usize - 1, muted);
     buf.set_stringn(
         inner.x,
         inner.y + h - 1,
@@ -361,7 +363,7 @@ fn draw_live_chart(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Re
     );
     // No capacity: no line (u16::MAX is below every row).
     let cap_row = if with_cap {
-        ((1.0 - cap as f64 / top) * h as f64).floor() as u16
+        ((1.0 - cap as f64 / top) * h as f64).floor().min(h as f64 - 1.0) as u16
     } else {
         u16::MAX
     };
@@ -399,7 +401,7 @@ fn draw_live_chart(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Re
         buf.set_stringn(
             inner.x,
             inner.y + cap_row,
-            format!("cap {}", fmt_bytes(cap)),
+            format!("cap {}", spillscope::units::fmt_bytes_precise(cap)),
             label_w as usize - 1,
             theme.fg(theme.c.capacity),
         );
