@@ -133,7 +133,7 @@ pub struct WhatifArgs {
     pub model: PathBuf,
     /// Capacities: `16MiB..64MiB:4MiB` (inclusive, with step) or `8MiB,16MiB`;
     /// default the profile's.
-    #[arg(long, value_name = "RANGE")]
+    #[arg(long, value_name = "RANGE", allow_hyphen_values = true)]
     pub capacity: Option<String>,
     /// DRAM bandwidths: `20GB/s..60GB/s:20GB/s` or `30GB/s,60GB/s`; default the profile's.
     #[arg(long, value_name = "RANGE")]
@@ -293,10 +293,10 @@ pub struct HwOpts {
     #[arg(long, value_name = "FILE|PRESET", default_value = "seed-npu")]
     pub hw: String,
     /// Override the on-chip capacity, e.g. `32MiB`, `16MB`, `4096`.
-    #[arg(long, value_name = "SIZE", value_parser = parse_size_arg)]
+    #[arg(long, value_name = "SIZE", value_parser = parse_capacity_arg, allow_hyphen_values = true)]
     pub capacity: Option<u64>,
     /// Override DRAM read and write bandwidth, e.g. `60GB/s`.
-    #[arg(long, value_name = "RATE", value_parser = parse_bw_arg)]
+    #[arg(long, value_name = "RATE", value_parser = parse_bw_arg, allow_hyphen_values = true)]
     pub bandwidth: Option<f64>,
 }
 
@@ -537,6 +537,17 @@ pub struct SampleArgs {
 
 fn parse_size_arg(s: &str) -> Result<u64, String> {
     spillscope::units::parse_size(s).map_err(|e| e.to_string())
+}
+/// A capacity: a size above zero (`-5MiB` reaches here, not clap's flag
+/// parser, so the message is about the value).
+fn parse_capacity_arg(s: &str) -> Result<u64, String> {
+    if s.trim_start().starts_with('-') {
+        return Err("a capacity cannot be negative: give a size such as 32MiB".into());
+    }
+    match parse_size_arg(s)? {
+        0 => Err("a capacity must be greater than zero".into()),
+        n => Ok(n),
+    }
 }
 fn parse_bw_arg(s: &str) -> Result<f64, String> {
     spillscope::units::parse_bandwidth(s).map_err(|e| e.to_string())

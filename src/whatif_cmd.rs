@@ -48,11 +48,24 @@ pub fn run_whatif(a: &WhatifArgs) -> Result<String> {
         .schedule
         .spec(&a.model, &hw_opts, &a.model_opts, &[EvictionPolicy::Lru])?;
     let capacities = match &a.capacity {
-        Some(r) => parse_size_range(r)?,
+        Some(r) => {
+            let v = parse_size_range(r)
+                .map_err(|e| spillscope::Error::Config(format!("--capacity {r}: {e}")))?;
+            if v.contains(&0) {
+                return Err(spillscope::Error::Config(format!(
+                    "--capacity {r}: a capacity must be greater than zero"
+                )));
+            }
+            v
+        }
         None => vec![spec.resolve_hardware()?.memory.capacity.0],
     };
     let bandwidths: Vec<Option<f64>> = match &a.bandwidth {
-        Some(r) => parse_bandwidth_range(r)?.into_iter().map(Some).collect(),
+        Some(r) => parse_bandwidth_range(r)
+            .map_err(|e| spillscope::Error::Config(format!("--bandwidth {r}: {e}")))?
+            .into_iter()
+            .map(Some)
+            .collect(),
         None => vec![None],
     };
     if a.shard.is_some() && a.format != SweepFormat::Json {

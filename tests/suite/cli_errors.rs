@@ -357,3 +357,44 @@ fn detection_says_what_it_assumed_and_long_lines_are_named() {
         "{err}"
     );
 }
+
+/// Each error names the flag or the file it is about, in one line, exit 2.
+#[test]
+fn errors_name_the_flag_or_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/encoder_decoder.json");
+    let m = m.to_str().unwrap();
+    let pin = dir.path().join("pins.toml");
+    std::fs::write(&pin, "pins = [\"nope\"]\n").unwrap();
+    let png = dir.path().join("r.png");
+    std::fs::write(&png, b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR").unwrap();
+    let (pin, png) = (pin.to_str().unwrap(), png.to_str().unwrap());
+    for (args, needles) in [
+        (
+            vec!["sim", m, "--capacity", "-5MiB"],
+            vec!["--capacity", "-5MiB", "cannot be negative"],
+        ),
+        (
+            vec!["sim", m, "--capacity", "0"],
+            vec!["--capacity", "greater than zero"],
+        ),
+        (
+            vec!["whatif", m, "--capacity", "0,1MiB"],
+            vec!["--capacity 0,1MiB", "greater than zero"],
+        ),
+        (
+            vec!["sim", m, "--config", pin],
+            vec!["pins.toml: pins: no tensor named \"nope\""],
+        ),
+        (
+            vec!["sim", m, "--pin", "nope"],
+            vec!["--pin: no tensor named \"nope\""],
+        ),
+        (vec!["sim", png], vec!["r.png: a PNG image, not a model"]),
+        (vec!["import", png], vec!["r.png: a PNG image, not a trace"]),
+    ] {
+        let (code, _, _) = run(&args);
+        assert_eq!(code, 2, "{args:?}");
+        one_line_error(&args, &needles);
+    }
+}

@@ -73,6 +73,34 @@ pub fn read_text(path: &Path) -> Result<String> {
     })
 }
 
+/// What a file that spillscope does not read is, from its first bytes
+/// (images, archives, documents, executables), so the error says "a PNG
+/// image" instead of a JSON parse error at 1:1.
+pub fn foreign_kind(path: &Path) -> Option<&'static str> {
+    let mut head = [0u8; 8];
+    let n = read_prefix(path, &mut head).ok()?;
+    let h = &head[..n];
+    const KINDS: [(&[u8], &str); 10] = [
+        (b"\x89PNG", "a PNG image"),
+        (b"\xff\xd8\xff", "a JPEG image"),
+        (b"GIF8", "a GIF image"),
+        (b"%PDF", "a PDF document"),
+        (
+            b"PK\x03\x04",
+            "a zip archive (a .pte, .npz or .zip: unpack what is inside)",
+        ),
+        (b"\x1f\x8b", "a gzip file (decompress it first)"),
+        (b"\x7fELF", "an executable"),
+        (b"BZh", "a bzip2 file (decompress it first)"),
+        (b"\xfd7zXZ", "an xz file (decompress it first)"),
+        (b"\x28\xb5\x2f\xfd", "a zstd file (decompress it first)"),
+    ];
+    KINDS
+        .iter()
+        .find(|(m, _)| h.starts_with(m))
+        .map(|(_, k)| *k)
+}
+
 /// The UTF-8 byte order mark.
 pub const BOM: &[u8] = b"\xef\xbb\xbf";
 
@@ -226,12 +254,17 @@ pub fn detect_why(path: &Path) -> Result<(Format, Option<&'static str>)> {
             Some("it carries the TFL3 flatbuffer identifier"),
         ));
     }
-    let (found, why) = detect_bytes_why(&head[..n]).ok_or_else(|| {
-        Error::parse(
+    let (found, why) = detect_bytes_why(&head[..n]).ok_or_else(|| match foreign_kind(path) {
+        Some(kind) => Error::WrongInput {
+            path: path.to_path_buf(),
+            what: format!("{kind}, not a trace or a model"),
+            hint: "spillscope reads its own traces, ONNX Runtime, PyTorch and Chrome profiles, JSONL streams, Vela outputs and models".into(),
+        },
+        None => Error::parse(
             path,
             "trace",
             "not JSON, JSONL or a Chrome trace (use --from to say which)",
-        )
+        ),
     })?;
     // An object whose telling key comes after its first 64 KiB (compact
     // JSON written with sorted keys puts `schema` after `events`): look

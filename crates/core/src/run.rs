@@ -218,6 +218,25 @@ impl RunSpec {
             config = f.apply(config);
         }
         config = self.flags.apply(config);
+        if !config.fuse {
+            // Names checked where they were written, so the error names the
+            // file or the flag (fusion renames tensors: the simulator
+            // checks those runs' names itself).
+            if let (Some(f), Some(path)) = (&file, &self.schedule) {
+                let recompute = match &f.recompute {
+                    Some(RecomputeSpec::Tensors(v)) => v.as_slice(),
+                    _ => &[],
+                };
+                let origin = path.display().to_string();
+                known_tensors(g, &origin, "pins", &f.pins)?;
+                known_tensors(g, &origin, "free_at", f.free_at.keys())?;
+                known_tensors(g, &origin, "recompute", recompute)?;
+            }
+            known_tensors(g, "--pin", "", &self.flags.pins)?;
+            if let Some(RecomputeSpec::Tensors(v)) = &self.flags.recompute {
+                known_tensors(g, "--recompute", "", v)?;
+            }
+        }
         let free_at_from = match &self.flags.free_at {
             Some(p) => {
                 let points = free_points(g, &import_linked(p, g)?);
@@ -388,4 +407,28 @@ pub fn backup_path(path: &Path) -> PathBuf {
     let mut name = path.file_name().unwrap_or_default().to_os_string();
     name.push(".bak");
     path.with_file_name(name)
+}
+
+/// Fails naming `origin` (a file or a flag) and its `key` on the first of
+/// `names` that is no tensor of `g`.
+fn known_tensors<'a>(
+    g: &Graph,
+    origin: &str,
+    key: &str,
+    names: impl IntoIterator<Item = &'a String>,
+) -> Result<()> {
+    match names.into_iter().find(|n| g.tensor_by_name(n).is_none()) {
+        None => Ok(()),
+        Some(n) => {
+            let what = if key.is_empty() {
+                origin.to_string()
+            } else {
+                format!("{origin}: {key}")
+            };
+            Err(Error::Config(format!(
+                "{what}: no tensor named {:?} in {}",
+                n, g.name
+            )))
+        }
+    }
 }

@@ -186,5 +186,13 @@ pub fn load(path: &Path, opts: &LoadOptions) -> crate::Result<Graph> {
     if detected == Some(crate::input::Format::Kernel) {
         return kernel::Kernel::load(path)?.to_graph();
     }
+    if let Some(kind) = crate::input::foreign_kind(path) {
+        return Err(crate::Error::WrongInput {
+            path: path.to_path_buf(),
+            what: format!("{kind}, not a model"),
+            hint: "spillscope reads ONNX (.onnx), TFLite (.tflite), graph JSON and NPU kernel DAGs"
+                .into(),
+        });
+    }
     json::load_graph_json(path)
 }

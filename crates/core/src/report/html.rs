@@ -44,7 +44,10 @@ fn charts(r: &Report) -> String {
             hlines: if r.capabilities.capacity {
                 let mut v = vec![(
                     r.summary.capacity_bytes as f64,
-                    format!("capacity {}", crate::units::fmt_bytes_precise(r.summary.capacity_bytes)),
+                    format!(
+                        "capacity {}",
+                        crate::units::fmt_bytes_precise(r.summary.capacity_bytes)
+                    ),
                     "#d62728",
                 )];
                 if let Some(all) = r.summary.live_pools_capacity_bytes {

@@ -363,7 +363,9 @@ fn draw_live_chart(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Re
     );
     // No capacity: no line (u16::MAX is below every row).
     let cap_row = if with_cap {
-        ((1.0 - cap as f64 / top) * h as f64).floor().min(h as f64 - 1.0) as u16
+        ((1.0 - cap as f64 / top) * h as f64)
+            .floor()
+            .min(h as f64 - 1.0) as u16
     } else {
         u16::MAX
     };
