@@ -138,7 +138,7 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
                 Span::raw(format!(
                     "{} ({})",
                     c.capacity_count,
-                    spillscope::units::fmt_bytes_precise(c.capacity_bytes)
+                    fmt_bytes(c.capacity_bytes)
                 )),
             ]),
             Line::from(vec![
@@ -152,6 +152,21 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
         ]
     };
     let mut lines = split;
+    // The class (was the step's demand over the pool?) and the simulator's
+    // reason for the one eviction (no hole big enough) are two questions;
+    // a capacity spill found by fragmentation says both.
+    let no_hole = c
+        .spills
+        .iter()
+        .filter(|x| x.class == spillscope::analysis::classify::SpillClass::Capacity)
+        .filter(|x| x.cause == "fragmentation")
+        .count();
+    if no_hole > 0 {
+        let line = format!(
+            "{no_hole} of the capacity spills were chosen when no hole fitted (trace reason \"fragmentation\")"
+        );
+        lines.extend(crate::ui::wrap(&line, inner_w).into_iter().map(|l| Line::styled(l, k)));
+    }
     let osc = d.trips.iter().filter(|t| t.oscillating).count();
     if d.caps.capacity_figures() && c.capacity_count + c.lifetime_count > 0 {
         lines.push(Line::styled(
