@@ -513,3 +513,30 @@ fn memory_map_cycles_pools_with_o() {
     assert!(!footer_hints(&one.scopes()).iter().any(|h| h.1 == "pool"));
     assert!(!help_rows(&one.scopes()).iter().any(|r| r.0 == "o"));
 }
+
+/// While `?` is open it takes the keys: Down and PgDn scroll it, not the
+/// list under it; s (a Hotspots key) does nothing; Esc closes it and the
+/// keys reach the list again. Every Hotspots key is in its help rows.
+#[test]
+fn the_help_overlay_takes_the_keys_while_open() {
+    let mut a = app();
+    chars(&mut a, "3");
+    let sort = a.hot.key;
+    key(&mut a, KeyCode::Char('?'));
+    assert!(a.help);
+    key(&mut a, KeyCode::Down);
+    key(&mut a, KeyCode::PageDown);
+    key(&mut a, KeyCode::Char('s'));
+    assert_eq!(
+        (a.hot.sel, a.hot.key),
+        (0, sort),
+        "the list moved under the help"
+    );
+    assert_eq!(a.help_scroll, 11);
+    key(&mut a, KeyCode::Esc);
+    assert!(!a.help);
+    key(&mut a, KeyCode::Down);
+    assert_eq!(a.hot.sel, 1);
+    let rows = help_rows(&a.scopes());
+    assert!(rows.iter().any(|r| r.0 == "s/i"), "{rows:?}");
+}

@@ -197,6 +197,9 @@ pub struct App {
     pub resimulates: bool,
     pub search: Option<Search>,
     pub help: bool,
+    /// How far the help overlay is scrolled (its rows can outnumber the
+    /// screen's at 80x24).
+    pub help_scroll: u16,
     pub paused: bool,
     /// Data that arrived while paused.
     pub pending: Option<Box<Dataset>>,
@@ -277,6 +280,7 @@ impl App {
             resimulates: false,
             search: None,
             help: false,
+            help_scroll: 0,
             paused: false,
             pending: None,
             live: false,
@@ -757,6 +761,28 @@ impl App {
         }
     }
 
+    /// While `?` is open it takes the keys: scrolling keys scroll it, the
+    /// keys that leave or switch it pass, everything else is swallowed (a
+    /// Down must not move the list under it). Whether `a` goes on to `act`.
+    fn help_takes(&mut self, a: Action) -> bool {
+        let step: i32 = match a {
+            Action::Up | Action::CursorUp => -1,
+            Action::Down | Action::CursorDown => 1,
+            Action::PageUp => -10,
+            Action::PageDown => 10,
+            Action::Quit
+            | Action::Help
+            | Action::Close
+            | Action::Search
+            | Action::NextView
+            | Action::PrevView
+            | Action::GotoView(_) => return true,
+            _ => 0,
+        };
+        self.help_scroll = (self.help_scroll as i32 + step).clamp(0, 200) as u16;
+        false
+    }
+
     /// `a` in Suggest: the selected change, to be written into the watched
     /// config; changes a config cannot express say why not.
     fn apply_selected(&mut self) -> Option<Effect> {
@@ -778,6 +804,9 @@ impl App {
     }
 
     fn act(&mut self, a: Action) -> Option<Effect> {
+        if self.help && !self.help_takes(a) {
+            return None;
+        }
         match a {
             Action::Quit => self.quit = true,
             Action::NextView => self.view = View::ALL[(self.view.index() + 1) % View::ALL.len()],
@@ -876,7 +905,10 @@ impl App {
                 self.search = Some(Search::default());
                 self.help = false;
             }
-            Action::Help => self.help = !self.help,
+            Action::Help => {
+                self.help = !self.help;
+                self.help_scroll = 0;
+            }
             Action::Close => {
                 if self.help {
                     self.help = false;

@@ -429,11 +429,27 @@ fn draw_help(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, body: Rect) {
             theme.fg(theme.c.muted),
         ));
     }
-    let r = centered(body, w, lines.len() as u16 + 2);
+    // Rows that do not fit scroll (j/k, Up/Down, PgUp/PgDn), and the title
+    // says how many are out of sight, so no key is cut from the list.
+    // Rows as wrapped at the overlay's width.
+    let total: u16 = lines
+        .iter()
+        .map(|l| (l.width().max(1)).div_ceil(inner_w.max(1)) as u16)
+        .sum();
+    let r = centered(body, w, total + 2);
+    let shown = r.height.saturating_sub(2);
+    let scroll = app.help_scroll.min(total.saturating_sub(shown));
+    let below = total.saturating_sub(scroll + shown);
+    let title = if scroll > 0 || below > 0 {
+        format!(" keys (Esc closes; {scroll} above, {below} below: j/k scroll) ")
+    } else {
+        " keys (Esc closes) ".to_string()
+    };
     f.render_widget(Clear, r);
     let p = Paragraph::new(lines)
-        .block(block(" keys (Esc closes) ", theme, g))
-        .wrap(Wrap { trim: false });
+        .block(block(title, theme, g))
+        .wrap(Wrap { trim: false })
+        .scroll((scroll, 0));
     f.render_widget(p, r);
 }
 

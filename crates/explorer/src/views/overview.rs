@@ -165,7 +165,11 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
         let line = format!(
             "{no_hole} of the capacity spills were chosen when no hole fitted (trace reason \"fragmentation\")"
         );
-        lines.extend(crate::ui::wrap(&line, inner_w).into_iter().map(|l| Line::styled(l, k)));
+        lines.extend(
+            crate::ui::wrap(&line, inner_w)
+                .into_iter()
+                .map(|l| Line::styled(l, k)),
+        );
     }
     let osc = d.trips.iter().filter(|t| t.oscillating).count();
     if d.caps.capacity_figures() && c.capacity_count + c.lifetime_count > 0 {
