@@ -174,3 +174,29 @@ fn report_of_an_imported_trace_says_why_it_cannot_suggest() {
         "{md}"
     );
 }
+
+/// A profile that records no frees has no peak to be at: the report's
+/// `at peak` column says `-` as the explorer does, never `0 B`.
+#[test]
+fn a_profile_without_frees_shows_no_at_peak_figure() {
+    let p = root().join("../shared/data/traces/ort_squeezenet1_1.noopt.json");
+    if !p.exists() {
+        eprintln!("SKIP: {} is absent", p.display());
+        return;
+    }
+    let o = bin().arg("report").arg(&p).output().unwrap();
+    assert!(o.status.success());
+    let text = String::from_utf8_lossy(&o.stdout);
+    let rows: Vec<&str> = text
+        .split("## Hotspots")
+        .nth(1)
+        .unwrap()
+        .lines()
+        .filter(|l| l.starts_with("| /"))
+        .collect();
+    assert!(!rows.is_empty(), "{text}");
+    for r in rows {
+        let cells: Vec<&str> = r.split('|').map(str::trim).collect();
+        assert_eq!(cells[9], "-", "{r}");
+    }
+}

@@ -391,6 +391,7 @@ fn measured_sections(
     // A trace that records spills (a probe stream, a Vela plan) shows
     // each op's traffic, which it may be ranked by.
     let spills = r.capabilities.spill_events;
+    let frees = r.capabilities.frees;
     let time_row = |h: &crate::analysis::hotspots::Hotspot| {
         let mut row = vec![
             h.name.clone(),
@@ -401,7 +402,13 @@ fn measured_sections(
             format!("{:.1} %", h.latency_share * 100.0),
             fmt_bytes(h.alloc_bytes),
             h.allocs.to_string(),
-            fmt_bytes(h.peak_bytes),
+            // Without frees a profile has no peak to be at: "-", as the
+            // explorer shows, not a 0 B the trace cannot back.
+            if frees {
+                fmt_bytes(h.peak_bytes)
+            } else {
+                "-".to_string()
+            },
         ];
         if spills {
             row.push(fmt_bytes(h.traffic_bytes));
