@@ -357,6 +357,23 @@ fn explorer_opens_measured_traces_on_time_and_folds_calls_with_keys() {
     );
 }
 
+/// The Memory view of a PyTorch profile (which records no evictions) says
+/// spills are not recorded, not that there were none.
+#[test]
+fn a_profile_without_spill_events_does_not_claim_none_in_the_memory_view() {
+    let Some(dir) = traces() else { return };
+    use spillscope_explorer::app::View;
+    let (full, _) = import(&dir.join("torch_resnet18.json"), None, &Default::default()).unwrap();
+    let mut app = App::new(vec![Dataset::build("torch", collapse(&full, 1))]);
+    app.view = View::Memory;
+    let screen = render(&app, 100, 30);
+    assert!(
+        screen.contains("spills not recorded by this trace"),
+        "{screen}"
+    );
+    assert!(!screen.contains("no lifetime spills"), "{screen}");
+}
+
 #[test]
 fn a_calibrated_view_shows_the_latency_sim_gives_and_compares_per_op() {
     let Some(dir) = traces() else { return };

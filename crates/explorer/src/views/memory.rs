@@ -316,12 +316,13 @@ fn frag_line(
         }
     }
     if n == 0 {
-        buf.set_stringn(
-            x0,
-            fy,
-            "no lifetime spills in view",
-            lane_w as usize,
-            theme.fg(theme.c.muted),
-        );
+        // A profile that records no evictions cannot tell that none
+        // happened: say what it lacks instead of "none".
+        let text = if d.caps.spill_events {
+            "no lifetime spills in view"
+        } else {
+            "spills not recorded by this trace"
+        };
+        buf.set_stringn(x0, fy, text, lane_w as usize, theme.fg(theme.c.muted));
     }
 }
