@@ -60,7 +60,7 @@ pub enum Command {
 
 #[derive(Debug, Args)]
 pub struct SuggestArgs {
-    /// Model (`.onnx` or graph JSON), or a simulator trace (its graph,
+    /// Model (ONNX, TFLite, graph JSON or an NPU kernel DAG), or a simulator trace (its graph,
     /// hardware and config are taken from it; the flags below are then ignored).
     pub model: PathBuf,
     #[command(flatten)]
@@ -93,7 +93,7 @@ pub enum ReportFormat {
 
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// A trace (any importable format) or a model (`.onnx`, graph JSON),
+    /// A trace (any importable format) or a model (ONNX, TFLite, graph JSON),
     /// which is simulated first with the flags below.
     pub input: PathBuf,
     #[command(flatten)]
@@ -129,7 +129,7 @@ pub enum SweepFormat {
 
 #[derive(Debug, Args)]
 pub struct WhatifArgs {
-    /// Model: `.onnx` or graph JSON.
+    /// Model: ONNX (`.onnx`), TFLite (`.tflite`), graph JSON or an NPU kernel DAG.
     pub model: PathBuf,
     /// Capacities: `16MiB..64MiB:4MiB` (inclusive, with step) or `8MiB,16MiB`;
     /// default the profile's.
@@ -138,7 +138,9 @@ pub struct WhatifArgs {
     /// DRAM bandwidths: `20GB/s..60GB/s:20GB/s` or `30GB/s,60GB/s`; default the profile's.
     #[arg(long, value_name = "RANGE")]
     pub bandwidth: Option<String>,
-    /// Hardware profile (file or preset) the sweep varies.
+    /// Hardware profile the sweep varies: a TOML file or a preset (`seed-npu`,
+    /// `edge-npu-16m`, `ethos-u65-high-end`, `ethos-u55-high-end-embedded`,
+    /// `npu-benchmark`).
     #[arg(long, value_name = "FILE|PRESET", default_value = "seed-npu")]
     pub hw: String,
     #[command(flatten)]
@@ -202,7 +204,9 @@ pub struct ImportOpts {
 
 #[derive(Debug, Args)]
 pub struct ImportArgs {
-    /// The runtime trace to import.
+    /// The trace to import: an ONNX Runtime, PyTorch or Chrome/Perfetto
+    /// profile, a spillscope JSONL stream, a Vela output directory, or a
+    /// spillscope trace.
     pub file: PathBuf,
     #[command(flatten)]
     pub import: ImportOpts,
@@ -248,7 +252,9 @@ pub struct DiffArgs {
 
 #[derive(Debug, Args)]
 pub struct ViewArgs {
-    /// `TRACE [TRACE2]` (spillscope.trace/1 JSON), or one model (`.onnx` or graph JSON).
+    /// `TRACE [TRACE2]`: spillscope traces, ONNX Runtime, PyTorch or Chrome
+    /// profiles, JSONL streams or Vela output directories; or one model:
+    /// ONNX (`.onnx`), TFLite (`.tflite`), graph JSON or an NPU kernel DAG.
     #[arg(num_args = 1..=2, required = true)]
     pub inputs: Vec<PathBuf>,
     #[command(flatten)]
@@ -289,7 +295,8 @@ pub enum Format {
 #[derive(Debug, Args, Clone)]
 pub struct HwOpts {
     /// Hardware profile: a TOML file (partial files patch the default) or a
-    /// preset name (`seed-npu`, `edge-npu-16m`).
+    /// preset name (`seed-npu`, `edge-npu-16m`, `ethos-u65-high-end`,
+    /// `ethos-u55-high-end-embedded`, `npu-benchmark`; `spillscope hw` lists them).
     #[arg(long, value_name = "FILE|PRESET", default_value = "seed-npu")]
     pub hw: String,
     /// Override the on-chip capacity, e.g. `32MiB`, `16MB`, `4096`.
@@ -345,7 +352,7 @@ impl RewriteOpts {
 /// hardware profile, then the defaults (README, "Precedence").
 #[derive(Debug, Args, Clone, Default)]
 pub struct ScheduleOpts {
-    /// Policies: comma-separated `ideal,lru,belady,lifetime`, or `all`
+    /// Policies: comma-separated `ideal,lru,belady,lifetime,planned`, or `all`
     /// (default: the config's `policy`, else all for `sim`, lru elsewhere).
     #[arg(long, value_name = "LIST")]
     pub policy: Option<String>,
@@ -490,7 +497,8 @@ pub struct ModelOpts {
 
 #[derive(Debug, Args)]
 pub struct SimArgs {
-    /// Model: `.onnx` (external weight files need not exist) or graph JSON.
+    /// Model: ONNX (`.onnx`; external weight files need not exist), TFLite
+    /// (`.tflite`), graph JSON or an NPU kernel DAG.
     pub model: PathBuf,
     #[command(flatten)]
     pub hw: HwOpts,

@@ -62,6 +62,23 @@ fn help_is_complete() {
     }
     let (_, ver, _) = run(&["verify", "--help"]);
     assert!(ver.contains("--limit"));
+    // Every command that simulates lists every policy, every preset and
+    // every model format.
+    for cmd in ["sim", "view", "whatif", "suggest", "report"] {
+        let (_, h, _) = run(&[cmd, "--help"]);
+        let policies = spillscope::sim::EvictionPolicy::ALL.map(|p| p.as_str());
+        for word in policies
+            .iter()
+            .chain(spillscope::cost::hardware::PRESETS)
+            .chain(&["ONNX", "TFLite", "graph JSON"])
+        {
+            assert!(h.contains(word), "{cmd} --help lacks {word}");
+        }
+    }
+    let (_, imp, _) = run(&["import", "--help"]);
+    for f in ["ONNX Runtime", "PyTorch", "Chrome", "JSONL", "Vela"] {
+        assert!(imp.contains(f), "import --help lacks {f}");
+    }
 }
 
 #[test]
