@@ -540,3 +540,25 @@ fn the_help_overlay_takes_the_keys_while_open() {
     let rows = help_rows(&a.scopes());
     assert!(rows.iter().any(|r| r.0 == "s/i"), "{rows:?}");
 }
+
+/// A model that fits its capacity says so on the Overview and names the
+/// capacities where it starts to spill (75 % and 50 % of its peak).
+#[test]
+fn a_model_that_fits_leads_to_the_capacities_where_it_spills() {
+    let g = spillscope::graph::load(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/encoder_decoder.json"),
+        &Default::default(),
+    )
+    .unwrap();
+    let hw = common::test_hw(32 << 20);
+    let tr = spillscope::sim::simulate(&g, &hw, &Default::default()).unwrap();
+    assert_eq!(tr.summary.spill_count, 0);
+    let peak = tr.summary.peak_live_bytes;
+    let mut a = App::new(vec![Dataset::build("lru", tr)]);
+    a.resimulates = true;
+    let screen = common::screen::render(&a, 120, 40).replace("│\"\n\"│", " ");
+    let flat: String = screen.split_whitespace().collect::<Vec<_>>().join(" ");
+    let at = |pct: u64| spillscope::units::fmt_size_exact(peak * pct / 100 / 1024 * 1024);
+    assert!(flat.contains("the model fits"), "{screen}");
+    assert!(flat.contains(&at(75)) && flat.contains(&at(50)), "{screen}");
+}

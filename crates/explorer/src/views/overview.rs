@@ -123,7 +123,23 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
             .map(|l| Line::styled(l, k))
             .collect()
     } else if c.capacity_count + c.lifetime_count == 0 {
-        vec![Line::styled("no evictions to classify", k)]
+        // A model that fits leads on: where it would start to spill.
+        let (peak, cap) = (d.trace.summary.peak_live_bytes, d.capacity);
+        let mut text = String::from("no evictions to classify");
+        if app.resimulates && peak > 0 && peak <= cap {
+            let at = |pct: u64| spillscope::units::fmt_size_exact(peak * pct / 100 / 1024 * 1024);
+            text = format!(
+                "no evictions: the model fits (peak live {} of {}). To see it spill, rerun with --capacity {} (75 % of peak) or {} (50 %); whatif sweeps them",
+                spillscope::units::fmt_bytes_precise(peak),
+                spillscope::units::fmt_bytes_precise(cap),
+                at(75),
+                at(50)
+            );
+        }
+        crate::ui::wrap(&text, inner_w)
+            .into_iter()
+            .map(|l| Line::styled(l, k))
+            .collect()
     } else {
         vec![
             Line::from(vec![
