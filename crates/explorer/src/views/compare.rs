@@ -53,12 +53,20 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
         return;
     };
     let strip_h = 5u16.min(area.height / 3).max(3);
-    let [sa, sb, table] = Layout::vertical([
+    let [head, sa, sb, table] = Layout::vertical([
+        Constraint::Length(1),
         Constraint::Length(strip_h),
         Constraint::Length(strip_h),
         Constraint::Min(3),
     ])
     .areas(area);
+    f.render_widget(
+        Paragraph::new(Line::styled(
+            differences(a, b, ta, tb),
+            theme.fg(theme.c.muted),
+        )),
+        head,
+    );
     let own = app.compare_own_axes();
     let end = a.end_ns().max(b.end_ns()).max(1);
     for (d, r, tag) in [(a, sa, ta), (b, sb, tb)] {
@@ -135,6 +143,58 @@ fn draw_vela(
         Paragraph::new(lines).block(block(" Vela vs spillscope, same feature maps ", theme, g)),
         area,
     );
+}
+
+/// What sets a run apart: its source, policy, capacity, hardware profile
+/// and schedule config (the producer's own record where it has one).
+fn facts(d: &Dataset) -> [(&'static str, String); 5] {
+    use spillscope::trace::Producer;
+    let (hw, cfg) = match &d.trace.meta.producer {
+        Producer::Simulator { hardware, config } => {
+            // The policy is a fact of its own, not a config difference.
+            let mut c = config.clone();
+            if let Some(o) = c.as_object_mut() {
+                o.remove("policy");
+            }
+            (
+                hardware["name"].as_str().unwrap_or("?").to_string(),
+                c.to_string(),
+            )
+        }
+        _ => ("-".to_string(), "-".to_string()),
+    };
+    let cap = match d.trace.summary.capacity_bytes {
+        0 => "-".to_string(),
+        c => spillscope::units::fmt_bytes_precise(c),
+    };
+    [
+        ("source", d.trace.source.as_str().to_string()),
+        ("policy", d.trace.meta.policy.clone()),
+        ("capacity", cap),
+        ("hardware", hw),
+        ("config", cfg),
+    ]
+}
+
+/// One line over the strips: what differs between the two sides, with
+/// each side's value (the config only as "differs": it is a table), or
+/// that they share all of it.
+fn differences(a: &Dataset, b: &Dataset, ta: &str, tb: &str) -> String {
+    let (fa, fb) = (facts(a), facts(b));
+    let diff: Vec<String> = fa
+        .iter()
+        .zip(&fb)
+        .filter(|(x, y)| x.1 != y.1)
+        .map(|(x, y)| match x.0 {
+            "config" => "schedule config".to_string(),
+            k => format!("{k} {} | {}", x.1, y.1),
+        })
+        .collect();
+    if diff.is_empty() {
+        format!("{ta} and {tb}: same source, policy, capacity, hardware and config")
+    } else {
+        format!("{ta} | {tb} differ in: {}", diff.join("; "))
+    }
 }
 
 /// One run's strip: ops, the spill lanes (busiest wins), spill markers.
