@@ -562,3 +562,25 @@ fn a_model_that_fits_leads_to_the_capacities_where_it_spills() {
     assert!(flat.contains("the model fits"), "{screen}");
     assert!(flat.contains(&at(75)) && flat.contains(&at(50)), "{screen}");
 }
+
+/// `?` explains every term of the glossary; at 80x24 the overlay scrolls to
+/// them and its title says how many rows are out of sight.
+#[test]
+fn the_help_overlay_explains_the_terms_and_scrolls_to_them() {
+    let mut a = app();
+    key(&mut a, KeyCode::Char('?'));
+    let top = common::screen::render(&a, 80, 24);
+    assert!(top.contains("below: j/k scroll"), "{top}");
+    for _ in 0..60 {
+        key(&mut a, KeyCode::Down);
+    }
+    let bottom = common::screen::render(&a, 80, 24);
+    let flat: String = bottom.split_whitespace().collect::<Vec<_>>().join(" ");
+    for (term, _) in spillscope_explorer::keys::GLOSSARY.iter().rev().take(3) {
+        assert!(
+            flat.contains(&format!("{term}:")),
+            "{term} not reachable:\n{bottom}"
+        );
+    }
+    assert!(bottom.contains(" 0 below"), "{bottom}");
+}

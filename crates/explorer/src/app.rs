@@ -1003,7 +1003,16 @@ pub fn update(app: &mut App, msg: Msg) -> Option<Effect> {
                 return None;
             }
             app.status.clear();
-            match action_for(&k, &app.scopes()) {
+            // The help overlay scrolls with the list keys in every view
+            // (the Overview has no list of its own).
+            let scopes = if app.help {
+                let mut v = app.scopes();
+                v.push(crate::keys::Scope::List);
+                v
+            } else {
+                app.scopes()
+            };
+            match action_for(&k, &scopes) {
                 Some(a) => app.act(a),
                 None => None,
             }

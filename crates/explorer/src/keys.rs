@@ -523,6 +523,25 @@ pub fn help_rows(scopes: &[Scope]) -> Vec<(String, &'static str, &'static str)> 
         .collect()
 }
 
+/// The terms on screen, as `?` explains them (one table: the overlay and
+/// its test read it).
+pub const GLOSSARY: &[(&str, &str)] = &[
+    ("capacity spill", "an eviction at a step whose live bytes exceed the pool: no schedule of that step avoids it"),
+    ("lifetime spill", "an eviction at a step whose live bytes would fit: fragmentation, a late free or the order caused it"),
+    ("evicted out", "bytes written back to DRAM by evictions"),
+    ("reloaded", "bytes read back from DRAM for evicted tensors"),
+    ("streamed", "operands read from or written to DRAM without a stay on chip (too big, or planned so)"),
+    ("traffic", "evicted out + reloaded + streamed in and out: the spill bytes the bus moves"),
+    ("lower bound", "the least traffic any schedule of this order could move at this capacity; minimum when proven"),
+    ("per-op", "bound method: each op's own working set over the pool (quick, loose)"),
+    ("lp", "bound method: the exact program's linear relaxation (valid, tighter)"),
+    ("windowed", "bound method: the program solved window by window, the minima added"),
+    ("ilp", "bound method: the exact program solved: a proven minimum"),
+    ("refining", "a cheaper bound shown while the exact program runs; no gap is printed against it"),
+    ("gap", "traffic above the bound: how much a better schedule could still save"),
+    ("peak live", "the most bytes live at once (resident or not) against the capacity that holds them"),
+];
+
 /// The legend of the time views' glyphs, one line (also in `?`).
 pub fn legend(g: &super::glyphs::Glyphs) -> String {
     format!(

@@ -429,6 +429,14 @@ fn draw_help(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, body: Rect) {
             theme.fg(theme.c.muted),
         ));
     }
+    lines.push(Line::raw(""));
+    lines.push(Line::styled("terms", theme.strong(theme.c.muted)));
+    for (term, what) in super::keys::GLOSSARY {
+        lines.push(Line::from(vec![
+            Span::styled(format!("{term}: "), theme.strong(theme.c.accent)),
+            Span::raw(*what),
+        ]));
+    }
     // Rows that do not fit scroll (j/k, Up/Down, PgUp/PgDn), and the title
     // says how many are out of sight, so no key is cut from the list.
     // Rows as wrapped at the overlay's width.
