@@ -584,3 +584,22 @@ fn the_help_overlay_explains_the_terms_and_scrolls_to_them() {
     }
     assert!(bottom.contains(" 0 below"), "{bottom}");
 }
+
+/// Live state on screen: the running stage with n of m in the tab bar, and
+/// the watched schedule config in the Overview's title.
+#[test]
+fn running_work_and_the_watched_config_are_on_screen() {
+    let mut a = app();
+    a.live = true;
+    a.config = Some(Path::new("/tmp/x/sched.toml").to_path_buf());
+    a.progress = Some(spillscope::session::Progress {
+        generation: 1,
+        stage: spillscope::session::Stage::Suggest,
+        done: 3,
+        total: 9,
+    });
+    let s = common::screen::render(&a, 120, 40);
+    assert!(s.contains("re-simulating suggestions 3/9"), "{s}");
+    assert!(s.contains("config sched.toml"), "{s}");
+    assert!(s.contains("[lru]"), "the policy badge is kept: {s}");
+}

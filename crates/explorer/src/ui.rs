@@ -228,8 +228,18 @@ fn draw_tabs(f: &mut Frame, app: &App, theme: &Theme, area: Rect) {
                 .add_modifier(Modifier::REVERSED),
         ));
     }
-    if app.refreshing {
-        badges.push(Span::styled(" ...", theme.fg(theme.c.muted)));
+    // Running work says what it is doing and how far it is.
+    match &app.progress {
+        Some(p) if p.total > 1 => badges.push(Span::styled(
+            format!(" {} {}/{}", p.stage.as_str(), p.done, p.total),
+            theme.fg(theme.c.muted),
+        )),
+        Some(p) => badges.push(Span::styled(
+            format!(" {}...", p.stage.as_str()),
+            theme.fg(theme.c.muted),
+        )),
+        None if app.refreshing => badges.push(Span::styled(" ...", theme.fg(theme.c.muted))),
+        None => {}
     }
     let badges_w: usize = badges.iter().map(|s| s.content.chars().count()).sum();
     let label = app.primary().map(|d| {
@@ -237,6 +247,7 @@ fn draw_tabs(f: &mut Frame, app: &App, theme: &Theme, area: Rect) {
         if app.data.len() > 1 {
             l += &format!(" vs [{}]", app.data[1].trace.meta.policy);
         }
+
         l
     });
     // Tab labels at three widths: full, short, number only (the active

@@ -100,7 +100,7 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
         row("gap", bound.gap_text(s.traffic_bytes)),
     ];
     f.render_widget(
-        Paragraph::new(figs).block(block(format!(" {} ", d.label), theme, g)),
+        Paragraph::new(figs).block(block(overview_title(app, &d.label), theme, g)),
         left,
     );
 
@@ -442,5 +442,14 @@ fn draw_live_chart(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Re
             label_w as usize - 1,
             theme.fg(theme.c.capacity),
         );
+    }
+}
+
+/// The figures' title: the run, and the schedule config it watches (whose
+/// saves re-run it), so the live state is on screen.
+fn overview_title(app: &App, label: &str) -> String {
+    match app.config.as_ref().and_then(|c| c.file_name()) {
+        Some(c) => format!(" {label} · config {} ", c.to_string_lossy()),
+        None => format!(" {label} "),
     }
 }
