@@ -466,3 +466,45 @@ fn diff_against_a_profile_compares_time_not_invented_spills() {
         .collect();
     assert!(d.windows(2).all(|w| w[0] >= w[1]), "{d:?}");
 }
+
+/// A profile of another batch links by name but its sizes are not the
+/// model's: it is refused naming the mismatch, not shown with the model's
+/// bytes as if measured.
+#[test]
+fn a_profile_whose_sizes_are_not_the_models_is_refused() {
+    let Some(dir) = traces() else { return };
+    let src = dir.join("ort_resnet18.noopt.json");
+    let mut v: Value = serde_json::from_slice(&std::fs::read(&src).unwrap()).unwrap();
+    for e in v.as_array_mut().unwrap() {
+        if let Some(s) = e["args"]["output_size"]
+            .as_str()
+            .and_then(|s| s.parse::<u64>().ok())
+        {
+            e["args"]["output_size"] = Value::String((s * 8).to_string());
+        }
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let p = tmp.path().join("ort_b8.json");
+    std::fs::write(&p, v.to_string()).unwrap();
+    let m = model("resnet18");
+    let o = common::run(&[
+        "import",
+        p.to_str().unwrap(),
+        "--model",
+        m.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("does not match resnet18.shapes at its shapes"),
+        "{err}"
+    );
+    assert!(err.contains("linked nodes write other sizes"), "{err}");
+    // The profile as recorded still links.
+    common::run_ok(&[
+        "import",
+        src.to_str().unwrap(),
+        "--model",
+        m.to_str().unwrap(),
+    ]);
+}

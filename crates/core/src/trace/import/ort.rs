@@ -34,6 +34,15 @@ fn arg_u64(e: &ChromeEvent, key: &str) -> Option<u64> {
     e.args().get(key).and_then(num).map(|v| v.max(0.0) as u64)
 }
 
+/// Linked nodes whose recorded output size was compared with the model's.
+#[derive(Default)]
+struct ShapeCheck {
+    sized: usize,
+    differ: usize,
+    /// The first that differed: (node, profile bytes, model bytes).
+    first: Option<(String, u64, u64)>,
+}
+
 pub fn import(path: &Path, opts: &ImportOptions) -> Result<(Trace, Vec<String>)> {
     let (events, report) = read_file(path, opts.max_events())?;
     let mut warnings = report.warnings;
@@ -102,6 +111,7 @@ pub fn import(path: &Path, opts: &ImportOptions) -> Result<(Trace, Vec<String>)>
         graph.map(|g| vec![None; g.ops.len()]).unwrap_or_default();
     let mut link = LinkSummary::default();
     let mut seen: std::collections::HashSet<&str> = Default::default();
+    let mut shapes = ShapeCheck::default();
     for e in &in_run {
         let name = node_name(e).unwrap_or_default();
         let op_type = e
@@ -137,6 +147,19 @@ pub fn import(path: &Path, opts: &ImportOptions) -> Result<(Trace, Vec<String>)>
                     let tt = &g.tensors[t];
                     b.tensor(&tt.name, tt.bytes, tt.kind, pool)
                 };
+                // The profile's own output size against the model's: a
+                // profile of another batch or shape links by name but its
+                // bytes are not the model's.
+                if let Some(measured) = arg_u64(e, "output_size").filter(|&m| m > 0) {
+                    let modelled: u64 = outs.iter().map(|&t| g.tensors[t].bytes).sum();
+                    shapes.sized += 1;
+                    if modelled != measured {
+                        shapes.differ += 1;
+                        shapes
+                            .first
+                            .get_or_insert((name.to_string(), measured, modelled));
+                    }
+                }
                 let ins: Vec<usize> = ins.into_iter().map(|t| declare(&mut b, t)).collect();
                 let outs: Vec<usize> = outs.into_iter().map(|t| declare(&mut b, t)).collect();
                 // Named after the graph node it ran (the convolution of a
@@ -194,6 +217,21 @@ pub fn import(path: &Path, opts: &ImportOptions) -> Result<(Trace, Vec<String>)>
         }
         if let Some(v) = arg_u64(e, "mem_arena_held") {
             held.push((end, v as f64));
+        }
+    }
+    if let (Some(g), Some((node, measured, modelled))) = (graph, &shapes.first) {
+        // Most linked nodes disagree: the model is not the one that ran.
+        if shapes.differ * 2 > shapes.sized {
+            return Err(Error::Config(format!(
+                "{}: the profile does not match {} at its shapes: {} of {} linked nodes write other sizes (node {:?}: {} in the profile, {} in the model); link it to the model at the shapes it ran (its batch and dims)",
+                path.display(),
+                g.name,
+                shapes.differ,
+                shapes.sized,
+                node,
+                crate::units::fmt_bytes_precise(*measured),
+                crate::units::fmt_bytes_precise(*modelled)
+            )));
         }
     }
     // With the model: allocate at the producer, free after the last consumer
