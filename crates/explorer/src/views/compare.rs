@@ -53,18 +53,21 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
         return;
     };
     let strip_h = 5u16.min(area.height / 3).max(3);
+    let differs = differences(a, b, ta, tb);
+    // Whole, on as many lines as it takes (three at most).
+    let head_h = (differs.chars().count() as u16)
+        .div_ceil(area.width.max(1))
+        .clamp(1, 3);
     let [head, sa, sb, table] = Layout::vertical([
-        Constraint::Length(1),
+        Constraint::Length(head_h),
         Constraint::Length(strip_h),
         Constraint::Length(strip_h),
         Constraint::Min(3),
     ])
     .areas(area);
     f.render_widget(
-        Paragraph::new(Line::styled(
-            differences(a, b, ta, tb),
-            theme.fg(theme.c.muted),
-        )),
+        Paragraph::new(Line::styled(differs, theme.fg(theme.c.muted)))
+            .wrap(ratatui::widgets::Wrap { trim: true }),
         head,
     );
     let own = app.compare_own_axes();
