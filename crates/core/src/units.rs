@@ -151,13 +151,7 @@ pub fn parse_duration_ns(text: &str) -> Result<f64, QuantityError> {
 
 /// Formats bytes with binary units, e.g. `27.6 MiB`, so tables stay narrow.
 pub fn fmt_bytes(bytes: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = bytes as f64;
-    let mut i = 0;
-    while v >= 1024.0 && i + 1 < UNITS.len() {
-        v /= 1024.0;
-        i += 1;
-    }
+    let (v, i) = scaled(bytes);
     if i == 0 {
         format!("{bytes} B")
     } else {
@@ -165,18 +159,26 @@ pub fn fmt_bytes(bytes: u64) -> String {
     }
 }
 
-/// A size with as many decimals (one to three) as it takes to read true
-/// beside the sizes it is compared with: `3.75 MiB` where `fmt_bytes`
-/// says `3.8 MiB`, `8.04 MiB` for a knee between the rows `8.0 MiB` and
-/// `10.0 MiB`, `1.47 MiB < 1.5 MiB`. Exact sizes keep one decimal.
-pub fn fmt_bytes_precise(bytes: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+/// Binary units of a size, smallest first.
+const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+
+/// `bytes` in the largest binary unit it reaches: (value, index in UNITS).
+fn scaled(bytes: u64) -> (f64, usize) {
     let mut v = bytes as f64;
     let mut i = 0;
     while v >= 1024.0 && i + 1 < UNITS.len() {
         v /= 1024.0;
         i += 1;
     }
+    (v, i)
+}
+
+/// A size with as many decimals (one to three) as it takes to read true
+/// beside the sizes it is compared with: `3.75 MiB` where `fmt_bytes`
+/// says `3.8 MiB`, `8.04 MiB` for a knee between the rows `8.0 MiB` and
+/// `10.0 MiB`, `1.47 MiB < 1.5 MiB`. Exact sizes keep one decimal.
+pub fn fmt_bytes_precise(bytes: u64) -> String {
+    let (v, i) = scaled(bytes);
     if i == 0 {
         return format!("{bytes} B");
     }
