@@ -288,10 +288,10 @@ pub fn run(cmd: &NpuCommand) -> Result<(String, bool)> {
                     tr.write(p, a.force)?;
                     Ok((line + &format!("wrote {}\n", p.display()), true))
                 }
+                // Standard output, through the same checked writer.
                 None => {
-                    tr.check_writable()
-                        .map_err(|m| Error::Output(format!("the trace was not printed: {m}")))?;
-                    Ok((tr.to_json(), true))
+                    tr.write(std::path::Path::new("-"), a.force)?;
+                    Ok((String::new(), true))
                 }
             }
         }

@@ -79,7 +79,11 @@ pub fn read_text(path: &Path) -> Result<String> {
 pub fn foreign_kind(path: &Path) -> Option<&'static str> {
     let mut head = [0u8; 8];
     let n = read_prefix(path, &mut head).ok()?;
-    let h = &head[..n];
+    foreign_kind_of(&head[..n])
+}
+
+/// [`foreign_kind`] of a file's first bytes, already read.
+fn foreign_kind_of(h: &[u8]) -> Option<&'static str> {
     const KINDS: [(&[u8], &str); 10] = [
         (b"\x89PNG", "a PNG image"),
         (b"\xff\xd8\xff", "a JPEG image"),
@@ -254,7 +258,7 @@ pub fn detect_why(path: &Path) -> Result<(Format, Option<&'static str>)> {
             Some("it carries the TFL3 flatbuffer identifier"),
         ));
     }
-    let (found, why) = detect_bytes_why(&head[..n]).ok_or_else(|| match foreign_kind(path) {
+    let (found, why) = detect_bytes_why(&head[..n]).ok_or_else(|| match foreign_kind_of(&head[..n]) {
         Some(kind) => Error::WrongInput {
             path: path.to_path_buf(),
             what: format!("{kind}, not a trace or a model"),

@@ -247,7 +247,6 @@ fn draw_tabs(f: &mut Frame, app: &App, theme: &Theme, area: Rect) {
         if app.data.len() > 1 {
             l += &format!(" vs [{}]", app.data[1].trace.meta.policy);
         }
-
         l
     });
     // Tab labels at three widths: full, short, number only (the active

@@ -337,9 +337,9 @@ fn load_onnx_unguarded(path: &Path, opts: &LoadOptions, shapes: Shapes) -> Resul
     }
 
     let mut b = GraphBuilder::new(name);
-    let mut declared: HashMap<String, Vec<u64>> = HashMap::new();
+    let mut declared: HashSet<String> = HashSet::new();
     let mut declare = |b: &mut GraphBuilder, tname: &str, kind: Option<TensorKind>| -> Result<()> {
-        if tname.is_empty() || declared.contains_key(tname) {
+        if tname.is_empty() || !declared.insert(tname.to_string()) {
             return Ok(());
         }
         let pick = |k: Option<&Known>| -> (Option<Vec<u64>>, Option<(f64, String)>) {
@@ -368,10 +368,9 @@ fn load_onnx_unguarded(path: &Path, opts: &LoadOptions, shapes: Shapes) -> Resul
             name: tname.to_string(),
             bytes: bytes_of(tname, &shape, elem, &dtname)?,
             kind,
-            shape: Some(shape.clone()),
+            shape: Some(shape),
             dtype: Some(dtname),
         });
-        declared.insert(tname.to_string(), shape);
         Ok(())
     };
     for n in &graph_inputs {
@@ -412,13 +411,14 @@ fn load_onnx_unguarded(path: &Path, opts: &LoadOptions, shapes: Shapes) -> Resul
             flops: None,
         });
     }
-    for node in &nodes {
-        check_elementwise(node, &declared)?;
-    }
     for o in &graph_outputs {
         b.output(o.clone());
     }
-    b.build()
+    let g = b.build()?;
+    for op in &g.ops {
+        check_elementwise(&g, op)?;
+    }
+    Ok(g)
 }
 
 /// Ops whose first output has the broadcast shape of their inputs.
@@ -466,20 +466,16 @@ const ELEMENTWISE: &[&str] = &[
 /// claims 3,037,000,500 channels for an Add, or a zero dimension, is
 /// refused naming the tensor and the op, instead of a peak of 2.2 TiB or a
 /// tensor of 0 bytes.
-fn check_elementwise(node: &pb::NodeProto, shapes: &HashMap<String, Vec<u64>>) -> Result<()> {
-    if !ELEMENTWISE.contains(&node.op_type.as_str()) {
+fn check_elementwise(g: &Graph, op: &crate::graph::Op) -> Result<()> {
+    if !ELEMENTWISE.contains(&op.op_type.as_str()) {
         return Ok(());
     }
-    let Some(out) = node.output.first().filter(|o| !o.is_empty()) else {
+    let shape = |t: usize| g.tensors[t].shape.as_ref();
+    let Some(&out) = op.outputs.first() else {
         return Ok(());
     };
-    let ins: Option<Vec<&Vec<u64>>> = node
-        .input
-        .iter()
-        .filter(|i| !i.is_empty())
-        .map(|i| shapes.get(i))
-        .collect();
-    let (Some(ins), Some(declared)) = (ins, shapes.get(out)) else {
+    let ins: Option<Vec<&Vec<u64>>> = op.inputs.iter().map(|&t| shape(t)).collect();
+    let (Some(ins), Some(declared)) = (ins, shape(out)) else {
         return Ok(());
     };
     let Some(expected) = broadcast(&ins) else {
@@ -487,10 +483,10 @@ fn check_elementwise(node: &pb::NodeProto, shapes: &HashMap<String, Vec<u64>>) -
     };
     if *declared != expected {
         return Err(Error::Tensor {
-            tensor: out.clone(),
+            tensor: g.tensors[out].name.clone(),
             detail: format!(
                 "the file gives it shape {declared:?}, but {} {:?} of inputs shaped {:?} makes {expected:?}",
-                node.op_type, node.name, ins
+                op.op_type, op.name, ins
             ),
         });
     }

@@ -60,7 +60,6 @@ pub struct ReadReport {
     pub top: serde_json::Map<String, Value>,
 }
 
-/// A number that may be written as a string.
 /// A finite number, written as a JSON number or a string (`"NaN"`,
 /// `"inf"` are not numbers a profile can mean).
 pub fn num(v: &Value) -> Option<f64> {
