@@ -100,7 +100,7 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
         row("gap", bound.gap_text(s.traffic_bytes)),
     ];
     f.render_widget(
-        Paragraph::new(figs).block(block(overview_title(app, &d.label), theme, g)),
+        Paragraph::new(figs).block(block(overview_title(app, &d.label, left.width), theme, g)),
         left,
     );
 
@@ -447,9 +447,15 @@ fn draw_live_chart(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Re
 
 /// The figures' title: the run, and the schedule config it watches (whose
 /// saves re-run it), so the live state is on screen.
-fn overview_title(app: &App, label: &str) -> String {
+/// The label is shortened (from the middle) before the config's name is.
+fn overview_title(app: &App, label: &str, width: u16) -> String {
     match app.config.as_ref().and_then(|c| c.file_name()) {
-        Some(c) => format!(" {label} · config {} ", c.to_string_lossy()),
+        Some(c) => {
+            let cfg = format!(" · config {} ", c.to_string_lossy());
+            let room = (width as usize).saturating_sub(cfg.chars().count() + 3);
+            let label = spillscope::names::elide(label, room.max(8), app.ascii);
+            format!(" {label}{cfg}")
+        }
         None => format!(" {label} "),
     }
 }

@@ -127,14 +127,30 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
         Layout::vertical([Constraint::Min(4), Constraint::Length(detail_h)]).areas(area);
     let b = &s.baseline;
     let floor = spillscope::analysis::suggest::noise_floor_ns(b.latency_ns);
-    let title = format!(
-        " {} saving over {}; baseline {} [{}], {} traffic ",
+    // Whole at any width: the longest form that fits the border.
+    let (n, fl, lat) = (
         spillscope::units::count(s.suggestions.len() as u64, "suggestion"),
         app.clock().fmt(floor),
         app.clock().fmt(b.latency_ns),
-        b.policy,
-        fmt_bytes(b.traffic_bytes)
     );
+    let traffic = fmt_bytes(b.traffic_bytes);
+    let forms = [
+        format!(
+            " {n} saving over {fl}; baseline {lat} [{}], {traffic} traffic ",
+            b.policy
+        ),
+        format!(
+            " {n} over {fl}; baseline {lat} [{}], {traffic} traffic ",
+            b.policy
+        ),
+        format!(" {n}; baseline {lat}, {traffic} "),
+    ];
+    let room = area.width.saturating_sub(2) as usize;
+    let title = forms
+        .iter()
+        .find(|t| t.chars().count() <= room)
+        .unwrap_or(&forms[2])
+        .clone();
     if s.suggestions.is_empty() {
         f.render_widget(
             Paragraph::new("no change tried saves more than that")
