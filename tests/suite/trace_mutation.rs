@@ -13,31 +13,49 @@ fn base() -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap()
 }
 
+/// Element `i` (modulo the length) of the array `v[key]`, or None when that
+/// array is missing or empty (an earlier damage may have truncated it).
+fn nth<'a>(v: &'a mut serde_json::Value, key: &str, i: usize) -> Option<&'a mut serde_json::Value> {
+    let a = v.get_mut(key)?.as_array_mut()?;
+    let n = a.len();
+    if n == 0 {
+        None
+    } else {
+        a.get_mut(i % n)
+    }
+}
+
 /// One in-place damage to the JSON tree, chosen by `pick`.
 fn damage(v: &mut serde_json::Value, pick: u64, value: i64) {
-    let n_ev = v["events"].as_array().map(Vec::len).unwrap_or(0).max(1);
-    let n_op = v["ops"].as_array().map(Vec::len).unwrap_or(0).max(1);
     let i = (pick >> 8) as usize;
-    match pick % 12 {
-        0 => v["events"][i % n_ev]["tensor"] = value.into(),
-        1 => v["events"][i % n_ev]["t_ns"] = value.unsigned_abs().into(),
-        2 => v["events"][i % n_ev]["op"] = value.into(),
-        3 => {
-            v["events"][i % n_ev]["kind"] =
-                ["alloc", "free", "evict", "reload", "recompute"][i % 5].into()
-        }
-        4 => v["events"][i % n_ev]["offset"] = value.into(),
-        5 => v["events"][i % n_ev]["bytes"] = value.unsigned_abs().into(),
-        6 => v["ops"][i % n_op]["inputs"] = serde_json::json!([value]),
-        7 => v["ops"][i % n_op]["end_ns"] = value.unsigned_abs().into(),
-        8 => v["ops"][i % n_op]["start_ns"] = value.unsigned_abs().into(),
-        9 => v["pools"][0]["capacity_bytes"] = value.unsigned_abs().into(),
+    let field = match pick % 12 {
+        0 => ("events", "tensor", value.into()),
+        1 => ("events", "t_ns", value.unsigned_abs().into()),
+        2 => ("events", "op", value.into()),
+        3 => (
+            "events",
+            "kind",
+            ["alloc", "free", "evict", "reload", "recompute"][i % 5].into(),
+        ),
+        4 => ("events", "offset", value.into()),
+        5 => ("events", "bytes", value.unsigned_abs().into()),
+        6 => ("ops", "inputs", serde_json::json!([value])),
+        7 => ("ops", "end_ns", value.unsigned_abs().into()),
+        8 => ("ops", "start_ns", value.unsigned_abs().into()),
+        9 => ("pools", "capacity_bytes", value.unsigned_abs().into()),
         10 => {
             if let Some(a) = v["events"].as_array_mut() {
-                a.truncate(i % n_ev);
+                let n = a.len().max(1);
+                a.truncate(i % n);
             }
+            return;
         }
-        _ => v["tensors"][i % 8]["consumers"] = serde_json::json!([value, value]),
+        _ => ("tensors", "consumers", serde_json::json!([value, value])),
+    };
+    let (array, key, new) = field;
+    let i = if array == "pools" { 0 } else { i };
+    if let Some(e) = nth(v, array, i) {
+        e[key] = new;
     }
 }
 
@@ -108,4 +126,21 @@ fn streamed_load_refuses_dangling_ids_and_wrong_schemas_naming_the_file() {
     std::fs::write(&path, serde_json::to_vec(&v).unwrap()).unwrap();
     let e = Trace::load_streamed(&path).unwrap_err().to_string();
     assert!(e.contains("bad.json") && e.contains("schema"), "{e}");
+}
+
+/// The case CI found: the events are truncated to none, then a second damage
+/// aims at an event. The damage is skipped, and the emptied trace loads with
+/// an error or survives like any other mutant.
+#[test]
+fn damage_after_truncating_every_event_is_skipped() {
+    let mut v = base();
+    damage(&mut v, 10, 0);
+    assert_eq!(v["events"].as_array().map(Vec::len), Some(0));
+    damage(&mut v, 9_091_276_235_259_458_604, 0);
+    damage(&mut v, 0, 5);
+    assert_eq!(v["events"].as_array().map(Vec::len), Some(0));
+    let bytes = serde_json::to_vec(&v).unwrap();
+    if let Ok(tr) = Trace::from_slice(&bytes) {
+        survive(tr);
+    }
 }
