@@ -3,6 +3,7 @@
 use crate::common;
 use common::sample_trace as trace;
 
+use common::screen::render;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use spillscope_explorer::app::{update, App, Effect, Msg, Target, View};
 use spillscope_explorer::data::Dataset;
@@ -162,6 +163,8 @@ fn help_overlay_and_footer_come_from_the_key_table() {
         Scope::Suggest,
         Scope::Nested,
         Scope::Pools,
+        Scope::Sides,
+        Scope::CompareTensors,
     ];
     let rows = help_rows(&all);
     for b in BINDINGS.iter().filter(|b| !b.help.is_empty()) {
@@ -602,4 +605,103 @@ fn running_work_and_the_watched_config_are_on_screen() {
     assert!(s.contains("re-simulating suggestions 3/9"), "{s}");
     assert!(s.contains("config sched.toml"), "{s}");
     assert!(s.contains("[lru]"), "the policy badge is kept: {s}");
+}
+
+#[test]
+fn with_two_traces_b_switches_the_side_views_1_to_5_show() {
+    let a_tr = trace("edge-resnet50-b3.lru.json");
+    let b_tr = trace("edge-resnet50-b3.ideal.json");
+    let (a_peak, b_peak) = (a_tr.summary.peak_live_bytes, b_tr.summary.peak_live_bytes);
+    let mut app = App::new(vec![
+        Dataset::build("a.json", a_tr),
+        Dataset::build("b.json", b_tr),
+    ]);
+    let policy = |app: &App| app.primary().unwrap().trace.meta.policy.to_string();
+    let (pa, pb) = (policy(&app), app.data[1].trace.meta.policy.to_string());
+    assert_ne!(pa, pb, "the two samples differ in policy");
+    // The Overview shows A and says so; `b` is offered in the footer.
+    let s = render(&app, 80, 24);
+    assert!(s.contains("A: "), "the tab bar names side A:\n{s}");
+    assert!(footer_hints(&app.scopes()).iter().any(|(k, _)| *k == "b"));
+    key(&mut app, KeyCode::Char('b'));
+    assert_eq!(app.side, 1);
+    assert_eq!(policy(&app), pb);
+    assert_eq!(app.primary().unwrap().trace.summary.peak_live_bytes, b_peak);
+    assert!(app.status.contains("views 1-5 show B"), "{}", app.status);
+    let s = render(&app, 80, 24);
+    assert!(s.contains("B: "), "the tab bar names side B:\n{s}");
+    // Hotspots and the tensor list now come from B.
+    key(&mut app, KeyCode::Char('3'));
+    let order = |i: usize| {
+        spillscope::analysis::hotspots::order_hotspots(
+            &app.data[i].hotspots,
+            app.hot.key,
+            app.hot.ascending,
+        )
+    };
+    assert_ne!(
+        order(0),
+        order(1),
+        "the two runs rank their ops differently"
+    );
+    assert_eq!(app.hot.order, order(1));
+    // Compare shows both, names both policies and does not offer `b`.
+    key(&mut app, KeyCode::Char('6'));
+    assert!(!app
+        .scopes()
+        .contains(&spillscope_explorer::keys::Scope::Sides));
+    let s = render(&app, 80, 24);
+    assert!(s.contains(&format!("[{pa}] vs [{pb}]")), "{s}");
+    // Back to A.
+    key(&mut app, KeyCode::Char('1'));
+    key(&mut app, KeyCode::Char('b'));
+    assert_eq!(app.side, 0);
+    assert_eq!(app.primary().unwrap().trace.summary.peak_live_bytes, a_peak);
+}
+
+#[test]
+fn with_one_trace_b_is_not_offered_and_does_nothing() {
+    let mut app = app();
+    assert!(!footer_hints(&app.scopes()).iter().any(|(k, _)| *k == "b"));
+    key(&mut app, KeyCode::Char('b'));
+    assert_eq!(app.side, 0);
+}
+
+#[test]
+fn in_compare_t_gives_the_list_keys_to_the_tensor_table_and_back() {
+    let mut app = App::new(vec![
+        Dataset::build("a.json", trace("edge-resnet50-b3.lru.json")),
+        Dataset::build("b.json", trace("edge-resnet50-b3.ideal.json")),
+    ]);
+    key(&mut app, KeyCode::Char('6'));
+    let changed: Vec<String> =
+        spillscope_explorer::views::compare::changed_tensors(app.diff.as_ref().unwrap())
+            .iter()
+            .map(|t| t.name.clone())
+            .collect();
+    assert!(changed.len() >= 2, "the pair has changed tensors");
+    assert!(footer_hints(&app.scopes()).iter().any(|(k, _)| *k == "t"));
+    key(&mut app, KeyCode::Char('j'));
+    assert_eq!((app.compare.sel, app.compare.tensor_sel), (1, 0));
+    key(&mut app, KeyCode::Char('t'));
+    assert!(app.compare.on_tensors);
+    key(&mut app, KeyCode::Char('j'));
+    assert_eq!((app.compare.sel, app.compare.tensor_sel), (1, 1));
+    assert_eq!(
+        app.status, changed[1],
+        "the status line carries the row's whole name"
+    );
+    // The highlighted row is the tensor's (its name on the screen).
+    let s = render(&app, 120, 40);
+    assert!(s.contains("whose round trips changed"), "{s}");
+    // Enter opens it in the Tensor view.
+    key(&mut app, KeyCode::Enter);
+    assert_eq!(app.view, View::Tensor);
+    let t = app.tensors.tensor.unwrap();
+    assert_eq!(app.primary().unwrap().trace.tensors[t].name, changed[1]);
+    key(&mut app, KeyCode::Char('6'));
+    key(&mut app, KeyCode::Char('t'));
+    assert!(!app.compare.on_tensors);
+    key(&mut app, KeyCode::Char('k'));
+    assert_eq!(app.compare.sel, 0);
 }

@@ -65,6 +65,11 @@ impl View {
             View::Suggest => &[Scope::List],
         }
     }
+
+    /// Views that show one trace (the others show both, or A's suggestions).
+    pub fn shows_one_side(self) -> bool {
+        !matches!(self, View::Compare | View::Suggest)
+    }
 }
 
 /// What a search hit points at.
@@ -153,6 +158,11 @@ pub enum Effect {
     Relevel(u32),
 }
 
+/// The dataset on `side` (A = 0, B = 1), or A when there is no such side.
+fn shown(data: &[Dataset], side: usize) -> Option<&Dataset> {
+    data.get(side).or_else(|| data.first())
+}
+
 /// The whole explorer state.
 pub struct App {
     pub data: Vec<Dataset>,
@@ -161,6 +171,8 @@ pub struct App {
     /// one side is an imported Vela plan.
     pub vela: Option<spillscope::analysis::vela::VelaComparison>,
     pub view: View,
+    /// Which trace views 1-5 show when two are open: 0 = A, 1 = B.
+    pub side: usize,
     /// Visible time window `[t0, t1)` (shared by the time-axis views).
     pub window: (u64, u64),
     pub cursor: u64,
@@ -261,6 +273,7 @@ impl App {
             diff: None,
             vela: None,
             view: View::Overview,
+            side: 0,
             window: (0, 1),
             cursor: 0,
             focus_op: None,
@@ -317,6 +330,17 @@ impl App {
         if self.view == View::Memory && self.primary().is_some_and(|d| d.trace.pools.len() > 1) {
             v.push(Scope::Pools);
         }
+        if self.view == View::Compare
+            && self
+                .diff
+                .as_ref()
+                .is_some_and(|d| !crate::views::compare::changed_tensors(d).is_empty())
+        {
+            v.push(Scope::CompareTensors);
+        }
+        if self.data.len() > 1 && self.view.shows_one_side() {
+            v.push(Scope::Sides);
+        }
         v
     }
 
@@ -329,8 +353,40 @@ impl App {
             .max(1)
     }
 
+    /// The trace views 1-5 show: A, or B after `b` when two are open.
     pub fn primary(&self) -> Option<&Dataset> {
-        self.data.first()
+        shown(&self.data, self.side)
+    }
+
+    /// "A" or "B" when two traces are open (the side views 1-5 show).
+    pub fn side_name(&self) -> Option<&'static str> {
+        (self.data.len() > 1).then_some(if self.side == 1 { "B" } else { "A" })
+    }
+
+    /// Views 1-5 switch to the other trace; the lists and the window start
+    /// over on it (ids differ between the two traces).
+    fn switch_side(&mut self) {
+        if self.data.len() < 2 {
+            return;
+        }
+        self.side = 1 - self.side.min(1);
+        self.focus_op = None;
+        self.hot.sel = 0;
+        self.tensors.sel = 0;
+        self.tensors.tensor = self
+            .primary()
+            .and_then(|d| d.trips.first().map(|t| t.tensor));
+        self.resort_hotspots();
+        self.window = (0, self.end_ns());
+        self.cursor = 0;
+        self.status = match (self.side_name(), self.primary()) {
+            (Some(s), Some(d)) => format!(
+                "views 1-5 show {s}: {} [{}]",
+                spillscope::safe_text::escape(&d.trace.meta.model),
+                d.trace.meta.policy
+            ),
+            _ => String::new(),
+        };
     }
 
     /// How times print: the primary trace's clock (cycles for an NPU case).
@@ -399,7 +455,9 @@ impl App {
     }
 
     fn resort_hotspots(&mut self) {
-        let Some(d) = self.data.first() else { return };
+        let Some(d) = shown(&self.data, self.side) else {
+            return;
+        };
         // A trace without spill events ranks by time and memory.
         let keys = crate::views::hotspots::keys_for(d.caps.spill_events);
         if !keys.contains(&self.hot.key) {
@@ -513,6 +571,11 @@ impl App {
         match self.view {
             View::Hotspots => self.hot.order.len(),
             View::Tensor => self.tensor_list().len(),
+            View::Compare if self.compare.on_tensors => self
+                .diff
+                .as_ref()
+                .map(|d| crate::views::compare::changed_tensors(d).len())
+                .unwrap_or(0),
             View::Compare => self.diff.as_ref().map(|d| d.ops.len()).unwrap_or(0),
             View::Suggest => self.suggest.len(),
             View::Timeline => self
@@ -534,6 +597,7 @@ impl App {
         let sel = match self.view {
             View::Hotspots => &mut self.hot.sel,
             View::Tensor => &mut self.tensors.sel,
+            View::Compare if self.compare.on_tensors => &mut self.compare.tensor_sel,
             View::Compare => &mut self.compare.sel,
             View::Suggest => &mut self.suggest.sel,
             _ => return,
@@ -563,6 +627,11 @@ impl App {
                 .tensor
                 .and_then(|t| d.trace.tensors.get(t))
                 .map(|t| t.name.clone()),
+            View::Compare if self.compare.on_tensors => self.diff.as_ref().and_then(|x| {
+                crate::views::compare::changed_tensors(x)
+                    .get(self.compare.tensor_sel)
+                    .map(|t| t.name.clone())
+            }),
             View::Compare => self
                 .diff
                 .as_ref()
@@ -662,7 +731,9 @@ impl App {
         let Some(s) = self.search.as_mut() else {
             return;
         };
-        let Some(d) = self.data.first() else { return };
+        let Some(d) = shown(&self.data, self.side) else {
+            return;
+        };
         let m = SkimMatcherV2::default();
         let mut hits: Vec<Hit> = Vec::new();
         if !s.query.is_empty() {
@@ -851,6 +922,17 @@ impl App {
                         self.status = spillscope::report::change::how(&x.change);
                     }
                 }
+                View::Compare if self.compare.on_tensors => {
+                    // A changed tensor opens in the Tensor view (of the side
+                    // views 1-5 show).
+                    let t = self.selected_name().and_then(|n| {
+                        self.primary()
+                            .and_then(|d| d.trace.tensors.iter().position(|t| t.name == n))
+                    });
+                    if let Some(t) = t {
+                        self.goto_tensor(t);
+                    }
+                }
                 View::Compare => {
                     let name = self
                         .diff
@@ -872,6 +954,23 @@ impl App {
             Action::CursorRight => self.memory_cursor(1, 0),
             Action::CursorUp => self.memory_cursor(0, 1),
             Action::CursorDown => self.memory_cursor(0, -1),
+            Action::SwitchSide => self.switch_side(),
+            Action::SwitchTable => {
+                let n = self
+                    .diff
+                    .as_ref()
+                    .map_or(0, |d| crate::views::compare::changed_tensors(d).len());
+                if n == 0 && !self.compare.on_tensors {
+                    self.status = "compare: no tensor's round trips changed".into();
+                } else {
+                    self.compare.on_tensors = !self.compare.on_tensors;
+                    self.status = if self.compare.on_tensors {
+                        "compare: the list keys move the tensor table".into()
+                    } else {
+                        "compare: the list keys move the op table".into()
+                    };
+                }
+            }
             Action::ToggleAxis => {
                 let own = self.compare_own_axes();
                 self.compare.axis = Some(!own);

@@ -44,6 +44,10 @@ pub enum Action {
     Shallower,
     /// Memory map: show the next on-chip pool.
     NextPool,
+    /// Two traces: views 1-5 show the other one (A or B).
+    SwitchSide,
+    /// Compare: the list keys move the op table or the tensor table.
+    SwitchTable,
 }
 
 /// Where a binding applies.
@@ -66,6 +70,10 @@ pub enum Scope {
     Suggest,
     /// Traces whose ops nest (PyTorch): the level of calls shown.
     Nested,
+    /// Two traces open, in a view that shows one of them (1-5).
+    Sides,
+    /// Compare, when some tensor's round trips changed (a second table).
+    CompareTensors,
 }
 
 /// One row of the key table.
@@ -434,6 +442,25 @@ pub const BINDINGS: &[Binding] = &[
         scope: Scope::Pools,
         footer: true,
     },
+    Binding {
+        action: Action::SwitchTable,
+        keys: &[(KeyCode::Char('t'), N)],
+        key_label: "t",
+        hint: "ops/tensors",
+        help:
+            "Compare: the list keys (j/k, PgUp/PgDn, Enter) move the op table or the tensor table",
+        scope: Scope::CompareTensors,
+        footer: true,
+    },
+    Binding {
+        action: Action::SwitchSide,
+        keys: &[(KeyCode::Char('b'), N)],
+        key_label: "b",
+        hint: "A/B",
+        help: "Two traces: show the other one (A or B) in views 1-5; Compare shows both",
+        scope: Scope::Sides,
+        footer: true,
+    },
 ];
 
 /// The action bound to `key` in a view with the given scopes, if any.
@@ -517,6 +544,8 @@ pub fn help_rows(scopes: &[Scope]) -> Vec<(String, &'static str, &'static str)> 
                 Scope::Suggest => "live, with --config",
                 Scope::Nested => "nested ops",
                 Scope::Pools => "memory map, several pools",
+                Scope::Sides => "two traces",
+                Scope::CompareTensors => "compare",
             };
             (b.key_label.to_string(), b.help, scope)
         })

@@ -242,13 +242,20 @@ fn draw_tabs(f: &mut Frame, app: &App, theme: &Theme, area: Rect) {
         None => {}
     }
     let badges_w: usize = badges.iter().map(|s| s.content.chars().count()).sum();
-    let label = app.primary().map(|d| {
-        let mut l = format!("{} [{}]", d.trace.meta.model, d.trace.meta.policy);
-        if app.data.len() > 1 {
-            l += &format!(" vs [{}]", app.data[1].trace.meta.policy);
-        }
-        l
-    });
+    // Two traces: views 1-5 name the side they show, Compare and Suggest
+    // both policies.
+    let label = match (app.side_name(), app.data.as_slice()) {
+        (Some(side), _) if app.view.shows_one_side() => app
+            .primary()
+            .map(|d| format!("{side}: {} [{}]", d.trace.meta.model, d.trace.meta.policy)),
+        (_, [a, b, ..]) => Some(format!(
+            "{} [{}] vs [{}]",
+            a.trace.meta.model, a.trace.meta.policy, b.trace.meta.policy
+        )),
+        _ => app
+            .primary()
+            .map(|d| format!("{} [{}]", d.trace.meta.model, d.trace.meta.policy)),
+    };
     // Tab labels at three widths: full, short, number only (the active
     // view always by name).
     let tab = |i: usize, v: View, level: usize| -> String {

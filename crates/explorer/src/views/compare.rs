@@ -16,12 +16,30 @@ use ratatui::Frame;
 use spillscope::analysis::timeline::Lane;
 use spillscope::units::{count, fmt_bytes, fmt_bytes_delta};
 
-/// The Compare view's own state: the selected op row, and the axis choice
-/// (`None`: own axes when the runs' lengths differ by more than 2x).
+/// The Compare view's own state: the selected op row and tensor row, which
+/// table the list keys move (`t` switches), and the axis choice (`None`:
+/// own axes when the runs' lengths differ by more than 2x).
 #[derive(Debug, Clone, Default)]
 pub struct CompareView {
     pub sel: usize,
+    pub tensor_sel: usize,
+    pub on_tensors: bool,
     pub axis: Option<bool>,
+}
+
+/// The tensors whose round trips or moved bytes differ between the two
+/// runs, in the diff's order (the tensor table's rows).
+pub fn changed_tensors(
+    diff: &spillscope::analysis::diff::TraceDiff,
+) -> Vec<&spillscope::analysis::diff::TensorDelta> {
+    if diff.by_time {
+        // Against a profile without spill events, round trips cannot compare.
+        return Vec::new();
+    }
+    diff.tensors
+        .iter()
+        .filter(|t| t.a_trips != t.b_trips || t.a_bytes_moved != t.b_bytes_moved)
+        .collect()
 }
 
 /// The pair compared, with their labels: two traces, or live the previous
@@ -96,13 +114,8 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
         _ => table,
     };
     let Some(diff) = &app.diff else { return };
-    let changed: Vec<_> = diff
-        .tensors
-        .iter()
-        .filter(|t| t.a_trips != t.b_trips || t.a_bytes_moved != t.b_bytes_moved)
-        .collect();
-    // Against a profile without spill events, round trips cannot compare.
-    let tensor_h = if changed.is_empty() || table.height < 10 || diff.by_time {
+    let changed = changed_tensors(diff);
+    let tensor_h = if changed.is_empty() || table.height < 10 {
         0
     } else {
         (changed.len() as u16 + 3).min(table.height / 2)
@@ -285,10 +298,10 @@ fn draw_tensors(
         .into_iter()
         .filter(|i| kept.contains(i))
         .collect();
-    let shown: Vec<_> = changed
-        .iter()
-        .take(area.height.saturating_sub(3) as usize)
-        .collect();
+    let visible = area.height.saturating_sub(3) as usize;
+    let sel = app.compare.tensor_sel.min(changed.len().saturating_sub(1));
+    let offset = scroll_offset(sel, changed.len(), visible);
+    let shown: Vec<_> = changed.iter().skip(offset).take(visible).collect();
     let names: Vec<&str> = shown.iter().map(|t| t.name.as_str()).collect();
     let names = spillscope::names::elide_all(&names, name_w, app.ascii);
     let rows: Vec<Row> = shown
@@ -317,12 +330,17 @@ fn draw_tensors(
         " {} whose round trips changed, by |moved B-A| ",
         count(changed.len() as u64, "tensor")
     );
-    f.render_widget(
-        Table::new(rows, widths)
-            .header(header)
-            .block(block(title, theme, g)),
-        area,
-    );
+    let t = Table::new(rows, widths)
+        .header(header)
+        .block(block(title, theme, g));
+    // The selected row shows while this table has the list keys.
+    if app.compare.on_tensors {
+        let t = t.row_highlight_style(theme.selected());
+        let mut st = TableState::default().with_selected(Some(sel - offset));
+        f.render_stateful_widget(t, area, &mut st);
+    } else {
+        f.render_widget(t, area);
+    }
 }
 
 /// Columns of an op table: header and width, in the priority they are kept
@@ -462,8 +480,12 @@ fn draw_op_table(
     widths.extend(order.iter().map(|&i| Constraint::Length(cols[i].1)));
     let t = Table::new(rows, widths)
         .header(header)
-        .block(block(title, theme, g))
-        .row_highlight_style(theme.selected());
+        .block(block(title, theme, g));
+    if app.compare.on_tensors {
+        f.render_widget(t, table);
+        return;
+    }
+    let t = t.row_highlight_style(theme.selected());
     let mut st = TableState::default().with_selected(Some(app.compare.sel.saturating_sub(offset)));
     f.render_stateful_widget(t, table, &mut st);
 }
