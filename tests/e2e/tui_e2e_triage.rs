@@ -240,3 +240,56 @@ fn a_applies_a_pin_suggestion_and_u_restores_the_config_byte_for_byte() {
     assert!(!dir.path().join("sched.toml.bak").exists());
     t.send(&["q"]);
 }
+
+/// Two traces at 80x24: the tab bar says which one views 1-5 show, `b`
+/// switches it (the Overview's latency follows), and in Compare `t` moves
+/// the selection into the changed-tensor table, whose row's whole name the
+/// status line carries.
+#[test]
+fn two_traces_views_name_their_side_and_b_and_t_switch() {
+    let (a, b) = (
+        root().join("sample-traces/edge-resnet50-b3.lru.json"),
+        root().join("sample-traces/edge-resnet50-b3.ideal.json"),
+    );
+    let lat = |p: &Path| {
+        let t = spillscope::trace::Trace::load(p).unwrap();
+        spillscope::units::Clock::Nanoseconds.fmt(t.summary.latency_ns)
+    };
+    let (la, lb) = (lat(&a), lat(&b));
+    let cmd = format!("{} view {} {}", bin().display(), a.display(), b.display());
+    let Some(t) = Tmux::open_at("sides", &cmd, SIZE, |s| {
+        s.contains("Overview") && s.contains("A: ")
+    }) else {
+        return;
+    };
+    let s = t.screen();
+    assert!(s.contains(&la), "A's latency {la} on the Overview:\n{s}");
+    t.send(&["b"]);
+    let s = t
+        .wait_for(Duration::from_secs(3), |s| s.contains("B: "))
+        .expect("b shows B");
+    assert!(s.contains(&lb), "B's latency {lb} on the Overview:\n{s}");
+    assert!(s.contains("views 1-5 show B"), "{s}");
+    t.send(&["6"]);
+    t.wait_for(Duration::from_secs(3), |s| s.contains("[lru] vs [ideal]"))
+        .expect("Compare names both policies");
+    t.send(&["t"]);
+    t.wait_for(Duration::from_secs(3), |s| {
+        s.contains("move the tensor table")
+    })
+    .expect("t gives the keys to the tensor table");
+    t.send(&["j"]);
+    let s = t
+        .wait_for(Duration::from_secs(3), |s| {
+            s.contains("_output_0") && !s.contains("move the tensor table")
+        })
+        .expect("the selected tensor's whole name");
+    let last_lines: Vec<&str> = s.lines().rev().take(3).collect();
+    assert!(
+        last_lines
+            .iter()
+            .any(|l| l.contains("/Conv_output_0") || l.contains("/Add_output_0")),
+        "status carries a tensor name:\n{s}"
+    );
+    t.send(&["q"]);
+}

@@ -699,6 +699,15 @@ fn in_compare_t_gives_the_list_keys_to_the_tensor_table_and_back() {
     assert_eq!(app.view, View::Tensor);
     let t = app.tensors.tensor.unwrap();
     assert_eq!(app.primary().unwrap().trace.tensors[t].name, changed[1]);
+    // Shown B (no round trips there), Enter opens the tensor on A, where
+    // it moves.
+    key(&mut app, KeyCode::Char('b'));
+    assert_eq!(app.side, 1);
+    key(&mut app, KeyCode::Char('6'));
+    key(&mut app, KeyCode::Enter);
+    assert_eq!((app.view, app.side), (View::Tensor, 0));
+    let d = app.primary().unwrap();
+    assert!(d.trips.iter().any(|t| Some(t.tensor) == app.tensors.tensor));
     key(&mut app, KeyCode::Char('6'));
     key(&mut app, KeyCode::Char('t'));
     assert!(!app.compare.on_tensors);

@@ -923,8 +923,20 @@ impl App {
                     }
                 }
                 View::Compare if self.compare.on_tensors => {
-                    // A changed tensor opens in the Tensor view (of the side
-                    // views 1-5 show).
+                    // A changed tensor opens in the Tensor view, on the
+                    // side where it makes round trips if the shown one has
+                    // none.
+                    let trips = self.diff.as_ref().and_then(|x| {
+                        crate::views::compare::changed_tensors(x)
+                            .get(self.compare.tensor_sel)
+                            .map(|t| [t.a_trips, t.b_trips])
+                    });
+                    if let Some(trips) = trips {
+                        let shown = self.side.min(1);
+                        if self.data.len() > 1 && trips[shown] == 0 && trips[1 - shown] > 0 {
+                            self.switch_side();
+                        }
+                    }
                     let t = self.selected_name().and_then(|n| {
                         self.primary()
                             .and_then(|d| d.trace.tensors.iter().position(|t| t.name == n))
