@@ -293,3 +293,57 @@ fn two_traces_views_name_their_side_and_b_and_t_switch() {
     );
     t.send(&["q"]);
 }
+
+/// A model that fits, at 80x24: the Overview says so and `c` re-runs it at
+/// 75 % and then 50 % of its peak live bytes, each run's latency equal to
+/// `sim --capacity` at that size; a third `c` goes back to where it started.
+#[test]
+fn a_model_that_fits_is_re_run_where_it_spills_with_c() {
+    let model = root().join("tests/data/encoder_decoder.json");
+    let cmd = format!(
+        "{} view {} --weights ignore",
+        bin().display(),
+        model.display()
+    );
+    let Some(t) = Tmux::open_at("fits", &cmd, SIZE, |s| s.contains("the model fits")) else {
+        return;
+    };
+    let sim_latency = |cap: &str| {
+        let out = Command::new(bin())
+            .args([
+                "sim",
+                model.to_str().unwrap(),
+                "--weights",
+                "ignore",
+                "--policy",
+                "lru",
+            ])
+            .args(["--capacity", cap, "--format", "json"])
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let ns = v["runs"][0]["latency_ns"]
+            .as_u64()
+            .or(v["latency_ns"].as_u64())
+            .unwrap();
+        spillscope::units::Clock::Nanoseconds.fmt(ns)
+    };
+    for (cap, shown) in [("960KiB", "960.0 KiB cap"), ("640KiB", "640.0 KiB cap")] {
+        t.send(&["c"]);
+        let s = t
+            .wait_for(Duration::from_secs(10), |s| s.contains(shown))
+            .unwrap_or_else(|e| panic!("c re-runs at {cap}:\n{e}"));
+        let lat = sim_latency(cap);
+        assert!(
+            s.contains(&format!("latency     {lat}")),
+            "sim says {lat} at {cap}:\n{s}"
+        );
+    }
+    t.send(&["c"]);
+    t.wait_for(Duration::from_secs(10), |s| {
+        s.contains("32.0 MiB cap") && s.contains("as started")
+    })
+    .expect("back to the capacity it started with");
+    t.send(&["q"]);
+}

@@ -165,6 +165,7 @@ fn help_overlay_and_footer_come_from_the_key_table() {
         Scope::Pools,
         Scope::Sides,
         Scope::CompareTensors,
+        Scope::Fits,
     ];
     let rows = help_rows(&all);
     for b in BINDINGS.iter().filter(|b| !b.help.is_empty()) {
@@ -564,6 +565,44 @@ fn a_model_that_fits_leads_to_the_capacities_where_it_spills() {
     let at = |pct: u64| spillscope::units::fmt_size_exact(peak * pct / 100 / 1024 * 1024);
     assert!(flat.contains("the model fits"), "{screen}");
     assert!(flat.contains(&at(75)) && flat.contains(&at(50)), "{screen}");
+    // `c` is offered and re-runs at 75 %, then 50 %, then as it started.
+    use spillscope_explorer::app::share_of_peak;
+    assert!(footer_hints(&a.scopes()).iter().any(|(k, _)| *k == "c"));
+    assert_eq!(
+        key(&mut a, KeyCode::Char('c')),
+        Some(Effect::Recapacity(Some(share_of_peak(peak, 75))))
+    );
+    assert!(
+        a.status.contains(&at(75)) && a.status.contains("c: 50 %"),
+        "{}",
+        a.status
+    );
+    assert_eq!(
+        key(&mut a, KeyCode::Char('c')),
+        Some(Effect::Recapacity(Some(share_of_peak(peak, 50))))
+    );
+    assert!(a.status.contains("c: back to 32"), "{}", a.status);
+    // The run at 50 % spills: `c` stays offered to go back.
+    let hw = common::test_hw(share_of_peak(peak, 50));
+    let tr = spillscope::sim::simulate(&g, &hw, &Default::default()).unwrap();
+    assert!(tr.summary.spill_count > 0);
+    update(
+        &mut a,
+        Msg::Loaded {
+            slot: 0,
+            data: Box::new(Dataset::build("lru", tr)),
+        },
+    );
+    assert!(!a.fits());
+    assert!(footer_hints(&a.scopes()).iter().any(|(k, _)| *k == "c"));
+    assert_eq!(
+        key(&mut a, KeyCode::Char('c')),
+        Some(Effect::Recapacity(None))
+    );
+    assert!(a.capacity_try.is_none());
+    // Only the Overview offers it.
+    key(&mut a, KeyCode::Char('3'));
+    assert!(!footer_hints(&a.scopes()).iter().any(|(k, _)| *k == "c"));
 }
 
 /// `?` explains every term of the glossary; at 80x24 the overlay scrolls to

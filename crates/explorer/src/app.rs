@@ -156,6 +156,27 @@ pub enum Effect {
     Undo,
     /// Show nested ops folded to this level (1 = top level).
     Relevel(u32),
+    /// Re-simulate at this on-chip capacity (`None`: the one the explorer
+    /// started with).
+    Recapacity(Option<u64>),
+}
+
+/// A model that fits, re-run at a share of its peak live bytes (`c` on the
+/// Overview): the capacity it started with, and the step tried.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CapacityTry {
+    pub started: u64,
+    pub peak: u64,
+    /// Index into [`TRY_PERCENT`].
+    pub step: usize,
+}
+
+/// The shares of peak live bytes `c` re-runs a fitting model at.
+pub const TRY_PERCENT: [u64; 2] = [75, 50];
+
+/// `pct` % of `peak`, rounded down to whole KiB (as `--capacity` echoes it).
+pub fn share_of_peak(peak: u64, pct: u64) -> u64 {
+    ((peak as u128 * pct as u128 / 100) as u64) / 1024 * 1024
 }
 
 /// The dataset on `side` (A = 0, B = 1), or A when there is no such side.
@@ -201,6 +222,8 @@ pub struct App {
     /// Live, with `--config`: the watched schedule config suggestions are
     /// applied to.
     pub config: Option<PathBuf>,
+    /// `c` on a model that fits: the capacity being tried.
+    pub capacity_try: Option<CapacityTry>,
     /// Whether `u` has a backup to restore.
     pub can_undo: bool,
     /// A line of guidance under the tabs (not an error).
@@ -289,6 +312,7 @@ impl App {
             previous: None,
             config: None,
             can_undo: false,
+            capacity_try: None,
             info: None,
             resimulates: false,
             search: None,
@@ -330,6 +354,9 @@ impl App {
         if self.view == View::Memory && self.primary().is_some_and(|d| d.trace.pools.len() > 1) {
             v.push(Scope::Pools);
         }
+        if self.view == View::Overview && (self.capacity_try.is_some() || self.fits()) {
+            v.push(Scope::Fits);
+        }
         if self.view == View::Compare
             && self
                 .diff
@@ -356,6 +383,65 @@ impl App {
     /// The trace views 1-5 show: A, or B after `b` when two are open.
     pub fn primary(&self) -> Option<&Dataset> {
         shown(&self.data, self.side)
+    }
+
+    /// A re-simulated model without evictions whose peak live fits: `c`
+    /// re-runs it where it would spill.
+    pub fn fits(&self) -> bool {
+        self.resimulates
+            && self.data.len() == 1
+            && self.primary().is_some_and(|d| {
+                let s = &d.trace.summary;
+                s.spill_count == 0 && s.peak_live_bytes > 0 && s.peak_live_bytes <= d.capacity
+            })
+    }
+
+    /// `c`: the next capacity to try (75 %, then 50 % of peak live), then
+    /// back to the one the explorer started with.
+    fn try_capacity(&mut self) -> Option<Effect> {
+        use spillscope::units::fmt_bytes_precise as b;
+        let next = match self.capacity_try {
+            None => {
+                let d = self.primary()?;
+                let peak = d.trace.summary.peak_live_bytes;
+                Some(CapacityTry {
+                    started: d.capacity,
+                    peak,
+                    step: 0,
+                })
+            }
+            Some(t) if t.step + 1 < TRY_PERCENT.len() => Some(CapacityTry {
+                step: t.step + 1,
+                ..t
+            }),
+            Some(_) => None,
+        };
+        let was = self.capacity_try;
+        self.capacity_try = next;
+        self.refreshing = true;
+        match next {
+            Some(t) => {
+                let pct = TRY_PERCENT[t.step];
+                let cap = share_of_peak(t.peak, pct);
+                // Short enough for the footer at 80 columns.
+                self.status = format!(
+                    "--capacity {}, {pct} % of peak; c: {}",
+                    spillscope::units::fmt_size_exact(cap),
+                    match TRY_PERCENT.get(t.step + 1) {
+                        Some(p) => format!("{p} %"),
+                        None => format!("back to {}", b(t.started)),
+                    }
+                );
+                Some(Effect::Recapacity(Some(cap)))
+            }
+            None => {
+                self.status = format!(
+                    "back to {}, as started",
+                    was.map(|t| b(t.started)).unwrap_or_default()
+                );
+                Some(Effect::Recapacity(None))
+            }
+        }
     }
 
     /// "A" or "B" when two traces are open (the side views 1-5 show).
@@ -967,6 +1053,7 @@ impl App {
             Action::CursorUp => self.memory_cursor(0, 1),
             Action::CursorDown => self.memory_cursor(0, -1),
             Action::SwitchSide => self.switch_side(),
+            Action::TryCapacity => return self.try_capacity(),
             Action::SwitchTable => {
                 let n = self
                     .diff

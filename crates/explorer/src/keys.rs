@@ -48,6 +48,8 @@ pub enum Action {
     SwitchSide,
     /// Compare: the list keys move the op table or the tensor table.
     SwitchTable,
+    /// Overview, a model that fits: re-run it where it would spill.
+    TryCapacity,
 }
 
 /// Where a binding applies.
@@ -74,6 +76,9 @@ pub enum Scope {
     Sides,
     /// Compare, when some tensor's round trips changed (a second table).
     CompareTensors,
+    /// The Overview of a re-simulated model that fits (or one being tried
+    /// at a smaller capacity).
+    Fits,
 }
 
 /// One row of the key table.
@@ -443,6 +448,15 @@ pub const BINDINGS: &[Binding] = &[
         footer: true,
     },
     Binding {
+        action: Action::TryCapacity,
+        keys: &[(KeyCode::Char('c'), N)],
+        key_label: "c",
+        hint: "try smaller",
+        help: "A model that fits: re-run at 75 %, then 50 % of its peak live bytes, then at the capacity it started with",
+        scope: Scope::Fits,
+        footer: true,
+    },
+    Binding {
         action: Action::SwitchTable,
         keys: &[(KeyCode::Char('t'), N)],
         key_label: "t",
@@ -546,6 +560,7 @@ pub fn help_rows(scopes: &[Scope]) -> Vec<(String, &'static str, &'static str)> 
                 Scope::Pools => "memory map, several pools",
                 Scope::Sides => "two traces",
                 Scope::CompareTensors => "compare",
+                Scope::Fits => "a model that fits",
             };
             (b.key_label.to_string(), b.help, scope)
         })

@@ -222,6 +222,11 @@ pub fn run(opts: ViewOptions) -> Result<()> {
         generation: 0,
     };
     client.refresh();
+    // `c` on a fitting model overrides the capacity flag; this restores it.
+    let started_capacity = match &opts.source {
+        Source::Model(spec) => spec.flags.capacity,
+        _ => None,
+    };
     // Wait for the first frame's data (or the error that stops it).
     let mut early: Vec<Msg> = Vec::new();
     loop {
@@ -302,6 +307,14 @@ pub fn run(opts: ViewOptions) -> Result<()> {
             Some(Effect::Refresh) => client.refresh(),
             // Another level of nested calls: the session folds the traces
             // it already read again.
+            // Another capacity for a model that fits: the same spec with
+            // the flag over it, re-simulated (and kept for later saves).
+            Some(Effect::Recapacity(cap)) => {
+                if let Source::Model(spec) = &mut client.request.source {
+                    spec.flags.capacity = cap.or(started_capacity);
+                    client.refresh();
+                }
+            }
             Some(Effect::Relevel(level)) => {
                 if let Source::Traces(_, o) = &opts.source {
                     o.level.store(level, Ordering::Relaxed);

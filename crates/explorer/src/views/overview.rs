@@ -126,14 +126,16 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
         // A model that fits leads on: where it would start to spill.
         let (peak, cap) = (d.trace.summary.peak_live_bytes, d.capacity);
         let mut text = String::from("no evictions to classify");
-        if app.resimulates && peak > 0 && peak <= cap {
-            let at = |pct: u64| spillscope::units::fmt_size_exact(peak * pct / 100 / 1024 * 1024);
+        if app.fits() {
+            let at =
+                |pct: u64| spillscope::units::fmt_size_exact(crate::app::share_of_peak(peak, pct));
+            let [p1, p2] = crate::app::TRY_PERCENT;
             text = format!(
-                "no evictions: the model fits (peak live {} of {}). To see it spill, rerun with --capacity {} (75 % of peak) or {} (50 %); whatif sweeps them",
+                "no evictions: the model fits (peak live {} of {}). c re-runs it at {} ({p1} % of peak), again at {} ({p2} %); or --capacity, and whatif sweeps them",
                 spillscope::units::fmt_bytes_precise(peak),
                 spillscope::units::fmt_bytes_precise(cap),
-                at(75),
-                at(50)
+                at(p1),
+                at(p2)
             );
         }
         crate::ui::wrap(&text, inner_w)
