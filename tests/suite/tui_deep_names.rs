@@ -241,3 +241,33 @@ fn dense_blocks_read_apart_in_every_list() {
     assert!(a.summary.traffic_bytes != b.summary.traffic_bytes);
     views("densenet", a, b);
 }
+
+/// The Timeline's "at cursor" line on a deep op at 80 and 60 columns: the
+/// op's end time and stall are on screen whole (the name is what shortens).
+#[test]
+fn the_timeline_cursor_line_keeps_its_figures_on_deep_names() {
+    for (g, cap) in [(vit(), 256 * K), (densenet(), 256 * K)] {
+        let tr = run(&g, cap);
+        // The op with the longest name, cursor inside it.
+        let o = tr.ops.iter().max_by_key(|o| o.name.len()).unwrap().clone();
+        let mut a = App::new(vec![Dataset::build("deep.json", tr)]);
+        a.view = View::Timeline;
+        a.cursor = o.start_ns;
+        let c = a.clock();
+        for (w, h) in [(80u16, 24u16), (60, 20)] {
+            let s = render(&a, w, h);
+            let line = s
+                .lines()
+                .find(|l| l.contains(&format!("..{}", c.fmt(o.end_ns))))
+                .unwrap_or_else(|| {
+                    panic!("the cursor line with {}'s end at {w}x{h}:\n{s}", o.name)
+                });
+            if w >= 80 {
+                assert!(
+                    line.contains(&format!("stall {}", c.fmt(o.stall_ns))),
+                    "stall whole at {w}x{h}: {line}"
+                );
+            }
+        }
+    }
+}

@@ -152,20 +152,17 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
         .position(|o| o.start_ns <= app.cursor && app.cursor < o.end_ns.max(o.start_ns + 1));
     let w = inner.width as usize;
     let line1 = match op.map(|i| &d.trace.ops[i]) {
-        Some(o) => Line::from(vec![
-            Span::styled("at cursor: ", muted),
-            Span::styled(
-                spillscope::names::elide(&o.name, w / 2, app.ascii),
-                theme.strong(theme.c.accent),
-            ),
-            Span::raw(format!(
-                " {} {}..{} stall {}",
-                o.op_type,
-                app.clock().fmt(o.start_ns),
-                app.clock().fmt(o.end_ns),
-                app.clock().fmt(o.stall_ns)
-            )),
-        ]),
+        Some(o) => {
+            let (label, name_w, tail) = cursor_line_parts(app, o, w);
+            Line::from(vec![
+                Span::styled(label, muted),
+                Span::styled(
+                    spillscope::names::elide(&o.name, name_w, app.ascii),
+                    theme.strong(theme.c.accent),
+                ),
+                Span::raw(tail),
+            ])
+        }
         None => Line::styled(format!("cursor {}", app.clock().fmt(app.cursor)), muted),
     };
     let ev: u32 = cols.iter().map(|c| c.evicts).sum();
@@ -296,4 +293,34 @@ fn draw_events(f: &mut Frame, app: &App, theme: &Theme, r: Rect) {
 #[derive(Debug, Clone, Default)]
 pub struct TimelineView {
     pub sel: Option<usize>,
+}
+
+/// The "at cursor" line in `w` columns, whole: its label, the room left for
+/// the op's name (elided in the middle) and the figures after it. Narrow
+/// screens drop the label, then the type and stall, before the times.
+fn cursor_line_parts(
+    app: &App,
+    o: &spillscope::trace::TraceOp,
+    w: usize,
+) -> (&'static str, usize, String) {
+    let c = app.clock();
+    let span = format!("{}..{}", c.fmt(o.start_ns), c.fmt(o.end_ns));
+    let full = format!(" {} {span} stall {}", o.op_type, c.fmt(o.stall_ns));
+    const MIN_NAME: usize = 12;
+    let len = |t: &str| t.chars().count();
+    for (label, tail) in [("at cursor: ", &full), ("", &full)] {
+        if len(label) + len(tail) + MIN_NAME <= w {
+            return (label, w - len(label) - len(tail), tail.clone());
+        }
+    }
+    let short = format!(" {span}");
+    (
+        "",
+        w.saturating_sub(len(&short)).max(1),
+        if len(&short) < w {
+            short
+        } else {
+            String::new()
+        },
+    )
 }
