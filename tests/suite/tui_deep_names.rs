@@ -271,3 +271,38 @@ fn the_timeline_cursor_line_keeps_its_figures_on_deep_names() {
         }
     }
 }
+
+/// The Memory view's cursor line on the deepest placed tensor at 80 and 60
+/// columns: its size and its end time are on screen whole.
+#[test]
+fn the_memory_cursor_line_keeps_its_figures_on_deep_names() {
+    use spillscope::trace::EventKind;
+    for g in [vit(), densenet()] {
+        let tr = run(&g, 256 * K);
+        let e = tr
+            .events
+            .iter()
+            .filter(|e| e.kind == EventKind::Alloc && e.offset.is_some())
+            .max_by_key(|e| tr.tensors[e.tensor].name.len())
+            .unwrap()
+            .clone();
+        let mut a = App::new(vec![Dataset::build("deep.json", tr)]);
+        a.view = View::Memory;
+        a.cursor = e.t_ns;
+        a.memory.offset = e.offset.unwrap();
+        let size = spillscope::units::fmt_bytes(e.bytes);
+        for (w, h) in [(80u16, 24u16), (60, 20)] {
+            let s = render(&a, w, h);
+            let line = s
+                .lines()
+                .find(|l| l.contains(&format!(" {size} from ")))
+                .unwrap_or_else(|| panic!("the cursor line with {size} at {w}x{h}:\n{s}"));
+            let tail = line.split(" from ").nth(1).unwrap();
+            let tail = tail.trim_end_matches(['"', '│', ' ']);
+            assert!(
+                tail.contains(" to ") && (tail.ends_with("ms") || tail.ends_with("cyc")),
+                "the end time whole at {w}x{h}: {line}"
+            );
+        }
+    }
+}

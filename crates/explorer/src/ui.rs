@@ -520,3 +520,27 @@ fn draw_search(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, body: Rect) 
     let title = format!(" search ops and tensors ({} hits) ", s.hits.len());
     f.render_widget(Paragraph::new(lines).block(block(title, theme, g)), r);
 }
+
+/// A "label NAME figures" line that must fit `w` columns whole: the first
+/// of `forms` (label, figures after the name; fullest first) that leaves the
+/// name at least `min_name` columns, with the room the name gets (it is
+/// elided in the middle to that). When none leaves that much, the last form
+/// with whatever room is left, its figures dropped if they alone overflow.
+pub fn fit_name_line(
+    w: usize,
+    forms: &[(&'static str, String)],
+    min_name: usize,
+) -> (&'static str, usize, String) {
+    let len = |t: &str| t.chars().count();
+    for (label, tail) in forms {
+        if len(label) + len(tail) + min_name <= w {
+            return (label, w - len(label) - len(tail), tail.clone());
+        }
+    }
+    match forms.last() {
+        Some((label, tail)) if len(label) + len(tail) < w => {
+            (label, (w - len(label) - len(tail)).max(1), tail.clone())
+        }
+        _ => ("", w.max(1), String::new()),
+    }
+}

@@ -205,24 +205,31 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
                 .get(t)
                 .map(|x| x.name.as_str())
                 .unwrap_or("?");
+            // Whole in the width: the name shortens first, then the
+            // offsets go, then the label.
+            let c = app.clock();
+            let size_time = format!(" {} from {} to {}", fmt_bytes(bytes), c.fmt(p0), c.fmt(p1));
+            let full = format!(
+                " [{}, {}){size_time}",
+                fmt_bytes(off),
+                fmt_bytes(off + bytes)
+            );
+            let (label, name_w, tail) = crate::ui::fit_name_line(
+                inner.width as usize,
+                &[
+                    ("cursor: ", full.clone()),
+                    ("cursor: ", size_time.clone()),
+                    ("", size_time),
+                ],
+                10,
+            );
             Line::from(vec![
-                Span::styled("cursor: ", muted),
+                Span::styled(label, muted),
                 Span::styled(
-                    spillscope::names::elide(
-                        tn,
-                        (inner.width as usize).saturating_sub(40).max(10),
-                        app.ascii,
-                    ),
+                    spillscope::names::elide(tn, name_w, app.ascii),
                     theme.strong(theme.c.accent),
                 ),
-                Span::raw(format!(
-                    " [{}, {}) {} from {} to {}",
-                    fmt_bytes(off),
-                    fmt_bytes(off + bytes),
-                    fmt_bytes(bytes),
-                    app.clock().fmt(p0),
-                    app.clock().fmt(p1)
-                )),
+                Span::raw(tail),
             ])
         }
         None => Line::styled(

@@ -306,21 +306,13 @@ fn cursor_line_parts(
     let c = app.clock();
     let span = format!("{}..{}", c.fmt(o.start_ns), c.fmt(o.end_ns));
     let full = format!(" {} {span} stall {}", o.op_type, c.fmt(o.stall_ns));
-    const MIN_NAME: usize = 12;
-    let len = |t: &str| t.chars().count();
-    for (label, tail) in [("at cursor: ", &full), ("", &full)] {
-        if len(label) + len(tail) + MIN_NAME <= w {
-            return (label, w - len(label) - len(tail), tail.clone());
-        }
-    }
-    let short = format!(" {span}");
-    (
-        "",
-        w.saturating_sub(len(&short)).max(1),
-        if len(&short) < w {
-            short
-        } else {
-            String::new()
-        },
+    crate::ui::fit_name_line(
+        w,
+        &[
+            ("at cursor: ", full.clone()),
+            ("", full),
+            ("", format!(" {span}")),
+        ],
+        12,
     )
 }
