@@ -101,6 +101,16 @@ pub fn graph(
     b.build().unwrap()
 }
 
+/// The `spillscope` binary the tests built.
+pub fn bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_spillscope"))
+}
+
+/// The checkout's root (sample traces, tests/data, docs).
+pub fn root() -> &'static std::path::Path {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
 /// Runs the `spillscope` binary with `args` and fails the test (showing its
 /// stderr) unless it succeeds.
 pub fn run_ok(args: &[&str]) -> std::process::Output {

@@ -7,17 +7,10 @@
 //! message) without tmux.
 
 use crate::common;
+use crate::common::{bin, root};
 use common::tmux::Tmux;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
-
-fn bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_spillscope"))
-}
-
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
 
 /// Every command that prints names, in one script, each followed by a
 /// marker line; an error that quotes a name from a schedule config too.

@@ -3,18 +3,11 @@
 //! tmux is not installed.
 
 use crate::common;
+use crate::common::{bin, root};
 use common::tmux::Tmux;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
-
-fn bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_spillscope"))
-}
-
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
 
 #[test]
 fn search_a_tensor_tab_and_quit() {

@@ -7,13 +7,10 @@
 //! Skips (with a message) where tmux is missing.
 
 use crate::common;
+use crate::common::bin;
 use common::tmux::Tmux;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-
-fn bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_spillscope"))
-}
 
 /// No cache: every figure below is computed, not read back.
 const FLAGS: &[&str] = &["--capacity", "4MiB", "--ilp-time", "2", "--no-cache"];

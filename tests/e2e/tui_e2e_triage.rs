@@ -7,20 +7,13 @@
 //! missing.
 
 use crate::common;
+use crate::common::{bin, root};
 use common::tmux::Tmux;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
 const SIZE: (u16, u16) = (80, 24);
-
-fn bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_spillscope"))
-}
-
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
 
 const MODEL_FLAGS: &str = "--capacity 640KiB --weights ignore";
 

@@ -1,14 +1,11 @@
 //! `spillscope report`: every section present in markdown, JSON and HTML;
 //! HTML self-contained with its three charts; numbers agree with the trace.
 
+use crate::common::root;
 use assert_cmd::Command;
 use spillscope::analysis::report::build;
 use spillscope::trace::Trace;
 use std::path::Path;
-
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
 
 fn bin() -> Command {
     Command::cargo_bin("spillscope").unwrap()

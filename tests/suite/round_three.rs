@@ -6,16 +6,13 @@
 //! accepted) inputs loads again and verifies.
 
 use crate::common;
+use crate::common::root;
 use proptest::prelude::*;
 use spillscope::cost::HardwareProfile;
 use spillscope::graph::{GraphBuilder, OpSpec, TensorSpec};
 use spillscope::sim::{simulate, EvictionPolicy, SimConfig};
 use spillscope::trace::{verify::verify, Trace};
-use std::path::{Path, PathBuf};
-
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
+use std::path::PathBuf;
 
 fn corpus(name: &str) -> PathBuf {
     root().join("tests/data/round3").join(name)

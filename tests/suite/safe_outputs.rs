@@ -5,13 +5,10 @@
 //! temporary files behind.
 #![cfg(unix)] // drives the binary; FIFOs and modes are Unix
 
+use crate::common::bin;
 use assert_cmd::Command;
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-
-fn bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_spillscope"))
-}
 
 fn model() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/encoder_decoder.json")

@@ -625,6 +625,16 @@ fn the_help_overlay_explains_the_terms_and_scrolls_to_them() {
         );
     }
     assert!(bottom.contains(" 0 below"), "{bottom}");
+    // Scrolled far past the end, one Up moves the overlay at once: the
+    // state holds no scroll beyond what the screen can show.
+    key(&mut a, KeyCode::Up);
+    let back = common::screen::render(&a, 80, 24);
+    assert!(back.contains(" 1 below"), "{back}");
+    assert_eq!(
+        a.help_scroll + 1,
+        spillscope_explorer::ui::help_max_scroll(&a),
+        "{back}"
+    );
 }
 
 /// Live state on screen: the running stage with n of m in the tab bar, and
@@ -713,11 +723,9 @@ fn in_compare_t_gives_the_list_keys_to_the_tensor_table_and_back() {
         Dataset::build("b.json", trace("edge-resnet50-b3.ideal.json")),
     ]);
     key(&mut app, KeyCode::Char('6'));
-    let changed: Vec<String> =
-        spillscope_explorer::views::compare::changed_tensors(app.diff.as_ref().unwrap())
-            .iter()
-            .map(|t| t.name.clone())
-            .collect();
+    let changed: Vec<String> = (0..app.changed.len())
+        .map(|i| app.changed_tensor(i).unwrap().name.clone())
+        .collect();
     assert!(changed.len() >= 2, "the pair has changed tensors");
     assert!(footer_hints(&app.scopes()).iter().any(|(k, _)| *k == "t"));
     key(&mut app, KeyCode::Char('j'));
@@ -733,6 +741,13 @@ fn in_compare_t_gives_the_list_keys_to_the_tensor_table_and_back() {
     // The highlighted row is the tensor's (its name on the screen).
     let s = render(&app, 120, 40);
     assert!(s.contains("whose round trips changed"), "{s}");
+    // With too little room for both tables, the one the keys move shows.
+    let small = render(&app, 80, 16);
+    assert!(small.contains("whose round trips changed"), "{small}");
+    key(&mut app, KeyCode::Char('t'));
+    let small = render(&app, 80, 16);
+    assert!(!small.contains("whose round trips changed"), "{small}");
+    key(&mut app, KeyCode::Char('t'));
     // Enter opens it in the Tensor view.
     key(&mut app, KeyCode::Enter);
     assert_eq!(app.view, View::Tensor);

@@ -188,6 +188,9 @@ fn shown(data: &[Dataset], side: usize) -> Option<&Dataset> {
 pub struct App {
     pub data: Vec<Dataset>,
     pub diff: Option<TraceDiff>,
+    /// The changed tensors of `diff` (indices into `diff.tensors`): the
+    /// rows of Compare's tensor table, derived once with the diff.
+    pub changed: Vec<usize>,
     /// Vela's plan against the spillscope run beside it (Compare), when
     /// one side is an imported Vela plan.
     pub vela: Option<spillscope::analysis::vela::VelaComparison>,
@@ -294,6 +297,7 @@ impl App {
         let mut app = App {
             data: Vec::new(),
             diff: None,
+            changed: Vec::new(),
             vela: None,
             view: View::Overview,
             side: 0,
@@ -357,12 +361,7 @@ impl App {
         if self.view == View::Overview && (self.capacity_try.is_some() || self.fits()) {
             v.push(Scope::Fits);
         }
-        if self.view == View::Compare
-            && self
-                .diff
-                .as_ref()
-                .is_some_and(|d| !crate::views::compare::changed_tensors(d).is_empty())
-        {
+        if self.view == View::Compare && !self.changed.is_empty() {
             v.push(Scope::CompareTensors);
         }
         if self.data.len() > 1 && self.view.shows_one_side() {
@@ -514,6 +513,11 @@ impl App {
             ([now], Some(before)) => Some(compare(before, now)),
             _ => None,
         };
+        self.changed = self
+            .diff
+            .as_ref()
+            .map(crate::views::compare::changed_tensors)
+            .unwrap_or_default();
         self.vela = match self.data.as_slice() {
             [a, b, ..] => spillscope::analysis::vela::compare(&a.trace, &b.trace)
                 .or_else(|| spillscope::analysis::vela::compare(&b.trace, &a.trace)),
@@ -653,15 +657,17 @@ impl App {
         self.view = View::Tensor;
     }
 
+    /// The `i`-th row of Compare's changed-tensor table.
+    pub fn changed_tensor(&self, i: usize) -> Option<&spillscope::analysis::diff::TensorDelta> {
+        let &t = self.changed.get(i)?;
+        self.diff.as_ref()?.tensors.get(t)
+    }
+
     fn list_len(&self) -> usize {
         match self.view {
             View::Hotspots => self.hot.order.len(),
             View::Tensor => self.tensor_list().len(),
-            View::Compare if self.compare.on_tensors => self
-                .diff
-                .as_ref()
-                .map(|d| crate::views::compare::changed_tensors(d).len())
-                .unwrap_or(0),
+            View::Compare if self.compare.on_tensors => self.changed.len(),
             View::Compare => self.diff.as_ref().map(|d| d.ops.len()).unwrap_or(0),
             View::Suggest => self.suggest.len(),
             View::Timeline => self
@@ -713,11 +719,9 @@ impl App {
                 .tensor
                 .and_then(|t| d.trace.tensors.get(t))
                 .map(|t| t.name.clone()),
-            View::Compare if self.compare.on_tensors => self.diff.as_ref().and_then(|x| {
-                crate::views::compare::changed_tensors(x)
-                    .get(self.compare.tensor_sel)
-                    .map(|t| t.name.clone())
-            }),
+            View::Compare if self.compare.on_tensors => self
+                .changed_tensor(self.compare.tensor_sel)
+                .map(|t| t.name.clone()),
             View::Compare => self
                 .diff
                 .as_ref()
@@ -936,7 +940,8 @@ impl App {
             | Action::GotoView(_) => return true,
             _ => 0,
         };
-        self.help_scroll = (self.help_scroll as i32 + step).clamp(0, 200) as u16;
+        let max = crate::ui::help_max_scroll(self) as i32;
+        self.help_scroll = (self.help_scroll as i32 + step).clamp(0, max) as u16;
         false
     }
 
@@ -1012,11 +1017,9 @@ impl App {
                     // A changed tensor opens in the Tensor view, on the
                     // side where it makes round trips if the shown one has
                     // none.
-                    let trips = self.diff.as_ref().and_then(|x| {
-                        crate::views::compare::changed_tensors(x)
-                            .get(self.compare.tensor_sel)
-                            .map(|t| [t.a_trips, t.b_trips])
-                    });
+                    let trips = self
+                        .changed_tensor(self.compare.tensor_sel)
+                        .map(|t| [t.a_trips, t.b_trips]);
                     if let Some(trips) = trips {
                         let shown = self.side.min(1);
                         if self.data.len() > 1 && trips[shown] == 0 && trips[1 - shown] > 0 {
@@ -1055,10 +1058,7 @@ impl App {
             Action::SwitchSide => self.switch_side(),
             Action::TryCapacity => return self.try_capacity(),
             Action::SwitchTable => {
-                let n = self
-                    .diff
-                    .as_ref()
-                    .map_or(0, |d| crate::views::compare::changed_tensors(d).len());
+                let n = self.changed.len();
                 if n == 0 && !self.compare.on_tensors {
                     self.status = "compare: no tensor's round trips changed".into();
                 } else {

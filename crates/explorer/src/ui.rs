@@ -406,62 +406,90 @@ pub fn truncate(s: &str, n: usize) -> String {
     }
 }
 
-fn draw_help(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, body: Rect) {
-    let rows = help_rows(&app.scopes());
-    let w = body.width.saturating_sub(4).min(96);
-    let inner_w = w.saturating_sub(2) as usize;
-    let mut lines: Vec<Line> = Vec::new();
+/// How a piece of the help overlay is styled.
+#[derive(Clone, Copy)]
+enum HelpRole {
+    Banner,
+    Heading,
+    Key,
+    Text,
+    Muted,
+}
+
+/// The help overlay's content at its inner width `inner_w`, as styled
+/// pieces per line: what [`draw_help`] shows and what [`help_max_scroll`]
+/// measures, from one source.
+fn help_content(app: &App, g: &Glyphs, inner_w: usize) -> Vec<Vec<(HelpRole, String)>> {
+    use HelpRole::*;
+    let mut lines: Vec<Vec<(HelpRole, String)>> = Vec::new();
     // The whole banner, when one is up: it may be cut above.
     if let Some(b) = &app.banner {
         for l in wrap(b, inner_w) {
-            lines.push(Line::styled(l, theme.strong(theme.c.banner)));
+            lines.push(vec![(Banner, l)]);
         }
-        lines.push(Line::raw(""));
+        lines.push(Vec::new());
     }
-    lines.push(Line::styled(
+    lines.push(vec![(
+        Heading,
         format!("{} keys in this view", app.view.title()),
-        theme.strong(theme.c.muted),
-    ));
-    for (k, h, scope) in rows {
-        lines.push(Line::from(vec![
-            Span::styled(format!("{k:>8}  "), theme.strong(theme.c.accent)),
-            Span::raw(h.to_string()),
-            Span::styled(
-                if scope.is_empty() {
-                    String::new()
-                } else {
-                    format!("  ({scope})")
-                },
-                theme.fg(theme.c.muted),
-            ),
-        ]));
+    )]);
+    for (k, h, scope) in help_rows(&app.scopes()) {
+        let mut l = vec![(Key, format!("{k:>8}  ")), (Text, h.to_string())];
+        if !scope.is_empty() {
+            l.push((Muted, format!("  ({scope})")));
+        }
+        lines.push(l);
     }
     if matches!(
         app.view,
         View::Timeline | View::Tensor | View::Memory | View::Compare
     ) {
-        lines.push(Line::raw(""));
-        lines.push(Line::styled(
-            format!("legend: {}", super::keys::legend(g)),
-            theme.fg(theme.c.muted),
-        ));
+        lines.push(Vec::new());
+        lines.push(vec![(Muted, format!("legend: {}", super::keys::legend(g)))]);
     }
-    lines.push(Line::raw(""));
-    lines.push(Line::styled("terms", theme.strong(theme.c.muted)));
+    lines.push(Vec::new());
+    lines.push(vec![(Heading, "terms".to_string())]);
     for (term, what) in super::keys::GLOSSARY {
-        lines.push(Line::from(vec![
-            Span::styled(format!("{term}: "), theme.strong(theme.c.accent)),
-            Span::raw(*what),
-        ]));
+        lines.push(vec![(Key, format!("{term}: ")), (Text, what.to_string())]);
     }
+    lines
+}
+
+/// The overlay's rectangle in `body` and its content's wrapped row count.
+fn help_extent(body: Rect, content: &[Vec<(HelpRole, String)>]) -> (Rect, u16) {
+    let w = body.width.saturating_sub(4).min(96);
+    let inner_w = w.saturating_sub(2).max(1) as usize;
+    let total: u16 = content
+        .iter()
+        .map(|l| {
+            let width: usize = l.iter().map(|(_, t)| t.chars().count()).sum();
+            width.max(1).div_ceil(inner_w) as u16
+        })
+        .sum();
+    (centered(body, w, total + 2), total)
+}
+
+fn help_inner_width(body: Rect) -> usize {
+    body.width.saturating_sub(4).min(96).saturating_sub(2) as usize
+}
+
+/// The furthest the help overlay can scroll at the terminal size the state
+/// holds (its rows past the overlay's height): `update` clamps to it so
+/// that scrolling back up moves at once.
+pub fn help_max_scroll(app: &App) -> u16 {
+    let g = Glyphs::get(app.ascii);
+    let above = rows_above_body(app);
+    let body = Rect::new(0, above, app.width, app.height.saturating_sub(above + 1));
+    let content = help_content(app, g, help_inner_width(body));
+    let (r, total) = help_extent(body, &content);
+    total.saturating_sub(r.height.saturating_sub(2))
+}
+
+fn draw_help(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, body: Rect) {
+    let content = help_content(app, g, help_inner_width(body));
     // Rows that do not fit scroll (j/k, Up/Down, PgUp/PgDn), and the title
     // says how many are out of sight, so no key is cut from the list.
-    // Rows as wrapped at the overlay's width.
-    let total: u16 = lines
-        .iter()
-        .map(|l| (l.width().max(1)).div_ceil(inner_w.max(1)) as u16)
-        .sum();
-    let r = centered(body, w, total + 2);
+    let (r, total) = help_extent(body, &content);
     let shown = r.height.saturating_sub(2);
     let scroll = app.help_scroll.min(total.saturating_sub(shown));
     let below = total.saturating_sub(scroll + shown);
@@ -470,6 +498,23 @@ fn draw_help(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, body: Rect) {
     } else {
         " keys (Esc closes) ".to_string()
     };
+    let style = |role: HelpRole| match role {
+        HelpRole::Banner => theme.strong(theme.c.banner),
+        HelpRole::Heading => theme.strong(theme.c.muted),
+        HelpRole::Key => theme.strong(theme.c.accent),
+        HelpRole::Text => Style::default(),
+        HelpRole::Muted => theme.fg(theme.c.muted),
+    };
+    let lines: Vec<Line> = content
+        .into_iter()
+        .map(|l| {
+            Line::from(
+                l.into_iter()
+                    .map(|(role, t)| Span::styled(t, style(role)))
+                    .collect::<Vec<_>>(),
+            )
+        })
+        .collect();
     f.render_widget(Clear, r);
     let p = Paragraph::new(lines)
         .block(block(title, theme, g))

@@ -27,18 +27,19 @@ pub struct CompareView {
     pub axis: Option<bool>,
 }
 
-/// The tensors whose round trips or moved bytes differ between the two
-/// runs, in the diff's order (the tensor table's rows).
-pub fn changed_tensors(
-    diff: &spillscope::analysis::diff::TraceDiff,
-) -> Vec<&spillscope::analysis::diff::TensorDelta> {
+/// The indices into `diff.tensors` of the tensors whose round trips or
+/// moved bytes differ between the two runs (the tensor table's rows), in
+/// the diff's order. Derived once, when the diff is built.
+pub fn changed_tensors(diff: &spillscope::analysis::diff::TraceDiff) -> Vec<usize> {
     if diff.by_time {
         // Against a profile without spill events, round trips cannot compare.
         return Vec::new();
     }
     diff.tensors
         .iter()
-        .filter(|t| t.a_trips != t.b_trips || t.a_bytes_moved != t.b_bytes_moved)
+        .enumerate()
+        .filter(|(_, t)| t.a_trips != t.b_trips || t.a_bytes_moved != t.b_bytes_moved)
+        .map(|(i, _)| i)
         .collect()
 }
 
@@ -114,12 +115,27 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
         _ => table,
     };
     let Some(diff) = &app.diff else { return };
-    let changed = changed_tensors(diff);
-    let tensor_h = if changed.is_empty() || table.height < 10 {
+    let changed: Vec<&spillscope::analysis::diff::TensorDelta> = app
+        .changed
+        .iter()
+        .filter_map(|&i| diff.tensors.get(i))
+        .collect();
+    // Too little room for both tables: the one the list keys move is shown.
+    let tensor_h = if changed.is_empty() {
         0
+    } else if table.height < 10 {
+        if app.compare.on_tensors {
+            table.height
+        } else {
+            0
+        }
     } else {
         (changed.len() as u16 + 3).min(table.height / 2)
     };
+    if tensor_h == table.height && tensor_h > 0 {
+        draw_tensors(f, app, theme, g, &changed, table);
+        return;
+    }
     let [table, tensor_area] =
         Layout::vertical([Constraint::Min(3), Constraint::Length(tensor_h)]).areas(table);
     if tensor_h > 0 {
