@@ -357,6 +357,95 @@ fn explorer_opens_measured_traces_on_time_and_folds_calls_with_keys() {
     );
 }
 
+/// PyTorch calls one op name once per layer: `g` in Hotspots groups the
+/// calls by name, each figure the sum of its calls' (so `aten::conv2d`,
+/// 20 calls, is not hidden behind the biggest single `aten::add_`); the
+/// report's table of names shows the same sums; Enter opens the first call.
+#[test]
+fn pytorch_hotspots_group_by_op_name() {
+    let Some(dir) = traces() else { return };
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    use spillscope_explorer::app::{update, Msg, View};
+    let path = dir.join("torch_resnet18.json");
+    let (full, _) = import(&path, None, &Default::default()).unwrap();
+    let tr = collapse(&full, 1);
+    let hs = hotspots(&tr, &Ledger::of(&tr));
+    let mut app = App::new(vec![Dataset::build("torch", tr.clone())]);
+    let key = |app: &mut App, c: char| {
+        update(
+            app,
+            Msg::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE)),
+        );
+    };
+    key(&mut app, '3');
+    assert!(render(&app, 80, 24).contains("g by name"));
+    key(&mut app, 'g');
+    assert!(app.hot.grouped);
+    let d = app.primary().unwrap();
+    let conv: Vec<_> = hs.iter().filter(|h| h.name == "aten::conv2d").collect();
+    assert!(conv.len() > 1, "resnet18 calls conv2d per layer");
+    let g = d
+        .hotspots_by_name
+        .iter()
+        .find(|h| h.name == "aten::conv2d")
+        .unwrap();
+    assert_eq!(g.calls, conv.len() as u64);
+    assert_eq!(
+        g.duration_ns,
+        conv.iter().map(|h| h.duration_ns).sum::<u64>()
+    );
+    assert_eq!(g.self_ns, conv.iter().map(|h| h.self_ns).sum::<u64>());
+    assert_eq!(
+        g.alloc_bytes,
+        conv.iter().map(|h| h.alloc_bytes).sum::<u64>()
+    );
+    // Every call is in exactly one row.
+    assert_eq!(
+        d.hotspots_by_name.iter().map(|h| h.calls).sum::<u64>(),
+        hs.len() as u64
+    );
+    let total_ms = spillscope::units::fmt_ms(g.duration_ns);
+    // Sorted by total time, conv2d leads (the report's order too).
+    while app.hot.key != HotspotKey::TotalTime {
+        key(&mut app, 's');
+    }
+    assert_eq!(
+        app.hot.selected(app.primary().unwrap()).unwrap().name,
+        "aten::conv2d"
+    );
+    let screen = render(&app, 80, 24);
+    assert!(
+        screen.contains("op names (") && screen.contains("calls"),
+        "{screen}"
+    );
+    let out = run_ok(&["report", path.to_str().unwrap()]);
+    let md = String::from_utf8(out.stdout).unwrap();
+    let row = md
+        .lines()
+        .skip_while(|l| !l.starts_with("## By op name"))
+        .find(|l| l.starts_with("| aten::conv2d |"))
+        .unwrap_or_else(|| panic!("{md}"));
+    assert!(row.contains(&format!("| {} |", conv.len())), "{row}");
+    assert!(row.contains(&total_ms), "{row} lacks {total_ms}");
+    // Enter opens the name's first call, and says so.
+    update(
+        &mut app,
+        Msg::Key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE)),
+    );
+    assert_ne!(app.view, View::Hotspots);
+    assert!(
+        app.status
+            .contains(&format!("first of {} calls", conv.len())),
+        "{}",
+        app.status
+    );
+    // g again: one row per op.
+    key(&mut app, '3');
+    key(&mut app, 'g');
+    assert!(!app.hot.grouped);
+    assert_eq!(app.hot.order.len(), hs.len());
+}
+
 /// The Memory view of a PyTorch profile (which records no evictions) says
 /// spills are not recorded, not that there were none.
 #[test]

@@ -166,6 +166,7 @@ fn help_overlay_and_footer_come_from_the_key_table() {
         Scope::Sides,
         Scope::CompareTensors,
         Scope::Fits,
+        Scope::Names,
     ];
     let rows = help_rows(&all);
     for b in BINDINGS.iter().filter(|b| !b.help.is_empty()) {

@@ -367,6 +367,13 @@ impl App {
         if self.data.len() > 1 && self.view.shows_one_side() {
             v.push(Scope::Sides);
         }
+        if self.view == View::Hotspots
+            && self
+                .primary()
+                .is_some_and(|d| d.hotspots_by_name.len() < d.hotspots.len())
+        {
+            v.push(Scope::Names);
+        }
         v
     }
 
@@ -549,12 +556,14 @@ impl App {
             return;
         };
         // A trace without spill events ranks by time and memory.
-        let keys = crate::views::hotspots::keys_for(d.caps.spill_events);
+        // Grouping needs a name called more than once.
+        self.hot.grouped &= d.hotspots_by_name.len() < d.hotspots.len();
+        let keys = crate::views::hotspots::keys_for(d.caps.spill_events, self.hot.grouped);
         if !keys.contains(&self.hot.key) {
             self.hot.key = keys[0];
             self.hot.ascending = false;
         }
-        self.hot.resort(&d.hotspots);
+        self.hot.resort(self.hot.rows(d));
     }
 
     /// Tensors listed in the Tensor view: those with round trips, busiest first.
@@ -709,11 +718,7 @@ impl App {
     pub fn selected_name(&self) -> Option<String> {
         let d = self.primary()?;
         match self.view {
-            View::Hotspots => self
-                .hot
-                .selected_op()
-                .and_then(|o| d.trace.ops.get(o))
-                .map(|o| o.name.clone()),
+            View::Hotspots => self.hot.selected(d).map(|h| h.name.clone()),
             View::Tensor => self
                 .tensors
                 .tensor
@@ -991,8 +996,14 @@ impl App {
             Action::PageDown => self.move_sel(self.height.max(10) as i64 - 6),
             Action::Select => match self.view {
                 View::Hotspots => {
-                    if let Some(o) = self.hot.selected_op() {
+                    let pick = self
+                        .primary()
+                        .and_then(|d| self.hot.selected(d).map(|h| (h.op, h.calls)));
+                    if let Some((o, calls)) = pick {
                         self.goto_op(o);
+                        if calls > 1 {
+                            self.status = format!("{}; the first of {calls} calls", self.status);
+                        }
                     }
                 }
                 View::Suggest => {
@@ -1092,8 +1103,18 @@ impl App {
                 self.hot.key = self
                     .hot
                     .key
-                    .next_in(crate::views::hotspots::keys_for(spill));
+                    .next_in(crate::views::hotspots::keys_for(spill, self.hot.grouped));
                 self.resort_hotspots();
+            }
+            Action::GroupByName => {
+                self.hot.grouped = !self.hot.grouped;
+                self.hot.sel = 0;
+                self.resort_hotspots();
+                self.status = if self.hot.grouped {
+                    "hotspots: one row per op name, its calls summed (g: per op)".into()
+                } else {
+                    "hotspots: one row per op".into()
+                };
             }
             Action::SortInvert => {
                 self.hot.ascending = !self.hot.ascending;

@@ -50,6 +50,8 @@ pub enum Action {
     SwitchTable,
     /// Overview, a model that fits: re-run it where it would spill.
     TryCapacity,
+    /// Hotspots: one row per op name (the calls of a name summed), or per op.
+    GroupByName,
 }
 
 /// Where a binding applies.
@@ -79,6 +81,8 @@ pub enum Scope {
     /// The Overview of a re-simulated model that fits (or one being tried
     /// at a smaller capacity).
     Fits,
+    /// Hotspots of a trace where some op name is called more than once.
+    Names,
 }
 
 /// One row of the key table.
@@ -412,6 +416,15 @@ pub const BINDINGS: &[Binding] = &[
         footer: true,
     },
     Binding {
+        action: Action::GroupByName,
+        keys: &[(KeyCode::Char('g'), N)],
+        key_label: "g",
+        hint: "by name",
+        help: "One row per op name, its calls summed (again: one row per op)",
+        scope: Scope::Names,
+        footer: true,
+    },
+    Binding {
         action: Action::SortInvert,
         keys: &[(KeyCode::Char('i'), N)],
         key_label: "i",
@@ -561,6 +574,7 @@ pub fn help_rows(scopes: &[Scope]) -> Vec<(String, &'static str, &'static str)> 
                 Scope::Sides => "two traces",
                 Scope::CompareTensors => "compare",
                 Scope::Fits => "a model that fits",
+                Scope::Names => "hotspots, repeated names",
             };
             (b.key_label.to_string(), b.help, scope)
         })

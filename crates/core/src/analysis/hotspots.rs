@@ -46,6 +46,10 @@ pub struct Hotspot {
     /// Bytes it allocated that are still live at the trace's peak of live
     /// bytes (its contribution to the peak; 0 without frees).
     pub peak_bytes: u64,
+    /// The ops this row stands for: 1, or the calls of one name when
+    /// grouped by [`by_name`] (a runtime profile calls `aten::conv2d` once
+    /// per layer).
+    pub calls: u64,
 }
 
 /// Which column the hotspot table is sorted by.
@@ -71,10 +75,12 @@ pub enum HotspotKey {
     AtPeak,
     /// Start time (trace order).
     Start,
+    /// The calls a row stands for (rows grouped by op name).
+    Calls,
 }
 
 impl HotspotKey {
-    pub const ALL: [HotspotKey; 14] = [
+    pub const ALL: [HotspotKey; 15] = [
         HotspotKey::Traffic,
         HotspotKey::Evicted,
         HotspotKey::Reloaded,
@@ -89,6 +95,7 @@ impl HotspotKey {
         HotspotKey::Allocs,
         HotspotKey::AtPeak,
         HotspotKey::Start,
+        HotspotKey::Calls,
     ];
     /// The keys for a trace with spill events.
     pub const SPILL: [HotspotKey; 8] = [
@@ -127,6 +134,7 @@ impl HotspotKey {
             HotspotKey::Allocs => "allocations",
             HotspotKey::AtPeak => "at peak",
             HotspotKey::Start => "start",
+            HotspotKey::Calls => "calls",
         }
     }
     pub fn next(self) -> Self {
@@ -186,9 +194,56 @@ pub fn hotspots(tr: &Trace, ledger: &Ledger) -> Vec<Hotspot> {
                 alloc_bytes: m.alloc_bytes,
                 allocs: m.allocs,
                 peak_bytes: m.peak_bytes,
+                calls: 1,
             }
         })
         .collect()
+}
+
+/// One row per op name, in order of first call: counts, bytes, times and
+/// shares summed over the name's calls; `op` and `start_ns` are the first
+/// call's; `bound` is kept when every call has the same one; `intensity`
+/// is dropped (a mean of ratios would read as a figure no op has).
+///
+/// Summing time is honest because the ops of one trace do not overlap
+/// their own name's calls at one nesting level (a profile folded to a level
+/// holds that level only).
+pub fn by_name(hs: &[Hotspot]) -> Vec<Hotspot> {
+    let mut at: std::collections::HashMap<&str, usize> = Default::default();
+    let mut out: Vec<Hotspot> = Vec::new();
+    for h in hs {
+        let Some(&i) = at.get(h.name.as_str()) else {
+            at.insert(h.name.as_str(), out.len());
+            out.push(Hotspot {
+                intensity: None,
+                ..h.clone()
+            });
+            continue;
+        };
+        let g = &mut out[i];
+        g.calls += h.calls;
+        g.evictions += h.evictions;
+        g.evicted_bytes += h.evicted_bytes;
+        g.reloads += h.reloads;
+        g.reloaded_bytes += h.reloaded_bytes;
+        g.streamed_in_bytes += h.streamed_in_bytes;
+        g.streamed_out_bytes += h.streamed_out_bytes;
+        g.traffic_bytes += h.traffic_bytes;
+        g.stall_ns += h.stall_ns;
+        g.duration_ns += h.duration_ns;
+        g.latency_share += h.latency_share;
+        g.self_ns += h.self_ns;
+        g.alloc_bytes += h.alloc_bytes;
+        g.allocs += h.allocs;
+        g.peak_bytes += h.peak_bytes;
+        if g.bound != h.bound {
+            g.bound = None;
+        }
+        if h.op_type != g.op_type {
+            g.op_type = "mixed".to_string();
+        }
+    }
+    out
 }
 
 /// An op's allocations and what of them is live at the peak.
@@ -291,6 +346,7 @@ fn compare(a: &Hotspot, b: &Hotspot, key: HotspotKey, ascending: bool) -> std::c
             HotspotKey::Allocs => a.allocs.cmp(&b.allocs),
             HotspotKey::AtPeak => a.peak_bytes.cmp(&b.peak_bytes),
             HotspotKey::Start => a.start_ns.cmp(&b.start_ns),
+            HotspotKey::Calls => a.calls.cmp(&b.calls),
         };
         let o = if ascending { o } else { o.reverse() };
         o.then(a.op.cmp(&b.op))

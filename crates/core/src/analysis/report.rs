@@ -4,7 +4,9 @@
 //! optimum. One data structure; markdown, JSON and HTML render it.
 
 use super::classify::classify_with_causes;
-use super::hotspots::{by_op_type, hotspots, order_hotspots, Hotspot, HotspotKey, TypeHotspot};
+use super::hotspots::{
+    by_name, by_op_type, hotspots, order_hotspots, Hotspot, HotspotKey, TypeHotspot,
+};
 use super::measured::{summary as measured_summary, MeasuredSummary};
 use super::optimum::Optimum;
 use super::roundtrips::{round_trips, Back, Out, TensorTrips};
@@ -163,6 +165,12 @@ pub struct Report {
     /// traces that record allocations.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub memory_hotspots: Vec<Hotspot>,
+    /// Runtime traces whose op names repeat (a profile calls `aten::conv2d`
+    /// once per layer): the names ranked by total time (a name's calls
+    /// hold the time of what they call), each name's calls summed (`calls`
+    /// counts them).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub hotspots_by_name: Vec<Hotspot>,
     pub op_types: Vec<TypeHotspot>,
     /// Only where capacity and lifetimes are known.
     pub classification: Option<ClassificationSummary>,
@@ -291,6 +299,16 @@ pub fn build_with(tr: &Trace, extra: Resimulated) -> Report {
     } else {
         Vec::new()
     };
+    let names = by_name(&hs);
+    let hotspots_by_name: Vec<Hotspot> = if !caps.spill_events && names.len() < hs.len() {
+        order_hotspots(&names, HotspotKey::TotalTime, false)
+            .iter()
+            .take(TOP)
+            .map(|&i| names[i].clone())
+            .collect()
+    } else {
+        Vec::new()
+    };
     let c = classify_with_causes(tr, &ledger);
     let mut causes: Vec<CauseRow> = Vec::new();
     for s in c
@@ -386,6 +404,7 @@ pub fn build_with(tr: &Trace, extra: Resimulated) -> Report {
         },
         hotspots_by: by,
         memory_hotspots,
+        hotspots_by_name,
         op_count: tr.ops.len(),
         tensor_count: tr.tensors.len(),
         event_count: tr.events.len(),

@@ -430,6 +430,24 @@ fn measured_sections(
         head.push("traffic");
     }
     *out += table(&head, &r.hotspots.iter().map(time_row).collect::<Vec<_>>());
+    if !r.hotspots_by_name.is_empty() {
+        *out += "\n## By op name (by total time, each name's calls summed)\n\n";
+        let rows: Vec<Vec<String>> = r
+            .hotspots_by_name
+            .iter()
+            .map(|h| {
+                let mut row = time_row(h);
+                // "at" is the first call's start; the calls say how many.
+                row[1] = h.calls.to_string();
+                row
+            })
+            .collect();
+        let mut by_head = head.clone();
+        by_head[0] = "op name";
+        by_head[1] = "calls";
+        by_head[2] = "first at";
+        *out += table(&by_head, &rows);
+    }
     if !r.memory_hotspots.is_empty() {
         *out += &format!(
             "\n## Memory (by {})\n\n",

@@ -4,7 +4,7 @@
 
 use crate::analysis::classify::{classify, classify_with_causes, Classification};
 use crate::analysis::diff::{diff_with, TraceDiff};
-use crate::analysis::hotspots::{hotspots, Hotspot};
+use crate::analysis::hotspots::{by_name, hotspots, Hotspot};
 use crate::analysis::memmap::{placements, OccupancyIndex, Placement};
 use crate::analysis::residency::first_pool_resident_by_step;
 use crate::analysis::roundtrips::{round_trips, TensorTrips};
@@ -77,6 +77,9 @@ pub struct Dataset {
     pub index: TimelineIndex,
     pub bus: Option<SeriesIndex>,
     pub hotspots: Vec<Hotspot>,
+    /// The hotspots grouped by op name (Hotspots' `g`; `report`'s table of
+    /// the same for runtime profiles).
+    pub hotspots_by_name: Vec<Hotspot>,
     pub trips: Vec<TensorTrips>,
     pub class: Classification,
     /// Placements sorted by start time, and the longest one (for windowed queries).
@@ -363,6 +366,7 @@ impl Dataset {
             label,
             complete: depth == Depth::Complete,
             end_ns,
+            hotspots_by_name: by_name(&h.hotspots),
             hotspots: h.hotspots,
             trips: h.trips,
             class: h.class,

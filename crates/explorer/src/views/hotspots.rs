@@ -1,6 +1,7 @@
 //! Hotspots: per-operator ranking, sortable by column.
 
 use crate::app::App;
+use crate::data::Dataset;
 use crate::glyphs::Glyphs;
 use crate::theme::Theme;
 use crate::ui::{block, scroll_offset};
@@ -11,13 +12,15 @@ use ratatui::Frame;
 use spillscope::analysis::hotspots::{order_hotspots, Hotspot, HotspotKey};
 use spillscope::units::{count, fmt_bytes};
 
-/// The Hotspots view's own state: sort column and direction, the rows in
-/// display order (indices into the primary dataset's hotspots) and the
+/// The Hotspots view's own state: sort column and direction, whether rows
+/// are op names (`g`), the rows in display order (indices into the list
+/// shown: the dataset's hotspots, or its hotspots by name) and the
 /// selected row.
 #[derive(Debug, Clone, Default)]
 pub struct HotspotsView {
     pub key: HotspotKey,
     pub ascending: bool,
+    pub grouped: bool,
     pub order: Vec<usize>,
     pub sel: usize,
 }
@@ -25,16 +28,27 @@ pub struct HotspotsView {
 impl HotspotsView {
     /// Re-sorts for `hs`, keeping the selection in range.
     pub fn resort(&mut self, hs: &[Hotspot]) {
-        self.order = order_hotspots(hs, self.key, self.ascending)
-            .into_iter()
-            .map(|i| hs[i].op)
-            .collect();
+        self.order = order_hotspots(hs, self.key, self.ascending);
         self.sel = self.sel.min(self.order.len().saturating_sub(1));
     }
 
-    /// The op of the selected row.
-    pub fn selected_op(&self) -> Option<usize> {
-        self.order.get(self.sel).copied()
+    /// The rows this view lists for `d`.
+    pub fn rows<'a>(&self, d: &'a Dataset) -> &'a [Hotspot] {
+        if self.grouped {
+            &d.hotspots_by_name
+        } else {
+            &d.hotspots
+        }
+    }
+
+    /// The selected row.
+    pub fn selected<'a>(&self, d: &'a Dataset) -> Option<&'a Hotspot> {
+        self.rows(d).get(*self.order.get(self.sel)?)
+    }
+
+    /// The op of the selected row (a name's first call when grouped).
+    pub fn selected_op(&self, d: &Dataset) -> Option<usize> {
+        self.selected(d).map(|h| h.op)
     }
 }
 
@@ -88,11 +102,30 @@ const SHOWN_ORDER: [HotspotKey; 14] = [
 
 /// The sort keys `s` cycles through for a trace (spill figures, or time
 /// and memory when it records no spills).
-pub fn keys_for(spill_events: bool) -> &'static [HotspotKey] {
-    if spill_events {
-        &HotspotKey::SPILL
-    } else {
-        &HotspotKey::MEASURED
+pub fn keys_for(spill_events: bool, grouped: bool) -> &'static [HotspotKey] {
+    const SPILL_BY_NAME: [HotspotKey; 9] = {
+        let mut k = [HotspotKey::Calls; 9];
+        let mut i = 0;
+        while i < 8 {
+            k[i] = HotspotKey::SPILL[i];
+            i += 1;
+        }
+        k
+    };
+    const MEASURED_BY_NAME: [HotspotKey; 8] = {
+        let mut k = [HotspotKey::Calls; 8];
+        let mut i = 0;
+        while i < 7 {
+            k[i] = HotspotKey::MEASURED[i];
+            i += 1;
+        }
+        k
+    };
+    match (spill_events, grouped) {
+        (true, false) => &HotspotKey::SPILL,
+        (false, false) => &HotspotKey::MEASURED,
+        (true, true) => &SPILL_BY_NAME,
+        (false, true) => &MEASURED_BY_NAME,
     }
 }
 
@@ -142,6 +175,7 @@ fn cell(k: HotspotKey, h: &Hotspot, clock: spillscope::units::Clock) -> String {
         },
         HotspotKey::AtPeak => bytes(h.peak_bytes),
         HotspotKey::Start => clock.fmt(h.start_ns),
+        HotspotKey::Calls => h.calls.to_string(),
     }
 }
 
@@ -164,9 +198,31 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
             Cell::from(text.to_string()).style(theme.strong(theme.c.muted))
         }
     };
-    let (cols, name_w) = columns(area.width as usize, app.hot.key, d.caps.spill_events);
-    let mut header = vec![Cell::from("op").style(theme.strong(theme.c.muted))];
-    header.extend(cols.iter().map(|&(k, t, _)| head(k, t)));
+    // Grouped, the calls column takes a column's room, not the name's.
+    let calls_w: u16 = 6;
+    let room = area.width as usize
+        - if app.hot.grouped {
+            calls_w as usize + 1
+        } else {
+            0
+        };
+    let (mut cols, name_w) = columns(room, app.hot.key, d.caps.spill_events);
+    if app.hot.grouped {
+        cols.insert(0, (HotspotKey::Calls, "calls", calls_w));
+    }
+    let mut header = vec![Cell::from(if app.hot.grouped { "op name" } else { "op" })
+        .style(theme.strong(theme.c.muted))];
+    header.extend(cols.iter().map(|&(k, t, _)| {
+        // A name's row starts at its first call.
+        head(
+            k,
+            if app.hot.grouped && k == HotspotKey::Start {
+                "first"
+            } else {
+                t
+            },
+        )
+    }));
     let header = Row::new(header);
     let visible = area.height.saturating_sub(3) as usize;
     let offset = scroll_offset(app.hot.sel, app.hot.order.len(), visible);
@@ -176,7 +232,7 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
         .iter()
         .skip(offset)
         .take(visible)
-        .filter_map(|&o| d.hotspots.get(o))
+        .filter_map(|&i| app.hot.rows(d).get(i))
         .collect();
     let names: Vec<&str> = shown.iter().map(|h| h.name.as_str()).collect();
     let names = spillscope::names::elide_all(&names, name_w, app.ascii);
@@ -201,17 +257,33 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
         SPILL_COLUMNS.len()
     } else {
         MEASURED_COLUMNS.len()
-    } - cols.len();
-    let title = format!(
-        " Hotspots: {}, sorted by {}{} ",
-        count(app.hot.order.len() as u64, "op"),
-        app.hot.key.label(),
-        if hidden > 0 {
-            format!(" ({} when wider)", count(hidden as u64, "more column"))
-        } else {
-            String::new()
-        }
-    );
+    } + usize::from(app.hot.grouped)
+        - cols.len();
+    let rows_text = if app.hot.grouped {
+        format!(
+            "{} ({})",
+            count(app.hot.order.len() as u64, "op name"),
+            count(d.hotspots.len() as u64, "call")
+        )
+    } else {
+        count(app.hot.order.len() as u64, "op")
+    };
+    // The longest title that fits: the hidden columns' note shortens, then goes.
+    let room = (area.width as usize).saturating_sub(4);
+    let sorted = format!("Hotspots: {rows_text}, sorted by {}", app.hot.key.label());
+    let title = [
+        format!(
+            "{sorted} ({} when wider)",
+            count(hidden as u64, "more column")
+        ),
+        format!("{sorted} ({hidden} more when wider)"),
+        sorted.clone(),
+    ]
+    .into_iter()
+    .skip(usize::from(hidden == 0) * 2)
+    .find(|t| t.chars().count() <= room)
+    .unwrap_or(sorted);
+    let title = format!(" {title} ");
     let table = Table::new(rows, widths)
         .header(header)
         .block(block(title, theme, g))
