@@ -139,6 +139,84 @@ fn html_report_is_self_contained_with_three_charts_and_atomic_output() {
     assert_eq!(std::fs::read(&out).unwrap(), before);
 }
 
+/// The HTML report fits a 1200 px window: every chart text lies inside its
+/// picture (estimated at the 11 px font's widest average glyph, 6.5 px,
+/// from where its anchor puts it), the legend sits above the plot, charts
+/// shrink with the page, and tables holding names wrap them in a box that
+/// scrolls rather than pushing the page wider. (Measured in a browser at
+/// 1200 px on four models: no table or page overflows.)
+#[test]
+fn html_report_fits_1200_px() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.html");
+    let mut args = long_source_args();
+    args.extend([
+        "--format".into(),
+        "html".into(),
+        "-o".into(),
+        out.to_str().unwrap().into(),
+    ]);
+    let o = bin().args(&args).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let html = std::fs::read_to_string(&out).unwrap();
+    let attr = |tag: &str, name: &str| -> Option<f64> {
+        let (tag, k) = (format!(" {tag}"), format!(" {name}=\""));
+        let i = tag.find(&k)? + k.len();
+        tag[i..].split('"').next()?.parse().ok()
+    };
+    let mut texts = 0;
+    for svg in html.split("<svg ").skip(1) {
+        let svg = svg.split("</svg>").next().unwrap();
+        let head = svg.split('>').next().unwrap();
+        assert!(head.contains("max-width:100%"), "{head}");
+        let width = attr(head, "width").unwrap();
+        let height = attr(head, "height").unwrap();
+        // The plot's top: the y axis starts there.
+        let axis_top = svg
+            .split("<line ")
+            .filter_map(|l| {
+                let (x1, x2) = (attr(l, "x1")?, attr(l, "x2")?);
+                (x1 == x2).then(|| attr(l, "y1")).flatten()
+            })
+            .fold(f64::INFINITY, f64::min);
+        for t in svg.split("<text ").skip(1) {
+            let (tag, rest) = t.split_once('>').unwrap();
+            let text = rest.split("</text>").next().unwrap();
+            if tag.contains("rotate(") {
+                continue;
+            }
+            let (x, y) = (attr(tag, "x").unwrap(), attr(tag, "y").unwrap());
+            let w = text.chars().count() as f64 * 6.5;
+            let (left, right) = if tag.contains("text-anchor=\"end\"") {
+                (x - w, x)
+            } else if tag.contains("text-anchor=\"middle\"") {
+                (x - w / 2.0, x + w / 2.0)
+            } else {
+                (x, x + w)
+            };
+            assert!(
+                left >= 0.0 && right <= width && y <= height,
+                "{text:?} spans {left:.0}..{right:.0} of {width}"
+            );
+            texts += 1;
+        }
+        // The legend's rows end above the plot.
+        for r in svg.split("<rect ").skip(1) {
+            if attr(r, "width") == Some(10.0) {
+                assert!(attr(r, "y").unwrap() < axis_top, "legend over the plot");
+            }
+        }
+    }
+    assert!(texts > 30, "{texts} texts checked");
+    // Tables sit in scroll boxes; long-text columns wrap.
+    assert_eq!(
+        html.matches("<table>").count(),
+        html.matches("<div class=\"t\"><table>").count()
+    );
+    assert!(html.contains("<td class=\"n\">"), "no name column wraps");
+    assert!(html.contains(".t{overflow-x:auto"));
+}
+
 #[test]
 fn report_of_an_imported_trace_says_why_it_cannot_suggest() {
     let Some(dir) = std::env::var_os("CARGO_MANIFEST_DIR")

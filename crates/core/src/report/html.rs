@@ -8,8 +8,8 @@ use crate::analysis::report::Report;
 use crate::units::{fmt_bytes, fmt_ms};
 
 const STYLE: &str = "body{font:14px/1.45 system-ui,sans-serif;max-width:1000px;margin:2em auto;padding:0 1em;color:#222}\
-table{border-collapse:collapse;margin:.5em 0 1em}td,th{border:1px solid #ddd;padding:3px 8px;text-align:right}\
-td:first-child,th:first-child{text-align:left}th{background:#f4f4f4}code{background:#f4f4f4;padding:0 3px}\
+.t{overflow-x:auto;max-width:100%}table{border-collapse:collapse;margin:.5em 0 1em}td,th{border:1px solid #ddd;padding:3px 8px;text-align:right;white-space:nowrap}\
+td:first-child,th:first-child,.n{text-align:left;white-space:normal;overflow-wrap:anywhere;min-width:7em}th{background:#f4f4f4}code{background:#f4f4f4;padding:0 3px}\
 h1{font-size:1.5em}h2{font-size:1.2em;margin-top:1.6em;border-bottom:1px solid #eee}figure{margin:1em 0}";
 
 fn charts(r: &Report) -> String {
@@ -79,7 +79,7 @@ fn charts(r: &Report) -> String {
                 points: &bus,
                 step: true,
             }],
-            hlines: vec![(0.8, "80 %".into(), "#ff7f0e")],
+            hlines: vec![(0.8, "80 % busy".into(), "#ff7f0e")],
             marks: vec![],
             fmt_x: &ms,
             fmt_y: &pct,
@@ -138,19 +138,33 @@ pub fn to_html(r: &Report) -> String {
                     body += &format!("<p>{}</p>\n", esc(p).replace('\n', "<br>"));
                 }
                 Block::Table(h, rows) => {
-                    body += "<table><tr>";
-                    for c in h {
-                        body += &format!("<th>{}</th>", esc(c));
+                    // Long names wrap in the first column; a table still
+                    // too wide scrolls in its box, not the page.
+                    body += "<div class=\"t\"><table><tr>";
+                    // A column holding long text (names) wraps; figures do not.
+                    let wraps: Vec<bool> = (0..h.len())
+                        .map(|i| {
+                            rows.iter()
+                                .any(|r| r.get(i).is_some_and(|c| c.chars().count() > 24))
+                        })
+                        .collect();
+                    let class = |i: usize| if wraps[i] { " class=\"n\"" } else { "" };
+                    for (i, c) in h.iter().enumerate() {
+                        body += &format!("<th{}>{}</th>", class(i), esc(c));
                     }
                     body += "</tr>\n";
                     for row in rows {
                         body += "<tr>";
-                        for c in row {
-                            body += &format!("<td>{}</td>", esc(c));
+                        for (i, c) in row.iter().enumerate() {
+                            body += &format!(
+                                "<td{}>{}</td>",
+                                class(i.min(h.len().saturating_sub(1))),
+                                esc(c)
+                            );
                         }
                         body += "</tr>\n";
                     }
-                    body += "</table>\n";
+                    body += "</table></div>\n";
                 }
             }
         }
