@@ -306,3 +306,158 @@ fn the_memory_cursor_line_keeps_its_figures_on_deep_names() {
         }
     }
 }
+
+/// The tokens of a rendered screen (split at spaces and box lines).
+fn tokens(screen: &str) -> std::collections::HashSet<String> {
+    screen
+        .split(|c: char| c.is_whitespace() || BOX.contains(c) || c == '"')
+        .filter(|t| !t.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// Box-drawing characters ratatui draws borders with.
+const BOX: &str = "│┌┐└┘─├┤┬┴┼";
+
+/// The rows of `screen` whose text runs into a right border or the
+/// screen's edge with a word that is not whole: the word touching the edge
+/// is in none of the renderings of the same state at wider sizes (`vocab`),
+/// and it is not elided (`…`, `..`). A line that fits has a space (or the
+/// border's line) before its edge; one elided says so; one cut does
+/// neither ("traff┐", "... from 0.35│", "stal").
+fn cut_rows(screen: &str, vocab: &std::collections::HashSet<String>) -> Vec<String> {
+    let mut out = Vec::new();
+    for line in screen.lines() {
+        let row: Vec<char> = line.trim_matches('"').chars().collect();
+        let mut ends: Vec<usize> = (1..row.len())
+            .filter(|&i| "│┐┤┘".contains(row[i]))
+            .collect();
+        ends.push(row.len());
+        for end in ends {
+            let before = row[end - 1];
+            if before.is_whitespace() || BOX.contains(before) {
+                continue;
+            }
+            let start = row[..end]
+                .iter()
+                .rposition(|c| c.is_whitespace() || BOX.contains(*c))
+                .map_or(0, |p| p + 1);
+            let word: String = row[start..end].iter().collect();
+            // Names elided in the middle carry their marker inside.
+            let elided = word.contains('…') || word.ends_with("..");
+            // A path wrapped at its separator goes on on the next line.
+            let wrapped = word.ends_with('/') || word.ends_with('+');
+            // Bars, sparklines and lanes are drawn, not written.
+            let drawn = !word.chars().any(|c| c.is_ascii_alphanumeric());
+            if !elided && !wrapped && !drawn && !vocab.contains(&word) {
+                out.push(format!("{word:?} in {line}"));
+            }
+        }
+    }
+    out
+}
+
+/// Every view, on DenseNet- and ViT-style names, at 80x24 and 60x20 (with
+/// insta snapshots of the views the list tests above do not cover): no
+/// line is cut mid-word. What a line holds at a wider size is the
+/// vocabulary a narrow line's last word must come from.
+#[test]
+fn no_view_cuts_a_line_mid_word_on_deep_names() {
+    use spillscope::analysis::suggest::suggest;
+    use spillscope::sim::{EvictionPolicy, SimConfig};
+    use spillscope_explorer::app::{update, Msg};
+    use std::sync::Arc;
+    for (name, g, cap) in [("vit", vit(), 400 * K), ("densenet", densenet(), 512 * K)] {
+        let hw = test_hw(cap);
+        let cfg = SimConfig {
+            policy: EvictionPolicy::Lru,
+            ..SimConfig::default()
+        };
+        let a = Arc::new(simulate(&g, &hw, &cfg).unwrap());
+        let b = run(&g, cap + 128 * K);
+        let s = suggest(&g, &hw, &cfg).unwrap();
+        let app = |pair: bool| {
+            let mut data = vec![Dataset::complete(format!("{name}.lru.json"), a.clone())];
+            if pair {
+                data.push(Dataset::build(format!("{name}.bigger.lru.json"), b.clone()));
+            }
+            let mut app = App::new(data);
+            update(
+                &mut app,
+                Msg::Suggested {
+                    trace: a.clone(),
+                    result: Ok(Box::new(s.clone())),
+                },
+            );
+            app
+        };
+        let mut cuts = Vec::new();
+        // Every view, then `?` over two of them.
+        let states = View::ALL
+            .iter()
+            .map(|&v| (v, false))
+            .chain([(View::Overview, true), (View::Hotspots, true)]);
+        for (view, help) in states {
+            let mut app = app(view == View::Compare);
+            app.view = view;
+            app.help = help;
+            if view == View::Tensor {
+                app.tensors.tensor = app.tensor_list().first().copied();
+            }
+            let mut vocab = std::collections::HashSet::new();
+            for (w, h) in [(100u16, 30u16), (120, 40), (160, 50), (240, 60)] {
+                vocab.extend(tokens(&render(&app, w, h)));
+            }
+            for (w, h) in [(80u16, 24u16), (60, 20)] {
+                let screen = render(&app, w, h);
+                for c in cut_rows(&screen, &vocab) {
+                    cuts.push(format!("{name} {view:?} help {help} {w}x{h}: {c}"));
+                }
+                if !help
+                    && matches!(
+                        view,
+                        View::Overview | View::Timeline | View::Memory | View::Suggest
+                    )
+                {
+                    insta::assert_snapshot!(
+                        format!("deep_{name}_{}_{w}x{h}", view.title().to_lowercase()),
+                        screen
+                    );
+                }
+            }
+        }
+        assert!(
+            cuts.is_empty(),
+            "{} cut lines:\n{}",
+            cuts.len(),
+            cuts.join("\n")
+        );
+    }
+}
+
+/// The check above fails on the cuts the explorer used to make, and passes
+/// lines that fit, elide or wrap at a separator.
+#[test]
+fn the_cut_check_tells_a_cut_from_a_fit() {
+    let vocab: std::collections::HashSet<String> = ["traffic", "0.358", "KiB", "pay"]
+        .into_iter()
+        .map(String::from)
+        .collect();
+    for cut in [
+        "\"┌ 3 suggestions; baseline 1.2 ms, 499.7 MiB traff┐\"",
+        "\"│tensor 784.0 KiB from 0.35│\"",
+        "\"│OSCILLATING: out and back 3 times; pinning it may pa│\"",
+    ] {
+        assert_eq!(cut_rows(cut, &vocab).len(), 1, "{cut}");
+    }
+    for fine in [
+        "\"│fits with room   │\"",
+        "\"│ends at the edge: 784.0 KiB│\"",
+        "\"│/features/…/conv1/Conv…│\"",
+        "\"│/encoder/layers/encoder_layer_0/self_attention/│\"",
+        "\"│██▒▒█│\"",
+        "\"┌ title ───┐\"",
+    ] {
+        assert!(cut_rows(fine, &vocab).is_empty(), "{fine}");
+    }
+}

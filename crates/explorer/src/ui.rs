@@ -13,11 +13,22 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 use ratatui::Frame;
 
+/// The first of `alts` (longest first) that fits `width` columns, else the
+/// last: a line that says less rather than one cut mid-word.
+pub fn first_fit(alts: &[String], width: usize) -> String {
+    alts.iter()
+        .find(|a| a.chars().count() <= width)
+        .or(alts.last())
+        .cloned()
+        .unwrap_or_default()
+}
+
 /// Banner lines shown at most; the rest is counted and readable under `?`.
 const BANNER_LINES: usize = 3;
 
-/// `text` wrapped at word boundaries into lines of at most `width` columns
-/// (words longer than a line are cut).
+/// `text` wrapped at word boundaries into lines of at most `width` columns;
+/// a word longer than a line (a graph path, a fused chain) breaks after a
+/// `/` or `+` where it has one, else is cut.
 pub fn wrap(text: &str, width: usize) -> Vec<String> {
     let width = width.max(8);
     let mut lines = Vec::new();
@@ -34,9 +45,16 @@ pub fn wrap(text: &str, width: usize) -> Vec<String> {
                 break;
             }
             if cur.is_empty() {
-                // A word longer than the line: cut it.
-                let head: String = word.chars().take(width).collect();
-                word = word.chars().skip(width).collect();
+                // A word longer than the line: break it after its last
+                // separator that fits, else cut it.
+                let chars: Vec<char> = word.chars().collect();
+                let at = chars[..width.min(chars.len())]
+                    .iter()
+                    .rposition(|c| matches!(c, '/' | '+'))
+                    .filter(|&i| i > 0)
+                    .map_or(width, |i| i + 1);
+                let head: String = chars[..at].iter().collect();
+                word = chars[at..].iter().collect();
                 lines.push(head);
                 if word.is_empty() {
                     break;

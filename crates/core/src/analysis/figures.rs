@@ -251,6 +251,16 @@ impl PeakLive {
             Against::Nothing => p,
         }
     }
+
+    /// [`Self::short`] for a narrow box: the two figures, what they are
+    /// against said by the row (`576.0 KiB/400.0 KiB`).
+    pub fn compact(&self) -> String {
+        let precise = crate::units::fmt_bytes_precise;
+        match self.against {
+            Against::Nothing => precise(self.peak),
+            _ => format!("{}/{}", precise(self.peak), precise(self.capacity)),
+        }
+    }
 }
 
 #[cfg(test)]

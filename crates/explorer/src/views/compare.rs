@@ -243,17 +243,31 @@ fn draw_strip(
     own: bool,
 ) {
     let s = &d.trace.summary;
-    let title = format!(
-        " {tag}: {} [{}] {} {}{} ",
-        d.label,
-        d.trace.meta.policy,
+    // Whole at any width: the label shortens (in the middle) to the room
+    // the figures leave, then the figures lose their words.
+    let (lat, own) = (
         app.clock().fmt(s.latency_ns),
-        if d.caps.spill_events {
-            format!("traffic {}", fmt_bytes(s.traffic_bytes))
-        } else {
-            "measured".into()
-        },
-        if own { " (own axis)" } else { "" }
+        if own { " (own axis)" } else { "" },
+    );
+    let policy = &d.trace.meta.policy;
+    let tails = if d.caps.spill_events {
+        let t = fmt_bytes(s.traffic_bytes);
+        [
+            format!("[{policy}] {lat} traffic {t}{own}"),
+            format!("[{policy}] {lat} {t}{own}"),
+            format!("[{policy}] {lat} {t}"),
+        ]
+    } else {
+        let m = format!("[{policy}] {lat} measured");
+        [format!("{m}{own}"), m.clone(), m]
+    };
+    let room = (r.width as usize).saturating_sub(4 + tag.chars().count() + 2);
+    let fits = |t: &String| t.chars().count() + 1 + 8.min(d.label.chars().count()) <= room;
+    let tail = tails.iter().find(|t| fits(t)).unwrap_or(&tails[2]);
+    let label_w = room.saturating_sub(tail.chars().count() + 1);
+    let title = format!(
+        " {tag}: {} {tail} ",
+        spillscope::names::elide(&d.label, label_w, app.ascii)
     );
     let outer = block(title, theme, g);
     let inner = outer.inner(r);

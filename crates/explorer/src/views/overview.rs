@@ -28,10 +28,14 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
         Layout::horizontal([Constraint::Percentage(55), Constraint::Percentage(45)]).areas(top);
     let k = theme.fg(theme.c.muted);
     let v = theme.strong(theme.c.text);
+    // Each figure whole: where the box is too narrow for its details (the
+    // parenthesis), they go before the figure is cut (they stay in wider
+    // boxes and in `sim`).
+    let room = (left.width as usize).saturating_sub(2 + 12);
     let row = |name: &str, val: String| {
         Line::from(vec![
             Span::styled(format!("{name:<12}"), k),
-            Span::styled(val, v),
+            Span::styled(fit_figure(&val, room), v),
         ])
     };
     let t = &d.ledger.total;
@@ -67,14 +71,19 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
                 count(t.get(Part::Reloaded).count, "reload")
             ),
         ),
-        row(
-            "streamed",
-            format!(
-                "in {}, out {}",
-                fmt_bytes(t.get(Part::StreamedIn).bytes),
-                fmt_bytes(t.get(Part::StreamedOut).bytes)
-            ),
-        ),
+        row("streamed", {
+            let (i, o) = (
+                t.get(Part::StreamedIn).bytes,
+                t.get(Part::StreamedOut).bytes,
+            );
+            let mut alts = vec![format!("in {}, out {}", fmt_bytes(i), fmt_bytes(o))];
+            match (i, o) {
+                (0, o) => alts.push(format!("out {}", fmt_bytes(o))),
+                (i, 0) => alts.push(format!("in {}", fmt_bytes(i))),
+                _ => alts.push(format!("{} in+out", fmt_bytes(i + o))),
+            }
+            crate::ui::first_fit(&alts, room)
+        }),
         row(
             "traffic",
             format!("{} (sum of the four)", fmt_bytes(t.traffic_bytes())),
@@ -91,7 +100,15 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
             "peak live",
             match (d.caps.frees, d.caps.capacity) {
                 // An NPU case's peak is the benchmark's: L1 and UB together.
-                (true, true) => spillscope::analysis::figures::PeakLive::of_trace(&d.trace).short(),
+                (true, true) => {
+                    let p = spillscope::analysis::figures::PeakLive::of_trace(&d.trace);
+                    let short = p.short();
+                    if short.chars().count() <= room {
+                        short
+                    } else {
+                        p.compact()
+                    }
+                }
                 (true, false) => format!("{} (no declared capacity)", fmt_bytes(s.peak_live_bytes)),
                 (false, _) => "not known (no frees)".into(),
             },
@@ -450,6 +467,20 @@ fn draw_live_chart(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Re
 /// The figures' title: the run, and the schedule config it watches (whose
 /// saves re-run it), so the live state is on screen.
 /// The label is shortened (from the middle) before the config's name is.
+/// `val` as it fits in `room` columns: whole, or without its trailing
+/// parenthesised details (one group at a time).
+fn fit_figure(val: &str, room: usize) -> String {
+    let mut v = val.trim_end().to_string();
+    while v.chars().count() > room {
+        let Some(open) = v.rfind(" (").filter(|_| v.ends_with(')')) else {
+            break;
+        };
+        v.truncate(open);
+        v = v.trim_end().to_string();
+    }
+    v
+}
+
 fn overview_title(app: &App, label: &str, width: u16) -> String {
     match app.config.as_ref().and_then(|c| c.file_name()) {
         Some(c) => {

@@ -207,21 +207,28 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
     if let Some(x) = s.suggestions.get(app.suggest.sel) {
         let [what, how, apply, then] = detail_texts(app, x, b);
         let how = how.trim_start_matches("how: ").to_string();
-        let lines = vec![
-            Line::from(what),
-            Line::from(vec![
-                Span::styled("how: ", theme.strong(theme.c.muted)),
-                Span::styled(how, theme.fg(theme.c.accent)),
-            ]),
-            Line::styled(apply, theme.fg(theme.c.muted)),
-            Line::from(then),
-        ];
+        // Wrapped here, at words and at the paths' separators (the
+        // widget's own wrap would break a name anywhere).
+        let w = detail.width.saturating_sub(2) as usize;
+        let wrapped = |t: &str| crate::ui::wrap(t, w);
+        let mut lines: Vec<Line> = wrapped(&what).into_iter().map(Line::from).collect();
+        for (i, l) in wrapped(&format!("how: {how}")).into_iter().enumerate() {
+            lines.push(match l.strip_prefix("how: ").filter(|_| i == 0) {
+                Some(rest) => Line::from(vec![
+                    Span::styled("how: ", theme.strong(theme.c.muted)),
+                    Span::styled(rest.to_string(), theme.fg(theme.c.accent)),
+                ]),
+                None => Line::styled(l, theme.fg(theme.c.accent)),
+            });
+        }
+        lines.extend(
+            wrapped(&apply)
+                .into_iter()
+                .map(|l| Line::styled(l, theme.fg(theme.c.muted))),
+        );
+        lines.extend(wrapped(&then).into_iter().map(Line::from));
         f.render_widget(
-            Paragraph::new(lines).wrap(Wrap { trim: true }).block(block(
-                " Selected (re-simulated) ",
-                theme,
-                g,
-            )),
+            Paragraph::new(lines).block(block(" Selected (re-simulated) ", theme, g)),
             detail,
         );
     }

@@ -111,19 +111,38 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
         Line::from(vec![Span::styled("lifetime  ", k), Span::raw(life)]),
         Line::from(vec![
             Span::styled("trips     ", k),
-            Span::raw(format!(
-                "{}, {} of spill traffic",
-                count(n as u64, "round trip"),
-                fmt_bytes(trips.map(|x| x.bytes_moved).unwrap_or(0))
-            )),
+            Span::raw({
+                let (n, moved) = (
+                    count(n as u64, "round trip"),
+                    fmt_bytes(trips.map(|x| x.bytes_moved).unwrap_or(0)),
+                );
+                crate::ui::first_fit(
+                    &[
+                        format!("{n}, {moved} of spill traffic"),
+                        format!("{n}, {moved} moved"),
+                        format!("{n}, {moved}"),
+                    ],
+                    (inner.width as usize).saturating_sub(10),
+                )
+            }),
         ]),
     ];
     if let Some(x) = trips {
         if x.oscillating {
             lines.push(Line::styled(
-                format!(
-                    "OSCILLATING: out and back {}; pinning it may pay",
-                    count(x.trips.len() as u64, "time")
+                crate::ui::first_fit(
+                    &[
+                        format!(
+                            "OSCILLATING: out and back {}; pinning it may pay",
+                            count(x.trips.len() as u64, "time")
+                        ),
+                        format!(
+                            "OSCILLATING: out and back {}",
+                            count(x.trips.len() as u64, "time")
+                        ),
+                        format!("OSCILLATING: {}", count(x.trips.len() as u64, "time")),
+                    ],
+                    inner.width as usize,
                 ),
                 theme.strong(theme.c.oscillation),
             ));

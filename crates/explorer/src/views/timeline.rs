@@ -174,13 +174,22 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
             muted,
         )
     } else {
+        let in_view = format!(
+            "in view: {}, {}, {}",
+            count(ev, "eviction"),
+            count(rl, "reload"),
+            count(st, "stream"),
+        );
+        let run = fmt_bytes(d.ledger.total.traffic_bytes());
         Line::styled(
-            format!(
-                "in view: {}, {}, {} | run: {} traffic",
-                count(ev, "eviction"),
-                count(rl, "reload"),
-                count(st, "stream"),
-                fmt_bytes(d.ledger.total.traffic_bytes()),
+            crate::ui::first_fit(
+                &[
+                    format!("{in_view} | run: {run} traffic"),
+                    format!("{in_view} | run: {run}"),
+                    in_view,
+                    format!("in view: {ev} evict, {rl} reload, {st} stream"),
+                ],
+                w,
             ),
             muted,
         )
