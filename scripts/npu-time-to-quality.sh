@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Measures the README's NPU time-to-quality table: generated cases of the
+# Measures docs/npu.md's time-to-quality table: generated cases of the
 # benchmark's Matmul family at about 2k, 8k, 16k and 32k nodes (the 32k one
 # is the 16x16x16 tiling, the size of the benchmark's held-out Matmul), and
 # FlashAttention_Case0 replicated four times (6,864 nodes, near the held-out

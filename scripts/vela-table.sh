@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Measures the README's "Ethos-U: spillscope next to Vela" table: for each
+# Measures docs/vela.md's "Ethos-U: spillscope next to Vela" table: for each
 # shared TFLite model at 256 KiB and 1 MiB of SRAM, Vela's DRAM feature-map
 # bytes (its `_nocascade` and cascaded plans, raw bytes of the feature maps
 # both graphs have, + those of Vela's own scratch and split tensors),

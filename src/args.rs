@@ -349,7 +349,7 @@ impl RewriteOpts {
 
 /// The scheduling choices of every command that simulates a model. Each
 /// is optional: what is not given comes from the schedule config, then the
-/// hardware profile, then the defaults (README, "Precedence").
+/// hardware profile, then the defaults (docs/commands.md, "Precedence").
 #[derive(Debug, Args, Clone, Default)]
 pub struct ScheduleOpts {
     /// Policies: comma-separated `ideal,lru,belady,lifetime,planned`, or `all`

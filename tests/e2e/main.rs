@@ -8,3 +8,4 @@ mod terminal_safety;
 mod tui_e2e;
 mod tui_e2e_session;
 mod tui_e2e_triage;
+mod walkthrough;

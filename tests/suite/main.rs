@@ -7,6 +7,7 @@ mod common;
 mod analysis;
 mod calibrate;
 mod cli_errors;
+mod docs;
 mod graph_liveness;
 mod import_export;
 mod ledger;

@@ -559,26 +559,43 @@ pub fn help_rows(scopes: &[Scope]) -> Vec<(String, &'static str, &'static str)> 
         .iter()
         .filter(|b| !b.help.is_empty())
         .filter(|b| b.scope == Scope::Global || scopes.contains(&b.scope))
-        .map(|b| {
-            let scope = match b.scope {
-                Scope::Global => "",
-                Scope::Live => "live",
-                Scope::TimeAxis => "time views",
-                Scope::List => "lists",
-                Scope::Hotspots => "hotspots",
-                Scope::Memory => "memory map",
-                Scope::Compare => "compare",
-                Scope::Suggest => "live, with --config",
-                Scope::Nested => "nested ops",
-                Scope::Pools => "memory map, several pools",
-                Scope::Sides => "two traces",
-                Scope::CompareTensors => "compare",
-                Scope::Fits => "a model that fits",
-                Scope::Names => "hotspots, repeated names",
-            };
-            (b.key_label.to_string(), b.help, scope)
-        })
+        .map(|b| (b.key_label.to_string(), b.help, scope_label(b.scope)))
         .collect()
+}
+
+/// Where a binding acts, as `?` and the docs say it.
+pub fn scope_label(scope: Scope) -> &'static str {
+    match scope {
+        Scope::Global => "",
+        Scope::Live => "live",
+        Scope::TimeAxis => "time views",
+        Scope::List => "lists",
+        Scope::Hotspots => "hotspots",
+        Scope::Memory => "memory map",
+        Scope::Compare => "compare",
+        Scope::Suggest => "live, with --config",
+        Scope::Nested => "nested ops",
+        Scope::Pools => "memory map, several pools",
+        Scope::Sides => "two traces",
+        Scope::CompareTensors => "compare",
+        Scope::Fits => "a model that fits",
+        Scope::Names => "hotspots, repeated names",
+    }
+}
+
+/// The key table as a markdown table (docs/explorer.md holds it; a test
+/// checks they agree): every binding with help text, where it acts.
+pub fn markdown_table() -> String {
+    let mut out = String::from("| key | what it does | where |\n|---|---|---|\n");
+    for b in BINDINGS.iter().filter(|b| !b.help.is_empty()) {
+        let key = b.key_label.replace('|', "\\|");
+        let scope = match scope_label(b.scope) {
+            "" => "every view",
+            s => s,
+        };
+        out += &format!("| `{key}` | {} | {scope} |\n", b.help.replace('|', "\\|"));
+    }
+    out
 }
 
 /// The terms on screen, as `?` explains them (one table: the overlay and
