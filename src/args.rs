@@ -210,6 +210,9 @@ pub struct ImportArgs {
     pub file: PathBuf,
     #[command(flatten)]
     pub import: ImportOpts,
+    /// The shapes the `--model` is read at (a profile's batch and dims).
+    #[command(flatten)]
+    pub model_opts: ModelOpts,
     /// Write the spillscope trace here (atomically).
     #[arg(short = 'o', long = "output", value_name = "TRACE.json")]
     pub output: Option<PathBuf>,
@@ -593,6 +596,16 @@ impl ImportOpts {
         &self,
         path: &std::path::Path,
     ) -> spillscope::Result<(spillscope::trace::Trace, Vec<String>)> {
+        self.load_with(path, &Default::default())
+    }
+
+    /// As [`ImportOpts::load`], the `--model` read at `shapes` (`--batch`,
+    /// `--dim`: the shapes the profile ran at).
+    pub fn load_with(
+        &self,
+        path: &std::path::Path,
+        shapes: &spillscope::graph::LoadOptions,
+    ) -> spillscope::Result<(spillscope::trace::Trace, Vec<String>)> {
         use spillscope::trace::import;
         let format = match &self.from {
             Some(f) => Some(
@@ -602,10 +615,7 @@ impl ImportOpts {
             None => None,
         };
         let model = match &self.model {
-            Some(m) => Some(std::sync::Arc::new(spillscope::graph::load(
-                m,
-                &Default::default(),
-            )?)),
+            Some(m) => Some(std::sync::Arc::new(spillscope::graph::load(m, shapes)?)),
             None => None,
         };
         let opts = import::ImportOptions {

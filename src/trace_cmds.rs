@@ -12,10 +12,11 @@ use spillscope::Result;
 use super::out::warn_all;
 
 pub fn run_import(a: &ImportArgs) -> Result<String> {
+    let (tr, warnings) = a.import.load_with(&a.file, &a.model_opts.load_options())?;
     // Every level of nested calls is kept unless --op-depth says which.
-    let (tr, warnings) = match a.import.op_depth {
-        Some(_) => a.import.load_at_level(&a.file)?,
-        None => a.import.load(&a.file)?,
+    let tr = match a.import.op_depth {
+        Some(d) => spillscope::trace::nesting::collapse(&tr, d),
+        None => tr,
     };
     warn_all(&warnings);
     if let Some(out) = &a.output {

@@ -340,3 +340,62 @@ fn a_model_that_fits_is_re_run_where_it_spills_with_c() {
     .expect("back to the capacity it started with");
     t.send(&["q"]);
 }
+
+/// Real traces at 80x24: a PyTorch profile's Hotspots group by op name
+/// with `g` (ResNet-18's 20 `aten::conv2d` calls on one row, ranked first
+/// by total time), and a profile linked to its model at the wrong batch is
+/// refused in one line before any screen opens (the terminal untouched).
+#[test]
+fn real_traces_group_by_name_and_a_wrong_batch_is_refused() {
+    let Some(dir) = common::shared_data("traces") else {
+        return;
+    };
+    let torch = dir.join("torch_resnet18.json");
+    let cmd = format!("{} view {}; sleep 3", bin().display(), torch.display());
+    let Some(t) = Tmux::open_at("torchname", &cmd, SIZE, |s| s.contains("Overview")) else {
+        return;
+    };
+    t.send(&["3"]);
+    t.wait_for(WAIT, |s| s.contains("g by name"))
+        .unwrap_or_else(|s| panic!("g offered:\n{s}"));
+    t.send(&["g"]);
+    let s = t
+        .wait_for(WAIT, |s| s.contains("op names ("))
+        .unwrap_or_else(|s| panic!("grouped:\n{s}"));
+    // Sorted by total time: s until the arrow is on "total".
+    let mut s = s;
+    for _ in 0..8 {
+        if s.contains("total ↓") {
+            break;
+        }
+        t.send(&["s"]);
+        std::thread::sleep(Duration::from_millis(150));
+        s = t.screen();
+    }
+    let first = s
+        .lines()
+        .find(|l| l.contains("aten::"))
+        .unwrap_or_else(|| panic!("{s}"));
+    assert!(
+        first.contains("aten::conv2d") && first.contains(" 20 "),
+        "{s}"
+    );
+    t.send(&["q"]);
+    // The wrong batch: one line, exit 2.
+    let ort = dir.join("ort_resnet50_b8.noopt.json");
+    let model = root().join("sample-traces/resnet50_b8.shapes.onnx");
+    let cmd = format!(
+        "{} view {} --model {} --batch 1; echo EXIT=$?; sleep 3",
+        bin().display(),
+        ort.display(),
+        model.display()
+    );
+    let t = Tmux::start("wrongbatch", &cmd, SIZE.0, SIZE.1).expect("tmux");
+    let s = t
+        .wait_for(WAIT, |s| s.contains("EXIT="))
+        .unwrap_or_else(|s| panic!("{s}"));
+    // The pane wraps the line at 80 columns: read it whole.
+    let flat: String = s.lines().collect();
+    assert!(flat.contains("EXIT=2"), "{s}");
+    assert!(flat.contains("8x the model's"), "{s}");
+}

@@ -5,8 +5,8 @@
 //! top level; ops rank by time and memory, checked against the raw files.
 
 use crate::common;
-use common::run_ok;
 use common::screen::render;
+use common::{root, run_ok};
 use serde_json::Value;
 use spillscope::analysis::hotspots::{hotspots, order_hotspots, HotspotKey};
 use spillscope::trace::caps::Capabilities;
@@ -589,6 +589,11 @@ fn a_profile_whose_sizes_are_not_the_models_is_refused() {
         "{err}"
     );
     assert!(err.contains("linked nodes write other sizes"), "{err}");
+    assert!(
+        err.contains("8x the model's") && err.contains("--batch N"),
+        "the fix is named: {err}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
     // The profile as recorded still links.
     common::run_ok(&[
         "import",
@@ -596,4 +601,39 @@ fn a_profile_whose_sizes_are_not_the_models_is_refused() {
         "--model",
         m.to_str().unwrap(),
     ]);
+}
+
+/// `--batch` on `import` and `view` reads the `--model` at the shapes the
+/// profile ran: ResNet-50 profiled at batch 8 links to the batch-8 model,
+/// is refused against the same model read at batch 1 (in one line, exit
+/// 2, naming the 8x), and `--batch 8` gives what the model as saved gives.
+#[test]
+fn import_and_view_read_the_model_at_the_profiles_batch() {
+    let Some(dir) = traces() else { return };
+    let p = dir.join("ort_resnet50_b8.noopt.json");
+    let m = root().join("sample-traces/resnet50_b8.shapes.onnx");
+    let (p, m) = (p.to_str().unwrap(), m.to_str().unwrap());
+    for cmd in ["import", "view"] {
+        let o = common::run(&[cmd, p, "--model", m, "--batch", "1"]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{cmd}: {err}");
+        assert!(err.contains("8x the model's"), "{cmd}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{cmd}: {err}");
+    }
+    let json = |extra: &[&str]| -> Value {
+        let o = run_ok(&[&["import", p, "--model", m, "--format", "json"][..], extra].concat());
+        serde_json::from_slice(&o.stdout).unwrap()
+    };
+    let (saved, b8) = (json(&[]), json(&["--batch", "8"]));
+    for k in [
+        "allocated_bytes",
+        "peak_live_bytes",
+        "allocations",
+        "linked",
+        "ops",
+    ] {
+        assert!(!saved[k].is_null(), "{k} missing: {saved}");
+        assert_eq!(saved[k], b8[k], "{k}");
+    }
+    assert!(saved["peak_live_bytes"].as_u64().unwrap() > 0);
 }

@@ -222,16 +222,29 @@ pub fn import(path: &Path, opts: &ImportOptions) -> Result<(Trace, Vec<String>)>
     if let (Some(g), Some((node, measured, modelled))) = (graph, &shapes.first) {
         // Most linked nodes disagree: the model is not the one that ran.
         if shapes.differ * 2 > shapes.sized {
-            return Err(Error::Config(format!(
-                "{}: the profile does not match {} at its shapes: {} of {} linked nodes write other sizes (node {:?}: {} in the profile, {} in the model); link it to the model at the shapes it ran (its batch and dims)",
-                path.display(),
+            // A whole multiple is a batch (or a dim) the model was not
+            // read at: say by how much, and the flag that reads it so.
+            let ratio = *measured as f64 / (*modelled).max(1) as f64;
+            let how = if ratio >= 1.5 && (ratio - ratio.round()).abs() < 0.01 {
+                format!(
+                    "the profile's tensors are {:.0}x the model's: read the model at the batch it ran with --batch N (or --dim NAME=N)",
+                    ratio.round()
+                )
+            } else {
+                "read the model at the shapes it ran with --batch N or --dim NAME=N".to_string()
+            };
+            return Err(Error::Trace {
+                path: path.to_path_buf(),
+                detail: format!(
+                "the profile does not match {} at its shapes: {} of {} linked nodes write other sizes (node {:?}: {} in the profile, {} in the model); {how}",
                 g.name,
                 shapes.differ,
                 shapes.sized,
                 node,
                 crate::units::fmt_bytes_precise(*measured),
                 crate::units::fmt_bytes_precise(*modelled)
-            )));
+                ),
+            });
         }
     }
     // With the model: allocate at the producer, free after the last consumer
