@@ -146,3 +146,78 @@ fn after_edits_suggest_and_the_bound_follow_the_final_config() {
         "gap {gap}:\n{s}"
     );
 }
+
+/// `?` and live state at 80x24 on a model whose work takes seconds: the
+/// tab bar shows the running stage with n of m, the Overview's title the
+/// watched config; `?` lists the view's keys and, scrolled, the glossary,
+/// while the list under it stays put; after a save to `planned` the badge
+/// says `[planned]` and the config is still named.
+#[test]
+fn help_and_live_state_at_80x24() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = densenet(dir.path());
+    let cfg = dir.path().join("sched.toml");
+    std::fs::write(&cfg, "policy = \"lru\"\n").unwrap();
+    let cmd = format!(
+        "cd {} && {} view {} {} --config sched.toml; sleep 3",
+        dir.path().display(),
+        bin().display(),
+        model.display(),
+        FLAGS.join(" ")
+    );
+    let Some(t) = Tmux::open_at("helplive", &cmd, (80, 24), |s| s.contains("[lru]")) else {
+        return;
+    };
+    let tabs = |s: &str| s.lines().next().unwrap_or("").to_string();
+    // Some stage with its count, while the bound and suggestions run.
+    let s = t
+        .wait_for(Duration::from_secs(60), |s| {
+            let bar = tabs(s);
+            bar.contains('/') && bar.chars().any(|c| c.is_ascii_digit())
+        })
+        .expect("a stage with n of m in the tab bar");
+    assert!(tabs(&s).contains("[lru]"), "the badge stays: {s}");
+    assert!(s.contains("config sched.toml"), "{s}");
+    // Hotspots, then ?: Down scrolls the help, not the list.
+    t.send(&["3"]);
+    let before = t
+        .wait_for(Duration::from_secs(30), |s| s.contains("Hotspots:"))
+        .expect("hotspots");
+    let rows = |s: &str| -> Vec<String> {
+        s.lines()
+            .skip(3)
+            .take(5)
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    t.send(&["?"]);
+    let s = t
+        .wait_for(Duration::from_secs(5), |s| s.contains("keys (Esc closes"))
+        .expect("help");
+    assert!(
+        s.contains("s/i") && s.contains("Cycle the sort column"),
+        "{s}"
+    );
+    for _ in 0..40 {
+        t.send(&["Down"]);
+    }
+    let s = t
+        .wait_for(Duration::from_secs(5), |s| {
+            s.contains("capacity spill:") || s.contains(" 0 below")
+        })
+        .expect("scrolled");
+    assert!(s.contains(" 0 below"), "scrolled to the end:\n{s}");
+    t.send(&["Escape"]);
+    let after = t
+        .wait_for(Duration::from_secs(5), |s| !s.contains("keys (Esc closes"))
+        .expect("help closed");
+    assert_eq!(rows(&before), rows(&after), "the list moved under the help");
+    // A save to planned: the badge follows, the config stays named.
+    std::fs::write(&cfg, "policy = \"planned\"\n").unwrap();
+    t.send(&["1"]);
+    let s = t
+        .wait_for(Duration::from_secs(30), |s| tabs(s).contains("[planned]"))
+        .expect("the planned run");
+    assert!(s.contains("config sched.toml"), "{s}");
+    t.send(&["q"]);
+}
