@@ -655,6 +655,34 @@ fn running_work_and_the_watched_config_are_on_screen() {
     assert!(s.contains("re-simulating suggestions 3/9"), "{s}");
     assert!(s.contains("config sched.toml"), "{s}");
     assert!(s.contains("[lru]"), "the policy badge is kept: {s}");
+    // Each run that arrives is a load of the config: its count and time.
+    let d = Dataset::build("lru", trace("encdec-1mib.lru.json"));
+    let at = d.built_at;
+    update(
+        &mut a,
+        Msg::Loaded {
+            slot: 0,
+            data: Box::new(d.clone()),
+        },
+    );
+    update(
+        &mut a,
+        Msg::Loaded {
+            slot: 0,
+            data: Box::new(d),
+        },
+    );
+    assert_eq!((a.config_loads, a.config_loaded_at), (2, Some(at)));
+    let secs = at.duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() % 86_400;
+    let hms = format!("{:02}:{:02}:{:02}", secs / 3600, secs / 60 % 60, secs % 60);
+    for (w, h) in [(120u16, 40u16), (80, 24)] {
+        let s = common::screen::render(&a, w, h);
+        let title = s.lines().nth(1).unwrap();
+        assert!(
+            title.contains("sched.toml") && title.contains(&hms) && title.contains('2'),
+            "{w}x{h}: {title}"
+        );
+    }
 }
 
 #[test]

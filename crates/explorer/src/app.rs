@@ -225,6 +225,11 @@ pub struct App {
     /// Live, with `--config`: the watched schedule config suggestions are
     /// applied to.
     pub config: Option<PathBuf>,
+    /// Runs that arrived while a config is watched (the first load
+    /// included), and when the last one was built: the Overview's title
+    /// says both, so a save visibly took.
+    pub config_loads: u32,
+    pub config_loaded_at: Option<std::time::SystemTime>,
     /// `c` on a model that fits: the capacity being tried.
     pub capacity_try: Option<CapacityTry>,
     /// Whether `u` has a backup to restore.
@@ -315,6 +320,8 @@ impl App {
             memory: MemoryView::default(),
             previous: None,
             config: None,
+            config_loads: 0,
+            config_loaded_at: None,
             can_undo: false,
             capacity_try: None,
             info: None,
@@ -1244,6 +1251,10 @@ pub fn update(app: &mut App, msg: Msg) -> Option<Effect> {
         Msg::Loaded { slot, data } => {
             app.refreshing = false;
             app.banner = None;
+            if slot == 0 && app.config.is_some() {
+                app.config_loads += 1;
+                app.config_loaded_at = Some(data.built_at);
+            }
             if app.paused && slot == 0 && !app.data.is_empty() {
                 app.pending = Some(data);
             } else {

@@ -272,6 +272,11 @@ pub fn run(opts: ViewOptions) -> Result<()> {
     let mut app = App::new(Vec::new());
     app.ascii = opts.ascii;
     app.live = live;
+    // The watched config is known before its first run arrives (that run
+    // is its first load).
+    if let Source::Model(spec) = &opts.source {
+        app.config = spec.schedule.clone();
+    }
     for m in early {
         update(&mut app, m);
     }

@@ -65,6 +65,9 @@ fn live_counter_by_step(trace: &Trace) -> Vec<u64> {
 #[derive(Debug, Clone)]
 pub struct Dataset {
     pub label: String,
+    /// When this dataset was built (the run or load it holds had just
+    /// finished): what "last load" on screen says.
+    pub built_at: std::time::SystemTime,
     /// Shared between the quick first view and the complete analyses.
     pub trace: Arc<Trace>,
     /// The ledger of the trace, computed once; every traffic figure the
@@ -364,6 +367,7 @@ impl Dataset {
         });
         Dataset {
             label,
+            built_at: std::time::SystemTime::now(),
             complete: depth == Depth::Complete,
             end_ns,
             hotspots_by_name: by_name(&h.hotspots),

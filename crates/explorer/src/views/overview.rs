@@ -481,14 +481,37 @@ fn fit_figure(val: &str, room: usize) -> String {
     v
 }
 
+/// `t` as a UTC time of day, `08:49:10 UTC` (no time zone database on
+/// an edge board is assumed).
+fn utc_clock(t: std::time::SystemTime) -> String {
+    let s = t
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+        % 86_400;
+    format!("{:02}:{:02}:{:02} UTC", s / 3600, s / 60 % 60, s % 60)
+}
+
 fn overview_title(app: &App, label: &str, width: u16) -> String {
-    match app.config.as_ref().and_then(|c| c.file_name()) {
-        Some(c) => {
-            let cfg = format!(" · config {} ", c.to_string_lossy());
-            let room = (width as usize).saturating_sub(cfg.chars().count() + 3);
-            let label = spillscope::names::elide(label, room.max(8), app.ascii);
-            format!(" {label}{cfg}")
-        }
-        None => format!(" {label} "),
+    let Some(c) = app.config.as_ref().and_then(|c| c.file_name()) else {
+        return format!(" {label} ");
+    };
+    let name = spillscope::safe_text::escape(&c.to_string_lossy()).into_owned();
+    let n = app.config_loads;
+    // The longest form that leaves the label 8 columns: the config, which
+    // load of it this is and when it came; then shorter.
+    let mut forms = Vec::new();
+    if let Some(at) = app.config_loaded_at.map(utc_clock) {
+        let hms = at.trim_end_matches(" UTC").to_string();
+        forms.push(format!(" · config {name}, load {n} at {at} "));
+        forms.push(format!(" · config {name}, load {n} at {hms} "));
+        forms.push(format!(" · {name} #{n} {hms} "));
     }
+    forms.push(format!(" · config {name} "));
+    let room = |f: &String| (width as usize).saturating_sub(f.chars().count() + 3);
+    let cfg = forms
+        .iter()
+        .find(|f| room(f) >= 8.min(label.chars().count()))
+        .unwrap_or(&forms[forms.len() - 1]);
+    let label = spillscope::names::elide(label, room(cfg).max(8), app.ascii);
+    format!(" {label}{cfg}")
 }
