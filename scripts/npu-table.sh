@@ -19,7 +19,7 @@ target() {
     Conv_Case0) echo "6,912|46,872|476,530 at 46,872" ;;
   esac
 }
-n() { printf "%'d" "$1"; }
+n() { sed ':a;s/\B[0-9]\{3\}\>/,&/;ta' <<<"$1"; }
 echo "| case | peak residency (target) | extra DDR traffic (target) | total cycles at traffic (target) | heuristics: peak / traffic / cycles |"
 echo "|---|---|---|---|---|"
 for name in Matmul_Case0 FlashAttention_Case0 Conv_Case0; do

@@ -23,6 +23,24 @@ fn densenet(dir: &Path) -> PathBuf {
     p
 }
 
+/// The explorer on the generated DenseNet under a watched `sched.toml`
+/// (lru), in tmux at 80x24: its directory, model, config and pane.
+fn live_densenet(name: &str) -> Option<(tempfile::TempDir, PathBuf, PathBuf, Tmux)> {
+    let dir = tempfile::tempdir().unwrap();
+    let model = densenet(dir.path());
+    let cfg = dir.path().join("sched.toml");
+    std::fs::write(&cfg, "policy = \"lru\"\n").unwrap();
+    let cmd = format!(
+        "cd {} && {} view {} {} --config sched.toml; sleep 3",
+        dir.path().display(),
+        bin().display(),
+        model.display(),
+        FLAGS.join(" ")
+    );
+    let t = Tmux::open_at(name, &cmd, (80, 24), |s| s.contains("[lru]"))?;
+    Some((dir, model, cfg, t))
+}
+
 /// Whether a line is the Suggest list's title (at 80 columns its middle
 /// form: "N suggestions over FLOOR; baseline ...").
 fn suggest_title(l: &str) -> bool {
@@ -37,18 +55,7 @@ fn suggestions_for(s: &str, latency: &str, policy: &str) -> bool {
 
 #[test]
 fn after_edits_suggest_and_the_bound_follow_the_final_config() {
-    let dir = tempfile::tempdir().unwrap();
-    let model = densenet(dir.path());
-    let cfg = dir.path().join("sched.toml");
-    std::fs::write(&cfg, "policy = \"lru\"\n").unwrap();
-    let cmd = format!(
-        "cd {} && {} view {} {} --config sched.toml; sleep 3",
-        dir.path().display(),
-        bin().display(),
-        model.display(),
-        FLAGS.join(" ")
-    );
-    let Some(t) = Tmux::open_at("session", &cmd, (80, 24), |s| s.contains("[lru]")) else {
+    let Some((dir, model, cfg, t)) = live_densenet("session") else {
         return;
     };
     // The first run's bound is refined in place, then its suggestions come.
@@ -154,18 +161,7 @@ fn after_edits_suggest_and_the_bound_follow_the_final_config() {
 /// says `[planned]` and the config is still named.
 #[test]
 fn help_and_live_state_at_80x24() {
-    let dir = tempfile::tempdir().unwrap();
-    let model = densenet(dir.path());
-    let cfg = dir.path().join("sched.toml");
-    std::fs::write(&cfg, "policy = \"lru\"\n").unwrap();
-    let cmd = format!(
-        "cd {} && {} view {} {} --config sched.toml; sleep 3",
-        dir.path().display(),
-        bin().display(),
-        model.display(),
-        FLAGS.join(" ")
-    );
-    let Some(t) = Tmux::open_at("helplive", &cmd, (80, 24), |s| s.contains("[lru]")) else {
+    let Some((_dir, _model, cfg, t)) = live_densenet("helplive") else {
         return;
     };
     let tabs = |s: &str| s.lines().next().unwrap_or("").to_string();

@@ -100,8 +100,9 @@ fn json_report_agrees_with_the_trace() {
     assert!(r.suggestions.is_none() && r.whatif.is_none());
 }
 
-#[test]
-fn html_report_is_self_contained_with_three_charts_and_atomic_output() {
+/// The long-source sample's HTML report written with `-o`: its directory,
+/// path, the arguments that wrote it, and the HTML.
+fn html_report() -> (tempfile::TempDir, std::path::PathBuf, Vec<String>, String) {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("r.html");
     let mut args = long_source_args();
@@ -114,6 +115,12 @@ fn html_report_is_self_contained_with_three_charts_and_atomic_output() {
     let o = bin().args(&args).output().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let html = std::fs::read_to_string(&out).unwrap();
+    (dir, out, args, html)
+}
+
+#[test]
+fn html_report_is_self_contained_with_three_charts_and_atomic_output() {
+    let (_dir, out, args, html) = html_report();
     assert!(html.starts_with("<!DOCTYPE html>"));
     assert_eq!(html.matches("<svg").count(), 3, "live, bus, what-if");
     for t in [
@@ -144,21 +151,10 @@ fn html_report_is_self_contained_with_three_charts_and_atomic_output() {
 /// from where its anchor puts it), the legend sits above the plot, charts
 /// shrink with the page, and tables holding names wrap them in a box that
 /// scrolls rather than pushing the page wider. (Measured in a browser at
-/// 1200 px on four models: no table or page overflows.)
+/// 1200 px on six reports: no table or page overflows.)
 #[test]
 fn html_report_fits_1200_px() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("r.html");
-    let mut args = long_source_args();
-    args.extend([
-        "--format".into(),
-        "html".into(),
-        "-o".into(),
-        out.to_str().unwrap().into(),
-    ]);
-    let o = bin().args(&args).output().unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let html = std::fs::read_to_string(&out).unwrap();
+    let (_dir, _out, _args, html) = html_report();
     let attr = |tag: &str, name: &str| -> Option<f64> {
         let (tag, k) = (format!(" {tag}"), format!(" {name}=\""));
         let i = tag.find(&k)? + k.len();

@@ -103,24 +103,28 @@ const SHOWN_ORDER: [HotspotKey; 14] = [
 /// The sort keys `s` cycles through for a trace (spill figures, or time
 /// and memory when it records no spills).
 pub fn keys_for(spill_events: bool, grouped: bool) -> &'static [HotspotKey] {
-    const SPILL_BY_NAME: [HotspotKey; 9] = {
-        let mut k = [HotspotKey::Calls; 9];
-        let mut i = 0;
-        while i < 8 {
-            k[i] = HotspotKey::SPILL[i];
-            i += 1;
-        }
-        k
-    };
-    const MEASURED_BY_NAME: [HotspotKey; 8] = {
-        let mut k = [HotspotKey::Calls; 8];
-        let mut i = 0;
-        while i < 7 {
-            k[i] = HotspotKey::MEASURED[i];
-            i += 1;
-        }
-        k
-    };
+    // Grouped by name, the calls column sorts too.
+    const SPILL_BY_NAME: [HotspotKey; 9] = [
+        HotspotKey::Traffic,
+        HotspotKey::Evicted,
+        HotspotKey::Reloaded,
+        HotspotKey::Streamed,
+        HotspotKey::Stall,
+        HotspotKey::Share,
+        HotspotKey::OpType,
+        HotspotKey::Bound,
+        HotspotKey::Calls,
+    ];
+    const MEASURED_BY_NAME: [HotspotKey; 8] = [
+        HotspotKey::SelfTime,
+        HotspotKey::TotalTime,
+        HotspotKey::Allocated,
+        HotspotKey::Allocs,
+        HotspotKey::AtPeak,
+        HotspotKey::Start,
+        HotspotKey::OpType,
+        HotspotKey::Calls,
+    ];
     match (spill_events, grouped) {
         (true, false) => &HotspotKey::SPILL,
         (false, false) => &HotspotKey::MEASURED,

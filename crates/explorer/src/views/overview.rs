@@ -154,6 +154,13 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
                 at(p1),
                 at(p2)
             );
+        } else if t.get(Part::Reloaded).count > 0 {
+            // Reloads without evictions: what they read back was streamed
+            // out by its producer (it had no room to stay), not evicted.
+            text = format!(
+                "no evictions to classify: the {} read back tensors their producers streamed out (no room to stay on chip); their writes are in streamed",
+                count(t.get(Part::Reloaded).count, "reload")
+            );
         }
         crate::ui::wrap(&text, inner_w)
             .into_iter()
