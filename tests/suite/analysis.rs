@@ -449,3 +449,14 @@ fn the_overview_charts_residency_when_a_trace_has_no_live_counter() {
     // Bars: level glyphs in the chart (not a blank box).
     assert!(s.contains('█'), "{s}");
 }
+
+/// The sort keys of rows grouped by op name are their ungrouped twins'
+/// with the calls column after them.
+#[test]
+fn the_by_name_sort_keys_extend_their_twins_with_calls() {
+    use spillscope::analysis::hotspots::HotspotKey;
+    assert_eq!(HotspotKey::SPILL_BY_NAME[..8], HotspotKey::SPILL);
+    assert_eq!(HotspotKey::MEASURED_BY_NAME[..7], HotspotKey::MEASURED);
+    assert_eq!(HotspotKey::SPILL_BY_NAME[8], HotspotKey::Calls);
+    assert_eq!(HotspotKey::MEASURED_BY_NAME[7], HotspotKey::Calls);
+}

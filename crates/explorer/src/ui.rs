@@ -475,8 +475,8 @@ fn help_content(app: &App, g: &Glyphs, inner_w: usize) -> Vec<Vec<(HelpRole, Str
 
 /// The overlay's rectangle in `body` and its content's wrapped row count.
 fn help_extent(body: Rect, content: &[Vec<(HelpRole, String)>]) -> (Rect, u16) {
-    let w = body.width.saturating_sub(4).min(96);
-    let inner_w = w.saturating_sub(2).max(1) as usize;
+    let w = help_width(body);
+    let inner_w = help_inner_width(body).max(1);
     let total: u16 = content
         .iter()
         .map(|l| {
@@ -487,8 +487,13 @@ fn help_extent(body: Rect, content: &[Vec<(HelpRole, String)>]) -> (Rect, u16) {
     (centered(body, w, total + 2), total)
 }
 
+/// The overlay's width in `body` (borders included), and inside them.
+fn help_width(body: Rect) -> u16 {
+    body.width.saturating_sub(4).min(96)
+}
+
 fn help_inner_width(body: Rect) -> usize {
-    body.width.saturating_sub(4).min(96).saturating_sub(2) as usize
+    help_width(body).saturating_sub(2) as usize
 }
 
 /// The furthest the help overlay can scroll at the terminal size the state

@@ -118,6 +118,29 @@ impl HotspotKey {
         HotspotKey::Start,
         HotspotKey::OpType,
     ];
+    /// [`Self::SPILL`] and [`Self::MEASURED`] for rows grouped by op name:
+    /// the calls column sorts too.
+    pub const SPILL_BY_NAME: [HotspotKey; 9] = [
+        HotspotKey::Traffic,
+        HotspotKey::Evicted,
+        HotspotKey::Reloaded,
+        HotspotKey::Streamed,
+        HotspotKey::Stall,
+        HotspotKey::Share,
+        HotspotKey::OpType,
+        HotspotKey::Bound,
+        HotspotKey::Calls,
+    ];
+    pub const MEASURED_BY_NAME: [HotspotKey; 8] = [
+        HotspotKey::SelfTime,
+        HotspotKey::TotalTime,
+        HotspotKey::Allocated,
+        HotspotKey::Allocs,
+        HotspotKey::AtPeak,
+        HotspotKey::Start,
+        HotspotKey::OpType,
+        HotspotKey::Calls,
+    ];
     pub fn label(self) -> &'static str {
         match self {
             HotspotKey::Traffic => "traffic",

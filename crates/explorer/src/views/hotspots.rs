@@ -103,33 +103,11 @@ const SHOWN_ORDER: [HotspotKey; 14] = [
 /// The sort keys `s` cycles through for a trace (spill figures, or time
 /// and memory when it records no spills).
 pub fn keys_for(spill_events: bool, grouped: bool) -> &'static [HotspotKey] {
-    // Grouped by name, the calls column sorts too.
-    const SPILL_BY_NAME: [HotspotKey; 9] = [
-        HotspotKey::Traffic,
-        HotspotKey::Evicted,
-        HotspotKey::Reloaded,
-        HotspotKey::Streamed,
-        HotspotKey::Stall,
-        HotspotKey::Share,
-        HotspotKey::OpType,
-        HotspotKey::Bound,
-        HotspotKey::Calls,
-    ];
-    const MEASURED_BY_NAME: [HotspotKey; 8] = [
-        HotspotKey::SelfTime,
-        HotspotKey::TotalTime,
-        HotspotKey::Allocated,
-        HotspotKey::Allocs,
-        HotspotKey::AtPeak,
-        HotspotKey::Start,
-        HotspotKey::OpType,
-        HotspotKey::Calls,
-    ];
     match (spill_events, grouped) {
         (true, false) => &HotspotKey::SPILL,
         (false, false) => &HotspotKey::MEASURED,
-        (true, true) => &SPILL_BY_NAME,
-        (false, true) => &MEASURED_BY_NAME,
+        (true, true) => &HotspotKey::SPILL_BY_NAME,
+        (false, true) => &HotspotKey::MEASURED_BY_NAME,
     }
 }
 
@@ -275,19 +253,18 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
     // The longest title that fits: the hidden columns' note shortens, then goes.
     let room = (area.width as usize).saturating_sub(4);
     let sorted = format!("Hotspots: {rows_text}, sorted by {}", app.hot.key.label());
-    let title = [
-        format!(
-            "{sorted} ({} when wider)",
-            count(hidden as u64, "more column")
-        ),
-        format!("{sorted} ({hidden} more when wider)"),
-        sorted.clone(),
-    ]
-    .into_iter()
-    .skip(usize::from(hidden == 0) * 2)
-    .find(|t| t.chars().count() <= room)
-    .unwrap_or(sorted);
-    let title = format!(" {title} ");
+    let forms = match hidden {
+        0 => vec![sorted],
+        _ => vec![
+            format!(
+                "{sorted} ({} when wider)",
+                count(hidden as u64, "more column")
+            ),
+            format!("{sorted} ({hidden} more when wider)"),
+            sorted,
+        ],
+    };
+    let title = format!(" {} ", crate::ui::first_fit(&forms, room));
     let table = Table::new(rows, widths)
         .header(header)
         .block(block(title, theme, g))

@@ -102,12 +102,7 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
                 // An NPU case's peak is the benchmark's: L1 and UB together.
                 (true, true) => {
                     let p = spillscope::analysis::figures::PeakLive::of_trace(&d.trace);
-                    let short = p.short();
-                    if short.chars().count() <= room {
-                        short
-                    } else {
-                        p.compact()
-                    }
+                    crate::ui::first_fit(&[p.short(), p.compact()], room)
                 }
                 (true, false) => format!("{} (no declared capacity)", fmt_bytes(s.peak_live_bytes)),
                 (false, _) => "not known (no frees)".into(),

@@ -146,11 +146,7 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
         format!(" {n}; baseline {lat}, {traffic} "),
     ];
     let room = area.width.saturating_sub(2) as usize;
-    let title = forms
-        .iter()
-        .find(|t| t.chars().count() <= room)
-        .unwrap_or(&forms[2])
-        .clone();
+    let title = crate::ui::first_fit(&forms, room);
     if s.suggestions.is_empty() {
         f.render_widget(
             Paragraph::new("no change tried saves more than that")
