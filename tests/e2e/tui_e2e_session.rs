@@ -166,26 +166,28 @@ fn help_and_live_state_at_80x24() {
     };
     let tabs = |s: &str| s.lines().next().unwrap_or("").to_string();
     // Some stage with its count, while the bound and suggestions run.
-    let s = t
-        .wait_for(Duration::from_secs(60), |s| {
-            let bar = tabs(s);
-            bar.contains('/') && bar.chars().any(|c| c.is_ascii_digit())
-        })
-        .expect("a stage with n of m in the tab bar");
-    assert!(tabs(&s).contains("[lru]"), "the badge stays: {s}");
     // The config is named with which load of it is shown (80 columns: the
     // short form, "sched.toml #N HH:MM:SS").
-    let load = |s: &str| -> u32 {
-        let title = s.lines().find(|l| l.contains("sched.toml")).unwrap_or("");
+    let load = |s: &str| -> Option<u32> {
+        let title = s.lines().find(|l| l.contains("sched.toml"))?;
         title
             .split(['#', ','])
             .nth(1)
             .map(|x| x.trim_start_matches(" load "))
             .and_then(|x| x.split_whitespace().next())
             .and_then(|n| n.parse().ok())
-            .unwrap_or_else(|| panic!("no load count in {title:?}\n{s}"))
     };
-    let first = load(&s);
+    // The whole frame (the title is drawn after the tab bar).
+    let s = t
+        .wait_for(Duration::from_secs(60), |s| {
+            let bar = tabs(s);
+            bar.contains('/') && bar.chars().any(|c| c.is_ascii_digit()) && load(s).is_some()
+        })
+        .unwrap_or_else(|s| {
+            panic!("a stage with n of m in the tab bar, the config's load in the title:\n{s}")
+        });
+    assert!(tabs(&s).contains("[lru]"), "the badge stays: {s}");
+    let first = load(&s).unwrap();
     assert!(first >= 1, "{s}");
     // Hotspots, then ?: Down scrolls the help, not the list.
     t.send(&["3"]);
@@ -233,9 +235,9 @@ fn help_and_live_state_at_80x24() {
     // A save to planned: the badge follows, the config stays named.
     std::fs::write(&cfg, "policy = \"planned\"\n").unwrap();
     t.send(&["1"]);
-    let s = t
-        .wait_for(Duration::from_secs(30), |s| tabs(s).contains("[planned]"))
-        .expect("the planned run");
-    assert!(load(&s) > first, "the save is a new load:\n{s}");
+    t.wait_for(Duration::from_secs(30), |s| {
+        tabs(s).contains("[planned]") && load(s).is_some_and(|n| n > first)
+    })
+    .unwrap_or_else(|s| panic!("the planned run, a new load of the config:\n{s}"));
     t.send(&["q"]);
 }

@@ -258,9 +258,13 @@ fn two_traces_views_name_their_side_and_b_and_t_switch() {
     let s = t.screen();
     assert!(s.contains(&la), "A's latency {la} on the Overview:\n{s}");
     t.send(&["b"]);
+    // The whole frame: a capture can land between the tab bar's update and
+    // the footer's (the status line is the last row drawn).
     let s = t
-        .wait_for(Duration::from_secs(3), |s| s.contains("B: "))
-        .expect("b shows B");
+        .wait_for(Duration::from_secs(3), |s| {
+            s.contains("B: ") && s.contains("views 1-5 show B")
+        })
+        .unwrap_or_else(|s| panic!("b shows B and says so:\n{s}"));
     assert!(s.contains(&lb), "B's latency {lb} on the Overview:\n{s}");
     assert!(s.contains("views 1-5 show B"), "{s}");
     t.send(&["6"]);
