@@ -420,7 +420,11 @@ fn jsonl_stream_imports_and_tails_incrementally() {
     assert!(tail.pending_partial, "a half-written line waits");
     let tr = tail.state.snapshot();
     assert_eq!((tr.ops.len(), tr.events.len()), (1, 2));
-    assert_eq!(tr.events[0].op, Some(0), "events attributed to the open op");
+    assert_eq!(
+        tr.events.at(0).op,
+        Some(0),
+        "events attributed to the open op"
+    );
     assert_eq!(tr.pools[0].capacity_bytes, 4096);
     let consumed = tail.offset;
     // The writer finishes the line and appends more; only new bytes are read.
@@ -433,7 +437,8 @@ fn jsonl_stream_imports_and_tails_incrementally() {
     let tr = tail.state.snapshot();
     assert_eq!(tr.events.len(), 4);
     assert_eq!(
-        tr.events[3].bytes, 1024,
+        tr.events.at(3).bytes,
+        1024,
         "a free without bytes takes the tensor's size"
     );
     assert_eq!(tail.state.dropped, 3);

@@ -137,8 +137,8 @@ fn a_trace_whose_time_goes_backwards_is_flagged() {
     let g = gen::chain(10, 1024);
     let mut tr = simulate(&g, &test_hw(4096), &lru()).unwrap();
     let n = tr.events.len();
-    tr.events[n - 1].t_ns = 0;
-    tr.events[n - 2].t_ns = tr.events[n - 2].t_ns.max(1);
+    tr.events.update(n - 1, |e| e.t_ns = 0);
+    tr.events.update(n - 2, |e| e.t_ns = e.t_ns.max(1));
     let r = verify(&tr, 20);
     assert!(
         r.violations.iter().any(|v| v.rule == "time-order"),

@@ -627,7 +627,7 @@ impl App {
         };
         match found {
             Some((t, ev)) => {
-                let e = &d.trace.events[ev];
+                let e = &d.trace.events.at(ev);
                 let name = d
                     .trace
                     .tensors
@@ -741,7 +741,7 @@ impl App {
                 .map(|o| o.name.clone()),
             View::Timeline => {
                 let &(_, ev) = d.index.spill_events().get(self.timeline.sel?)?;
-                let e = &d.trace.events[ev];
+                let e = &d.trace.events.at(ev);
                 let t = d.trace.tensors.get(e.tensor)?;
                 Some(format!("{} of {}", e.kind.as_str(), t.name))
             }
@@ -781,7 +781,7 @@ impl App {
             self.status = "select a spill event first (j/k)".into();
             return;
         };
-        let tensor = d.trace.events[ev].tensor;
+        let tensor = d.trace.events.tensor(ev);
         let trip = d.trips_of(tensor).and_then(|x| {
             x.trips
                 .iter()
@@ -813,7 +813,7 @@ impl App {
         };
         let pos =
             d.index.spill_events().iter().position(|&(t, ev)| {
-                t == first.out_t_ns && d.trace.events[ev].tensor == first.tensor
+                t == first.out_t_ns && d.trace.events.tensor(ev) == first.tensor
             });
         self.view = View::Timeline;
         self.timeline.sel = pos;

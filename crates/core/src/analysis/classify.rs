@@ -58,15 +58,17 @@ struct Residency<'a> {
 }
 
 impl<'a> Residency<'a> {
-    fn apply(&mut self, e: &'a crate::trace::Event) {
+    /// Applies event `e`, held in `pool` (a name borrowed from the trace's
+    /// events, which outlive the replay).
+    fn apply(&mut self, e: &crate::trace::Event, pool: &'a str) {
         match e.kind {
             EventKind::Alloc | EventKind::Reload | EventKind::Recompute => {
                 if let Some(off) = e.offset {
                     self.pools
-                        .entry(e.pool.as_str())
+                        .entry(pool)
                         .or_default()
                         .insert(off, (off + e.bytes, e.tensor));
-                    self.at.insert(e.tensor, (e.pool.as_str(), off));
+                    self.at.insert(e.tensor, (pool, off));
                 }
             }
             EventKind::Free | EventKind::Evict => {
@@ -99,7 +101,7 @@ impl<'a> Residency<'a> {
 /// Names the cause of a lifetime spill: the hole that was too small for the
 /// request, or a tensor still resident after its last use (freed late).
 fn lifetime_cause(tr: &Trace, res: &Residency, i: usize, cap: u64) -> Option<String> {
-    let e = &tr.events[i];
+    let e = &tr.events.at(i);
     let name = |t: usize| {
         tr.tensors
             .get(t)
@@ -108,8 +110,9 @@ fn lifetime_cause(tr: &Trace, res: &Residency, i: usize, cap: u64) -> Option<Str
             .to_string()
     };
     // The request this eviction made room for: the next placement at the same time.
-    let request = tr.events[i..]
-        .iter()
+    let request = tr
+        .events
+        .range(i..tr.events.len())
         .take_while(|x| x.t_ns == e.t_ns)
         .find(|x| {
             matches!(
@@ -172,7 +175,7 @@ fn classify_impl(tr: &Trace, ledger: &Ledger, causes: bool) -> Classification {
         if ledger.part(i) != Some(Part::EvictedOut) {
             continue;
         }
-        let written = Ledger::bytes(e);
+        let written = Ledger::bytes(&e);
         let cap = tr
             .pools
             .iter()
@@ -187,8 +190,8 @@ fn classify_impl(tr: &Trace, ledger: &Ledger, causes: bool) -> Classification {
         };
         let detail = if causes && class == SpillClass::Lifetime {
             // Replay up to this eviction (events are in time order).
-            for x in &tr.events[replayed..i] {
-                res.apply(x);
+            for j in replayed..i {
+                res.apply(&tr.events.at(j), tr.events.pool(j));
             }
             replayed = i;
             lifetime_cause(tr, &res, i, cap)

@@ -317,7 +317,7 @@ fn memory_by_op(tr: &Trace) -> Vec<OpMemory> {
     }
     // Pass 2: which allocations are live there, and whose they are.
     let mut holder: std::collections::HashMap<usize, (u64, Option<usize>)> = Default::default();
-    for e in tr.events[..upto].iter().filter(|e| !weight(e.tensor)) {
+    for e in tr.events.range(0..upto).filter(|e| !weight(e.tensor)) {
         match e.kind {
             EventKind::Alloc => {
                 holder.insert(e.tensor, (e.bytes, e.op));

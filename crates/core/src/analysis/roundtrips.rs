@@ -75,7 +75,7 @@ fn moves(tr: &Trace, ledger: &Ledger) -> Vec<Move> {
         .filter_map(|(i, e)| {
             let part = ledger.part(i)?;
             part.is_spill()
-                .then(|| (e.t_ns, e.tensor, e.op, part, Ledger::bytes(e)))
+                .then(|| (e.t_ns, e.tensor, e.op, part, Ledger::bytes(&e)))
         })
         .collect();
     if !ledger.derived_streams.is_empty() {

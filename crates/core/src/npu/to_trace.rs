@@ -229,7 +229,7 @@ fn build(k: &Kernel, sol: &Solution, span: &[(u64, u64)], m: &Metrics) -> Trace 
             .collect(),
         tensors,
         ops,
-        events,
+        events: events.into(),
         counters: vec![Counter {
             name: "resident_bytes".into(),
             unit: "bytes".into(),

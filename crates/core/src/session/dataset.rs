@@ -189,7 +189,6 @@ fn pipe_indexes(tr: &Trace) -> Vec<(String, TimelineIndex)> {
                     .filter(|o| o.unit.as_ref().is_some_and(|u| u.as_str() == p))
                     .cloned()
                     .collect(),
-                events: Vec::new(),
                 counters: Vec::new(),
                 tensors: Vec::new(),
                 ..tr.clone_header()

@@ -108,7 +108,7 @@ pub(crate) struct Sim<'a> {
     /// Tensors whose lifetime ends after each step.
     dies_at: Vec<Vec<TensorId>>,
     prefetch_distance: usize,
-    events: Vec<Event>,
+    events: crate::trace::Events,
     ops: Vec<TraceOp>,
     totals: Totals,
     peak_resident: u64,
@@ -196,7 +196,7 @@ impl<'a> Sim<'a> {
             demand,
             dies_at,
             prefetch_distance,
-            events: Vec::with_capacity(2 * nt),
+            events: crate::trace::Events::with_capacity(2 * nt),
             ops: Vec::with_capacity(n),
             totals: Totals::default(),
             peak_resident: 0,
@@ -1067,11 +1067,8 @@ impl<'a> Sim<'a> {
         if n > 0 {
             self.note_resident(latency);
         }
-        // Usually already in time order; the check costs no scratch buffer,
-        // the stable sort a copy of half the events.
-        if !self.events.is_sorted_by_key(|e| e.t_ns) {
-            self.events.sort_by_key(|e| e.t_ns);
-        }
+        // Usually already in time order (then nothing moves).
+        self.events.sort_by_time();
     }
 
     /// The run's summary (the figures every table prints).

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 pub struct TraceBuilder {
     pub tensors: Vec<TraceTensor>,
     pub ops: Vec<TraceOp>,
-    pub events: Vec<Event>,
+    pub events: super::Events,
     pub counters: Vec<Counter>,
     pub pools: Vec<Pool>,
     by_name: HashMap<String, usize>,
@@ -28,7 +28,7 @@ impl TraceBuilder {
         TraceBuilder {
             tensors: Vec::new(),
             ops: Vec::new(),
-            events: Vec::new(),
+            events: super::Events::new(),
             counters: Vec::new(),
             pools: Vec::new(),
             by_name: HashMap::new(),
@@ -135,7 +135,7 @@ impl TraceBuilder {
 
     /// Finishes: sorts events by time, fills in pools and the summary.
     pub fn finish(mut self) -> Trace {
-        self.events.sort_by_key(|e| e.t_ns);
+        self.events.sort_by_time();
         // Running live bytes (all pools) and each pool's high-water mark;
         // pools are few, so a small vector beats hashing per event.
         let deltas = super::residency::deltas(&self.events, &self.ops, self.tensors.len());
@@ -145,22 +145,24 @@ impl TraceBuilder {
             .max()
             .unwrap_or(0);
         let mut high_water: Vec<(&str, u64)> = Vec::new();
-        for e in &self.events {
+        for (i, e) in self.events.iter().enumerate() {
             if let Some(off) = e.offset {
                 // Offsets come from importers' files: a sum past 64 bits is
                 // held at the top, where the range checks name it.
                 let end = off.saturating_add(e.bytes);
-                match high_water.iter_mut().find(|h| h.0 == e.pool.as_str()) {
+                let pool = self.events.pool(i);
+                match high_water.iter_mut().find(|h| h.0 == pool) {
                     Some(h) => h.1 = h.1.max(end),
-                    None => high_water.push((e.pool.as_str(), end)),
+                    None => high_water.push((pool, end)),
                 }
             }
         }
         let mut pools = std::mem::take(&mut self.pools);
-        for e in &self.events {
-            if !pools.iter().any(|p| p.name == e.pool.as_str()) {
+        for i in 0..self.events.len() {
+            let pool = self.events.pool(i);
+            if !pools.iter().any(|p| p.name == pool) {
                 pools.push(Pool {
-                    name: e.pool.to_string(),
+                    name: pool.to_string(),
                     capacity_bytes: 0,
                     alignment: 1,
                 });

@@ -69,7 +69,7 @@ pub fn to_chrome(tr: &Trace) -> Value {
     let mut trips: HashMap<usize, usize> = HashMap::new();
     let mut back: std::collections::HashSet<(usize, usize)> = Default::default();
     for (i, e) in tr.events.iter().enumerate() {
-        let mut full = serde_json::to_value(e).unwrap_or(Value::Null);
+        let mut full = serde_json::to_value(&e).unwrap_or(Value::Null);
         if let Value::Object(m) = &mut full {
             m.insert("tensor_name".into(), json!(name(e.tensor)));
             m.insert(

@@ -215,7 +215,7 @@ impl Ledger {
             while let Some(d) = next.next_if(|d| d.t_ns < e.t_ns) {
                 replay.derived(d);
             }
-            replay.event(i, e);
+            replay.event(i, &e);
         }
         for d in next {
             replay.derived(d);
@@ -302,7 +302,7 @@ impl Ledger {
     pub fn each(&self, tr: &Trace, mut f: impl FnMut(Part, usize, Option<usize>, u64)) {
         for (i, e) in tr.events.iter().enumerate() {
             if let Some(part) = self.part(i) {
-                f(part, e.tensor, e.op, Ledger::bytes(e));
+                f(part, e.tensor, e.op, Ledger::bytes(&e));
             }
         }
         for d in &self.derived_streams {

@@ -11,6 +11,7 @@
 
 pub mod build;
 pub mod caps;
+pub mod events;
 pub mod export;
 pub mod import;
 pub mod ledger;
@@ -19,6 +20,7 @@ mod ranges;
 pub mod residency;
 mod traffic;
 pub mod verify;
+pub use events::Events;
 pub use traffic::Traffic;
 
 use crate::{Error, Result};
@@ -79,7 +81,8 @@ pub struct Trace {
     pub pools: Vec<Pool>,
     pub tensors: Vec<TraceTensor>,
     pub ops: Vec<TraceOp>,
-    pub events: Vec<Event>,
+    /// Held as columns ([`Events`]); read and written as the JSON array.
+    pub events: Events,
     #[serde(default)]
     pub counters: Vec<Counter>,
     pub summary: Summary,
@@ -420,7 +423,7 @@ impl Trace {
             pools: self.pools.clone(),
             tensors: Vec::new(),
             ops: Vec::new(),
-            events: Vec::new(),
+            events: Events::new(),
             counters: Vec::new(),
             summary: self.summary.clone(),
             recomputed: Vec::new(),
@@ -576,7 +579,7 @@ impl Trace {
         };
         let (events, rest) = std::thread::scope(|sc| {
             let ev = sc.spawn(|| {
-                serde_json::from_str::<Vec<Event>>(s.events.get())
+                serde_json::from_str::<Events>(s.events.get())
                     .map_err(|e| section("events", s.events, e))
             });
             let tensors = serde_json::from_str::<Vec<TraceTensor>>(s.tensors.get())

@@ -146,9 +146,7 @@ pub fn collapse(tr: &Trace, level: u32) -> Trace {
     }
     let mut out = tr.clone();
     out.ops = ops;
-    for e in &mut out.events {
-        e.op = e.op.and_then(map);
-    }
+    out.events.map_ops(map);
     for t in &mut out.tensors {
         t.producer = t.producer.and_then(map);
         let mut c: Vec<usize> = t.consumers.iter().filter_map(|&o| map(o)).collect();

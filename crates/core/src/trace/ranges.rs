@@ -70,7 +70,7 @@ mod tests {
         b.event(5, EventKind::Alloc, 0, 64, "sram", None, None, None);
         let mut tr = b.finish();
         assert_eq!(tr.check_ranges(), Ok(()));
-        let ev = tr.events[0].clone();
+        let ev = tr.events.at(0);
         let at = |t_ns, bytes| {
             let mut e = ev.clone();
             e.t_ns = t_ns;
@@ -79,9 +79,9 @@ mod tests {
         };
         tr.events.push(at(u64::MAX, 64));
         assert!(tr.check_ranges().unwrap_err().contains("event 1"));
-        tr.events[1] = at(6, 1 << 60);
+        tr.events.set(1, &at(6, 1 << 60));
         assert!(tr.check_ranges().unwrap_err().contains("8 PiB"));
-        tr.events[1] = at(6, 1 << 52);
+        tr.events.set(1, &at(6, 1 << 52));
         tr.events.extend(std::iter::repeat_n(at(7, 1 << 52), 1100));
         assert!(tr.check_ranges().unwrap_err().contains("2^62 bytes"));
         tr.events.truncate(1);

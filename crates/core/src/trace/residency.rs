@@ -7,7 +7,7 @@
 //! per-op residency chart, pool lanes, importers' peaks) walks here, so
 //! they agree and the chart never shows more than the pool holds.
 
-use super::{Event, EventKind, TraceOp};
+use super::{Event, EventKind, Events, TraceOp};
 
 /// The `reason` of an in-place `alloc`.
 pub const IN_PLACE: &str = "in-place";
@@ -16,7 +16,7 @@ pub const IN_PLACE: &str = "in-place";
 /// subtract, others 0), counting bytes an in-place output shares with the
 /// operands of its op once: the output adds only what it does not
 /// overlap, and each operand it overlapped later removes only the rest.
-pub fn deltas(events: &[Event], ops: &[TraceOp], n_tensors: usize) -> Vec<i128> {
+pub fn deltas(events: &Events, ops: &[TraceOp], n_tensors: usize) -> Vec<i128> {
     // Where each resident tensor sits, and bytes it shares with an
     // in-place output placed over it.
     let mut at: Vec<Option<(u64, u64)>> = vec![None; n_tensors];
@@ -127,10 +127,16 @@ mod tests {
             ev(EventKind::Free, 0, 0, 100, 1, None),
             ev(EventKind::Free, 1, 36, 64, 1, None),
         ];
-        assert_eq!(deltas(&events, &ops, 2), vec![100, 0, -36, -64]);
+        assert_eq!(
+            deltas(&events.to_vec().into(), &ops, 2),
+            vec![100, 0, -36, -64]
+        );
         // Without the reason both count whole.
         let mut plain = events.clone();
         plain[1].reason = None;
-        assert_eq!(deltas(&plain, &ops, 2), vec![100, 64, -100, -64]);
+        assert_eq!(
+            deltas(&plain.to_vec().into(), &ops, 2),
+            vec![100, 64, -100, -64]
+        );
     }
 }

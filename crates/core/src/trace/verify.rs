@@ -276,7 +276,7 @@ pub fn verify(tr: &Trace, limit: usize) -> VerifyReport {
             );
         }
         last_t = last_t.max(e.t_ns);
-        r.apply(idx, e, &running);
+        r.apply(idx, &e, &running);
     }
     while next_op < order.len() {
         r.check_op(order[next_op]);

@@ -300,7 +300,7 @@ fn frag_line(
     buf.set_string(lx, fy, "frag", theme.fg(theme.c.fragmentation));
     let mut n = 0;
     // Spills are in event (time) order: visit only those in the window.
-    let ev_t = |s: &spillscope::analysis::classify::ClassifiedSpill| d.trace.events[s.event].t_ns;
+    let ev_t = |s: &spillscope::analysis::classify::ClassifiedSpill| d.trace.events.t_ns()[s.event];
     let from = d.class.spills.partition_point(|s| ev_t(s) < app.window.0);
     for s in d.class.spills[from..]
         .iter()
@@ -310,10 +310,10 @@ fn frag_line(
             continue;
         }
         // Only the shown pool's fragmentation.
-        if pool.is_some_and(|x| d.trace.events[s.event].pool != x.name) {
+        if pool.is_some_and(|x| d.trace.events.pool(s.event) != x.name) {
             continue;
         }
-        let t = d.trace.events[s.event].t_ns;
+        let t = d.trace.events.t_ns()[s.event];
         if let Some(c) = col_of(t, app.window, lane_w) {
             if let Some(cell) = buf.cell_mut((x0 + c, fy)) {
                 cell.set_symbol(g.evict)

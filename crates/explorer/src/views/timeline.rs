@@ -243,7 +243,7 @@ fn draw_events(f: &mut Frame, app: &App, theme: &Theme, r: Rect) {
     let tensor_names: Vec<&str> = shown
         .iter()
         .map(|&(_, ei)| {
-            let e = &d.trace.events[ei];
+            let e = &d.trace.events.at(ei);
             d.trace
                 .tensors
                 .get(e.tensor)
@@ -260,7 +260,7 @@ fn draw_events(f: &mut Frame, app: &App, theme: &Theme, r: Rect) {
         theme.strong(theme.c.muted),
     )];
     for (k, &(t, ei)) in shown.iter().enumerate() {
-        let e = &d.trace.events[ei];
+        let e = &d.trace.events.at(ei);
         let oname =
             e.op.and_then(|o| d.trace.ops.get(o))
                 .map(|o| o.name.as_str())

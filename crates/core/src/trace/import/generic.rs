@@ -145,9 +145,7 @@ pub fn import(path: &Path, opts: &ImportOptions) -> Result<(Trace, Vec<String>)>
         );
         if kind == EventKind::Evict {
             // A runtime's eviction writes the tensor back.
-            if let Some(ev) = b.events.last_mut() {
-                ev.written_bytes = Some(bytes);
-            }
+            b.events.update_last(|ev| ev.written_bytes = Some(bytes));
         }
     }
     for (name, mut samples) in counters {

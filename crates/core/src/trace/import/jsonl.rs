@@ -176,9 +176,7 @@ impl JsonlState {
                     // A runtime's eviction writes the tensor back unless it
                     // says DRAM already held a current copy.
                     let w = l.written_bytes.unwrap_or(bytes).min(bytes);
-                    if let Some(e) = self.b.events.last_mut() {
-                        e.written_bytes = Some(w);
-                    }
+                    self.b.events.update_last(|e| e.written_bytes = Some(w));
                 }
                 if kind.is_stream() {
                     if let Some(o) = op.and_then(|o| self.b.ops.get_mut(o)) {
@@ -215,11 +213,7 @@ impl JsonlState {
             o.start_ns = o.start_ns.saturating_sub(t0);
             o.end_ns = o.end_ns.saturating_sub(t0);
         }
-        for e in &mut tmp.events {
-            e.t_ns = e.t_ns.saturating_sub(t0);
-            e.dma_start_ns = e.dma_start_ns.map(|t| t.saturating_sub(t0));
-            e.dma_end_ns = e.dma_end_ns.map(|t| t.saturating_sub(t0));
-        }
+        tmp.events.shift_times(t0);
         for c in &mut tmp.counters {
             for s in &mut c.samples {
                 s.0 = s.0.saturating_sub(t0);

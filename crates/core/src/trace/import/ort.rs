@@ -290,7 +290,7 @@ pub fn import(path: &Path, opts: &ImportOptions) -> Result<(Trace, Vec<String>)>
         // (fused groups hold their inner tensors while they run).
         let arena = tr.events.iter().filter(|e| e.pool.as_str() == pool);
         tr.summary.peak_live_bytes =
-            crate::trace::residency::walk(arena.map(crate::trace::residency::kind_delta))
+            crate::trace::residency::walk(arena.map(|e| crate::trace::residency::kind_delta(&e)))
                 .map(|(_, b)| b)
                 .max()
                 .unwrap_or(0);

@@ -351,9 +351,7 @@ impl VelaPlan {
                 None,
             );
             if in_place {
-                if let Some(e) = b.events.last_mut() {
-                    e.reason = Some(IN_PLACE.into());
-                }
+                b.events.update_last(|e| e.reason = Some(IN_PLACE.into()));
             }
             b.event(
                 times[last].1,
