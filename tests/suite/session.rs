@@ -320,3 +320,58 @@ fn one_spec_shows_one_bound_and_one_gap_in_sim_and_report() {
     assert_eq!(s["gap_ratio"], json["runs"][0]["gap_ratio"]);
     println!("bound {cell}, gap {gap}, solved in {solve:?}");
 }
+
+/// A simulator trace opened in the explorer: the first frame's quick
+/// dataset is posted before the complete analyses and before the graph is
+/// rebuilt for the bound (which each cost about what the load did), and a
+/// trace whose bound will be refined says so before it is solved.
+#[test]
+fn a_trace_is_shown_before_its_analyses_and_its_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = spillscope::graph::gen::densenet_like(&[6, 12]);
+    let mut hw = spillscope::cost::HardwareProfile::preset("seed-npu").unwrap();
+    hw.memory.capacity.0 = 2 << 20;
+    let tr = spillscope::sim::simulate(&g, &hw, &spillscope::sim::SimConfig::default()).unwrap();
+    let p = dir.path().join("t.json");
+    tr.write(&p, true).unwrap();
+    let (tx, rx) = channel();
+    let session = Session::spawn(move |p| {
+        let _ = tx.send(p);
+    });
+    session.submit(Request {
+        source: Source::Traces(vec![p], Default::default()),
+        wants: Wants {
+            datasets: true,
+            bound: true,
+            ..Default::default()
+        },
+        budgets: Budgets {
+            bound_s: 5.0,
+            ..Default::default()
+        },
+        cache: None,
+    });
+    let mut order = Vec::new();
+    loop {
+        match next(&rx).update {
+            Update::Loaded { slot: 0, data } => {
+                assert!(!data.complete, "the first dataset is the quick one");
+                order.push("loaded");
+            }
+            Update::Analysed { slot: 0, data } => {
+                assert!(data.complete);
+                order.push("analysed");
+            }
+            Update::Progress(pr) if pr.stage == Stage::Analyse => order.push("analysing"),
+            Update::Refining { .. } => order.push("refining"),
+            Update::Bounded { .. } => order.push("bounded"),
+            Update::Failed(e) => panic!("{e}"),
+            Update::Done => break,
+            _ => {}
+        }
+    }
+    assert_eq!(
+        order,
+        ["loaded", "analysing", "analysed", "refining", "bounded"]
+    );
+}

@@ -225,18 +225,19 @@ impl<'a> Job<'a> {
         let quick = Dataset::quick(l.label.clone(), l.trace.clone())
             .with_warnings(l.warnings.clone())
             .with_levels(l.level, l.levels);
-        let complete = (!self.quick_only && !self.cancel.is_cancelled()).then(|| {
-            self.progress(Stage::Analyse, slot, slot + 1);
-            quick.completed()
-        });
+        // The first frame draws from the quick dataset: it is posted before
+        // the complete analyses start, which take longer than the load.
+        let analyse = !self.quick_only && !self.cancel.is_cancelled();
+        let kept = analyse.then(|| quick.clone());
         (self.post)(Update::Loaded {
             slot,
             data: Box::new(quick),
         });
-        if let Some(c) = complete {
+        if let Some(quick) = kept {
+            self.progress(Stage::Analyse, slot, slot + 1);
             (self.post)(Update::Analysed {
                 slot,
-                data: Box::new(c),
+                data: Box::new(quick.completed()),
             });
         }
     }
@@ -248,20 +249,27 @@ impl<'a> Job<'a> {
         let loaded = source.load_traces(self.tails)?;
         let cache = req.cache.as_ref();
         // Every trace's own figures; a simulator trace's bound is raised
-        // by the exact program on the graph that ran.
+        // by the exact program on the graph that ran. The first frame's
+        // datasets go out before that graph is rebuilt.
+        let wants_bound = req.wants.bound && req.budgets.bound_s > 0.0;
+        let will_refine = |tr: &crate::trace::Trace| {
+            wants_bound
+                && tr.source == TraceSource::Simulator
+                && tr.summary.lower_bound_method != crate::trace::BoundMethod::None
+        };
+        for (slot, l) in loaded.iter().enumerate().take(2) {
+            self.show_loaded(slot, l);
+        }
         let mut runs: Vec<Run> = Vec::with_capacity(loaded.len());
         let mut inputs: Vec<Option<(Graph, HardwareProfile, SimConfig)>> = Vec::new();
         for l in &loaded {
-            let rebuilt = (l.trace.source == TraceSource::Simulator)
+            // Rebuilding the graph that ran costs about what loading did:
+            // only for a bound that will be solved.
+            let rebuilt = will_refine(&l.trace)
                 .then(|| inputs_of_trace(&l.trace).ok())
-                .flatten();
-            let applies = req.wants.bound
-                && req.budgets.bound_s > 0.0
-                && l.trace.summary.lower_bound_method != crate::trace::BoundMethod::None
-                && rebuilt
-                    .as_ref()
-                    .is_some_and(|(_, hw, _)| hw.is_single_pool());
-            let state = if applies {
+                .flatten()
+                .filter(|(_, hw, _)| hw.is_single_pool());
+            let state = if rebuilt.is_some() {
                 BoundState::Refining
             } else {
                 BoundState::Final
@@ -271,15 +279,12 @@ impl<'a> Job<'a> {
                 trace: l.trace.clone(),
                 bound: TrafficBound::of(&l.trace.summary).with_state(state),
             });
-            inputs.push(rebuilt.filter(|_| applies));
-        }
-        for (slot, l) in loaded.iter().enumerate().take(2) {
-            self.show_loaded(slot, l);
-            if runs[slot].bound.state == BoundState::Refining {
+            if rebuilt.is_some() && runs.len() <= 2 {
                 (self.post)(Update::Refining {
                     trace: l.trace.clone(),
                 });
             }
+            inputs.push(rebuilt);
         }
         let limits = OptimumLimits {
             time_limit_s: req.budgets.bound_s,
