@@ -119,19 +119,9 @@ fn build(k: &Kernel, sol: &Solution, span: &[(u64, u64)], m: &Metrics) -> Trace 
     }
     let near_op = |i: usize| next_op[pos[i]];
     let ev = |t: u64, kind: EventKind, b: usize, off: u64, op: Option<usize>| Event {
-        t_ns: t,
-        kind,
-        tensor: b,
-        bytes: k.buffers[b].size,
-        pool: k.buffers[b].ty.as_str().into(),
         offset: Some(off),
         op,
-        dma_start_ns: None,
-        dma_end_ns: None,
-        thread: None,
-        live_bytes: None,
-        reason: None,
-        written_bytes: None,
+        ..Event::plain(t, kind, b, k.buffers[b].size, k.buffers[b].ty.as_str())
     };
     for &i in &sol.order {
         if i >= n {

@@ -345,20 +345,11 @@ impl<'a> Sim<'a> {
     }
 
     fn event(&self, t_ns: u64, kind: EventKind, t: TensorId, op: usize) -> Event {
+        let pool = &self.pool_defs[self.pool_of[t]].name;
         Event {
-            t_ns,
-            kind,
-            tensor: t,
-            bytes: self.g.tensors[t].bytes,
-            pool: self.pool_defs[self.pool_of[t]].name.as_str().into(),
             offset: Some(self.st[t].offset),
             op: Some(op),
-            dma_start_ns: None,
-            dma_end_ns: None,
-            thread: None,
-            live_bytes: None,
-            reason: None,
-            written_bytes: None,
+            ..Event::plain(t_ns, kind, t, self.g.tensors[t].bytes, pool)
         }
     }
 

@@ -117,19 +117,10 @@ impl TraceBuilder {
         thread: Option<u64>,
     ) {
         self.events.push(Event {
-            t_ns,
-            kind,
-            tensor,
-            bytes,
-            pool: pool.into(),
             offset,
             op,
-            dma_start_ns: None,
-            dma_end_ns: None,
             thread,
-            live_bytes: None,
-            reason: None,
-            written_bytes: None,
+            ..Event::plain(t_ns, kind, tensor, bytes, pool)
         });
     }
 

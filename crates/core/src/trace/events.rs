@@ -28,6 +28,58 @@ use std::collections::HashMap;
 /// No op (the `op` column's spelling of `None`).
 const NO_OP: u32 = u32::MAX;
 
+/// The largest tensor or op id the columns hold (`u32::MAX` is [`NO_OP`]).
+pub const MAX_ID: usize = (u32::MAX - 1) as usize;
+
+/// An id as its column holds it: one past [`MAX_ID`] is held as `MAX_ID`.
+fn id32(v: usize) -> u32 {
+    v.min(MAX_ID) as u32
+}
+
+/// An op reference as the `op` column holds it.
+fn op32(o: Option<usize>) -> u32 {
+    o.map_or(NO_OP, id32)
+}
+
+/// The one list of the dense columns (one value per event): calls a
+/// method on each, sums a function of each, or replaces each by a function
+/// of it, so a column added here is reserved, truncated, shrunk, sorted and
+/// counted everywhere.
+macro_rules! each_dense {
+    ($s:expr, $m:ident($($a:expr),*)) => {{
+        $s.t_ns.$m($($a),*);
+        $s.kind.$m($($a),*);
+        $s.tensor.$m($($a),*);
+        $s.bytes.$m($($a),*);
+        $s.pool.$m($($a),*);
+        $s.op.$m($($a),*);
+        $s.reason.$m($($a),*);
+    }};
+    ($s:expr, sum $f:ident) => {
+        $f(&$s.t_ns) + $f(&$s.kind) + $f(&$s.tensor) + $f(&$s.bytes)
+            + $f(&$s.pool) + $f(&$s.op) + $f(&$s.reason)
+    };
+    ($s:expr, replace $f:ident($($a:expr),*)) => {{
+        $s.t_ns = $f(&$s.t_ns, $($a),*);
+        $s.kind = $f(&$s.kind, $($a),*);
+        $s.tensor = $f(&$s.tensor, $($a),*);
+        $s.bytes = $f(&$s.bytes, $($a),*);
+        $s.pool = $f(&$s.pool, $($a),*);
+        $s.op = $f(&$s.op, $($a),*);
+        $s.reason = $f(&$s.reason, $($a),*);
+    }};
+}
+
+/// Heap bytes a column's capacity holds.
+fn heap<T>(v: &Vec<T>) -> usize {
+    v.capacity() * std::mem::size_of::<T>()
+}
+
+/// A column's values in `order`.
+fn gather<T: Copy>(v: &[T], order: &[u32]) -> Vec<T> {
+    order.iter().map(|&i| v[i as usize]).collect()
+}
+
 /// An optional `u64` field as a column: empty until some event carries it,
 /// then one value and one presence bit per event.
 #[derive(Debug, Clone, Default)]
@@ -186,13 +238,7 @@ impl Events {
     /// Room for `n` more events in the dense columns (exactly, so a
     /// simulation sized up front holds no slack).
     pub fn reserve_exact(&mut self, n: usize) {
-        self.t_ns.reserve_exact(n);
-        self.kind.reserve_exact(n);
-        self.tensor.reserve_exact(n);
-        self.bytes.reserve_exact(n);
-        self.pool.reserve_exact(n);
-        self.op.reserve_exact(n);
-        self.reason.reserve_exact(n);
+        each_dense!(self, reserve_exact(n));
     }
 
     /// Events the dense columns hold room for.
@@ -200,29 +246,39 @@ impl Events {
         self.t_ns.capacity()
     }
 
-    /// Appends an event. A tensor or op id past `u32::MAX - 1` cannot be
-    /// held and is refused (no trace has that many: the reference would
-    /// dangle anyway).
+    /// Appends an event. A tensor or op id past [`MAX_ID`] cannot be held
+    /// and is refused (no trace has that many: the reference would dangle
+    /// anyway).
     pub fn try_push(&mut self, e: &Event) -> Result<(), String> {
-        let tensor = u32::try_from(e.tensor)
-            .ok()
-            .filter(|&t| t != u32::MAX)
-            .ok_or_else(|| format!("event refers to tensor {}, past 2^32 - 1", e.tensor))?;
-        let op = match e.op {
-            None => NO_OP,
-            Some(o) => u32::try_from(o)
-                .ok()
-                .filter(|&o| o != NO_OP)
-                .ok_or_else(|| format!("event refers to op {o}, past 2^32 - 1"))?,
-        };
+        if e.tensor > MAX_ID {
+            return Err(format!(
+                "event refers to tensor {}, past 2^32 - 2",
+                e.tensor
+            ));
+        }
+        if let Some(o) = e.op.filter(|&o| o > MAX_ID) {
+            return Err(format!("event refers to op {o}, past 2^32 - 2"));
+        }
+        self.push_row(e);
+        Ok(())
+    }
+
+    /// Appends an event built in this process, whose ids are in range by
+    /// construction (an id past [`MAX_ID`] is held as `MAX_ID`, a dangling
+    /// reference [`super::Trace::check_refs`] reports).
+    pub fn push(&mut self, e: Event) {
+        self.push_row(&e);
+    }
+
+    fn push_row(&mut self, e: &Event) {
         let i = self.len();
         self.t_ns.push(e.t_ns);
         self.kind.push(e.kind);
-        self.tensor.push(tensor);
+        self.tensor.push(id32(e.tensor));
         self.bytes.push(e.bytes);
         let pool = self.dict.id(&e.pool);
         self.pool.push(pool);
-        self.op.push(op);
+        self.op.push(op32(e.op));
         let reason = e.reason.as_deref().map_or(0, |r| self.dict.id(r));
         self.reason.push(reason);
         self.offset.push(i, e.offset);
@@ -231,19 +287,6 @@ impl Events {
         self.thread.push(i, e.thread);
         self.live_bytes.push(i, e.live_bytes);
         self.written_bytes.push(i, e.written_bytes);
-        Ok(())
-    }
-
-    /// Appends an event built in this process, whose ids are in range by
-    /// construction (an out-of-range id is held as a dangling reference,
-    /// which [`super::Trace::check_refs`] reports).
-    pub fn push(&mut self, e: Event) {
-        if self.try_push(&e).is_err() {
-            let mut e = e;
-            e.tensor = (u32::MAX - 1) as usize;
-            e.op = e.op.map(|_| (u32::MAX - 1) as usize);
-            let _ = self.try_push(&e);
-        }
     }
 
     /// Event `i` as a row. Panics when `i` is out of range, like indexing.
@@ -271,10 +314,6 @@ impl Events {
         (i < self.len()).then(|| self.at(i))
     }
 
-    pub fn first(&self) -> Option<Event> {
-        self.get(0)
-    }
-
     pub fn last(&self) -> Option<Event> {
         self.len().checked_sub(1).map(|i| self.at(i))
     }
@@ -284,7 +323,7 @@ impl Events {
         let n = self.len();
         self.t_ns[i] = e.t_ns;
         self.kind[i] = e.kind;
-        self.tensor[i] = u32::try_from(e.tensor).unwrap_or(u32::MAX - 1);
+        self.tensor[i] = id32(e.tensor);
         self.bytes[i] = e.bytes;
         self.pool[i] = self.dict.id(&e.pool);
         self.op[i] = e.op.map_or(NO_OP, |o| {
@@ -318,9 +357,7 @@ impl Events {
     pub fn map_ops(&mut self, mut f: impl FnMut(usize) -> Option<usize>) {
         for o in &mut self.op {
             let old = (*o != NO_OP).then_some(*o as usize);
-            *o = old.and_then(&mut f).map_or(NO_OP, |v| {
-                u32::try_from(v).unwrap_or(u32::MAX - 1).min(u32::MAX - 1)
-            });
+            *o = op32(old.and_then(&mut f));
         }
     }
 
@@ -338,20 +375,10 @@ impl Events {
     }
 
     pub fn truncate(&mut self, n: usize) {
-        self.t_ns.truncate(n);
-        self.kind.truncate(n);
-        self.tensor.truncate(n);
-        self.bytes.truncate(n);
-        self.pool.truncate(n);
-        self.op.truncate(n);
-        self.reason.truncate(n);
+        each_dense!(self, truncate(n));
         for c in self.opt_cols_mut() {
             c.truncate(n);
         }
-    }
-
-    pub fn clear(&mut self) {
-        self.truncate(0);
     }
 
     /// The events in time order, ties kept in the order they came (a
@@ -362,21 +389,10 @@ impl Events {
         }
         let mut order: Vec<u32> = (0..self.len() as u32).collect();
         order.sort_by_key(|&i| self.t_ns[i as usize]);
-        let pick = |v: &Vec<u32>| order.iter().map(|&i| v[i as usize]).collect::<Vec<_>>();
-        let pick64 = |v: &Vec<u64>| order.iter().map(|&i| v[i as usize]).collect::<Vec<_>>();
-        self.t_ns = pick64(&self.t_ns);
-        self.bytes = pick64(&self.bytes);
-        self.kind = order.iter().map(|&i| self.kind[i as usize]).collect();
-        self.tensor = pick(&self.tensor);
-        self.pool = pick(&self.pool);
-        self.op = pick(&self.op);
-        self.reason = pick(&self.reason);
-        self.offset = self.offset.gather(&order);
-        self.dma_start_ns = self.dma_start_ns.gather(&order);
-        self.dma_end_ns = self.dma_end_ns.gather(&order);
-        self.thread = self.thread.gather(&order);
-        self.live_bytes = self.live_bytes.gather(&order);
-        self.written_bytes = self.written_bytes.gather(&order);
+        each_dense!(self, replace gather(&order));
+        for c in self.opt_cols_mut() {
+            *c = c.gather(&order);
+        }
     }
 
     fn opt_cols_mut(&mut self) -> [&mut OptCol; 6] {
@@ -390,29 +406,8 @@ impl Events {
         ]
     }
 
-    /// Gives back the columns' unused room (after loading).
-    pub fn shrink_to_fit(&mut self) {
-        self.t_ns.shrink_to_fit();
-        self.kind.shrink_to_fit();
-        self.tensor.shrink_to_fit();
-        self.bytes.shrink_to_fit();
-        self.pool.shrink_to_fit();
-        self.op.shrink_to_fit();
-        self.reason.shrink_to_fit();
-        for c in self.opt_cols_mut() {
-            c.shrink();
-        }
-    }
-
-    /// Heap bytes the columns hold (their capacity): the figure
-    /// docs/memory.md quotes per event.
-    pub fn heap_bytes(&self) -> usize {
-        let dense = self.t_ns.capacity() * 8
-            + self.kind.capacity()
-            + (self.tensor.capacity() + self.pool.capacity() + self.op.capacity()) * 4
-            + self.reason.capacity() * 4
-            + self.bytes.capacity() * 8;
-        let opt = [
+    fn opt_cols(&self) -> [&OptCol; 6] {
+        [
             &self.offset,
             &self.dma_start_ns,
             &self.dma_end_ns,
@@ -420,10 +415,22 @@ impl Events {
             &self.live_bytes,
             &self.written_bytes,
         ]
-        .iter()
-        .map(|c| c.heap_bytes())
-        .sum::<usize>();
-        dense + opt + self.dict.names.len() * 64
+    }
+
+    /// Gives back the columns' unused room (after loading).
+    pub fn shrink_to_fit(&mut self) {
+        each_dense!(self, shrink_to_fit());
+        for c in self.opt_cols_mut() {
+            c.shrink();
+        }
+    }
+
+    /// Heap bytes the columns hold (their capacity; the dictionary's names
+    /// estimated at 64 bytes each): the figure docs/memory.md quotes per
+    /// event.
+    pub fn heap_bytes(&self) -> usize {
+        let opt: usize = self.opt_cols().iter().map(|c| c.heap_bytes()).sum();
+        each_dense!(self, sum heap) + opt + self.dict.names.len() * 64
     }
 
     pub fn iter(&self) -> Iter<'_> {
@@ -447,12 +454,6 @@ impl Events {
     /// The columns read most, for loops that need no whole row.
     pub fn t_ns(&self) -> &[u64] {
         &self.t_ns
-    }
-    pub fn kinds(&self) -> &[EventKind] {
-        &self.kind
-    }
-    pub fn bytes(&self) -> &[u64] {
-        &self.bytes
     }
     /// The tensor of event `i`.
     pub fn tensor(&self, i: usize) -> usize {
@@ -585,21 +586,7 @@ mod tests {
     use super::*;
 
     fn ev(t: u64, kind: EventKind, tensor: usize) -> Event {
-        Event {
-            t_ns: t,
-            kind,
-            tensor,
-            bytes: 64,
-            pool: "sram".into(),
-            offset: None,
-            op: None,
-            dma_start_ns: None,
-            dma_end_ns: None,
-            thread: None,
-            live_bytes: None,
-            reason: None,
-            written_bytes: None,
-        }
+        Event::plain(t, kind, tensor, 64, "sram")
     }
 
     #[test]

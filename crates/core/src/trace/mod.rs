@@ -361,6 +361,28 @@ pub struct Event {
     pub written_bytes: Option<u64>,
 }
 
+impl Event {
+    /// An event with the contract's required fields and no optional ones
+    /// (what importers and the simulators start from, adding what they know).
+    pub fn plain(t_ns: u64, kind: EventKind, tensor: usize, bytes: u64, pool: &str) -> Event {
+        Event {
+            t_ns,
+            kind,
+            tensor,
+            bytes,
+            pool: pool.into(),
+            offset: None,
+            op: None,
+            dma_start_ns: None,
+            dma_end_ns: None,
+            thread: None,
+            live_bytes: None,
+            reason: None,
+            written_bytes: None,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Counter {
     pub name: String,
