@@ -195,6 +195,11 @@ pub struct ImportOpts {
     /// Refuse inputs with more events than this.
     #[arg(long, value_name = "N")]
     pub max_events: Option<usize>,
+    /// JSONL streams: hold only about the last N events and ops; older ones
+    /// fall out into running totals, so the stream's ledger stays whole
+    /// (`view` keeps 131072 by default, `import` everything).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub keep: Option<u64>,
     /// Nested ops (PyTorch's aten::conv2d > aten::convolution > ...): work
     /// on the ops this many calls deep (1 = the top level, the default of
     /// view, report and diff; `import` keeps every level unless given).
@@ -622,6 +627,7 @@ impl ImportOpts {
             run: self.run,
             model,
             max_events: self.max_events,
+            keep: self.keep.map(|k| k as usize),
         };
         import::import(path, format, &opts)
     }

@@ -46,6 +46,11 @@ pub fn source_for(a: &ViewArgs) -> Result<Source> {
                 run: a.import.run,
                 model,
                 max_events: a.import.max_events,
+                keep: Some(
+                    a.import
+                        .keep
+                        .map_or(spillscope::limits::LIVE_WINDOW_EVENTS, |k| k as usize),
+                ),
             },
             level: std::sync::Arc::new(std::sync::atomic::AtomicU32::new(
                 a.import.op_depth.unwrap_or(1),

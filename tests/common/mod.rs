@@ -4,6 +4,7 @@
 pub mod probe;
 pub mod replay;
 pub mod screen;
+pub mod stream;
 pub mod tmux;
 
 use spillscope::cost::HardwareProfile;
@@ -197,4 +198,15 @@ pub fn typed(
         b.output(*o);
     }
     b.build().unwrap()
+}
+
+/// A xorshift generator from `state` for property tests that build their
+/// inputs from one seed: each call gives a number below `m` (0 for `m` 0).
+pub fn xorshift(mut state: u64) -> impl FnMut(u64) -> u64 {
+    move |m: u64| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state % m.max(1)
+    }
 }

@@ -27,13 +27,7 @@ use spillscope::trace::{verify::verify, EventKind, Trace};
 /// weights, and sizes that make ops stream at small capacities.
 fn arb_graph() -> impl Strategy<Value = Graph> {
     (3usize..22, any::<u64>()).prop_map(|(n, seed)| {
-        let mut rng = seed | 1;
-        let mut next = move |m: u64| {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            rng % m.max(1)
-        };
+        let mut next = crate::common::xorshift(seed | 1);
         let mut b = GraphBuilder::new("random");
         let mut tensors: Vec<String> = Vec::new();
         let declare = |b: &mut GraphBuilder, name: String, bytes: u64, weight: bool| {

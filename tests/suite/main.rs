@@ -28,6 +28,7 @@ mod samples;
 mod session;
 mod sim_policies;
 mod sim_properties;
+mod stream_window;
 mod suggest;
 mod trace_mutation;
 mod tui_deep_names;

@@ -18,13 +18,7 @@ fn arb_graph(unit_sizes: bool) -> impl Strategy<Value = Graph> {
 
 fn arb_graph_upto(unit_sizes: bool, max_ops: usize) -> impl Strategy<Value = Graph> {
     (2usize..max_ops, any::<u64>()).prop_map(move |(n, seed)| {
-        let mut rng = seed;
-        let mut next = move |m: u64| {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            rng % m.max(1)
-        };
+        let mut next = crate::common::xorshift(seed);
         let mut b = GraphBuilder::new("random");
         let mut tensors: Vec<String> = Vec::new();
         let declare = |b: &mut GraphBuilder, name: String, size: u64| {

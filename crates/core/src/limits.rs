@@ -18,6 +18,18 @@ pub const MAX_TOTAL_BYTES: u64 = 1 << 62;
 /// Latest time, in ns, any clock may reach (2^62 ns, about 146 years).
 pub const MAX_NS: u64 = 1 << 62;
 
+/// How many events (and ops) a live view of a JSONL stream holds by
+/// default (`--keep` changes it); older ones fall out into running totals.
+/// Sized to the memory budget a view may take on an edge board
+/// ([`LIVE_MEMORY_BUDGET`]) at what one held event costs the view with its
+/// analyses ([`VIEW_BYTES_PER_EVENT`], measured: docs/memory.md).
+pub const LIVE_WINDOW_EVENTS: usize = (LIVE_MEMORY_BUDGET / VIEW_BYTES_PER_EVENT) as usize;
+/// The memory a live view's stream window is sized to (256 MiB).
+pub const LIVE_MEMORY_BUDGET: u64 = 256 << 20;
+/// What one held event costs a view: the event, its share of ops and
+/// tensors, the snapshot taken for each refresh and the analyses of it.
+pub const VIEW_BYTES_PER_EVENT: u64 = 2048;
+
 /// Nanoseconds from a computed `f64`, rounded up; a value that is not
 /// finite or lies beyond [`MAX_NS`] becomes [`MAX_NS`], which every clock
 /// check then reports (so the conversion never saturates silently).

@@ -414,6 +414,15 @@ impl Dataset {
         self.end_ns
     }
 
+    /// Where the trace's time begins on screen: 0, or for a window of a
+    /// longer stream the window's start (nothing before it is held).
+    pub fn start_ns(&self) -> u64 {
+        self.trace
+            .window()
+            .filter(|w| w.is_trimmed())
+            .map_or(0, |w| w.from_ns.min(self.end_ns))
+    }
+
     /// Round trips of a tensor, if it has any.
     pub fn trips_of(&self, tensor: usize) -> Option<&TensorTrips> {
         self.trips.iter().find(|t| t.tensor == tensor)

@@ -210,10 +210,13 @@ impl Tails {
             if let Some(note) = import::jsonl::recover_stream(p)? {
                 self.recovered.insert(p.to_path_buf(), note);
             }
-            let tail = self
-                .streams
-                .entry(p.to_path_buf())
-                .or_insert_with(|| JsonlTail::new(p));
+            let tail = self.streams.entry(p.to_path_buf()).or_insert_with(|| {
+                let mut t = JsonlTail::new(p);
+                if let Some(k) = opts.import.keep {
+                    t.state.keep(k);
+                }
+                t
+            });
             tail.poll()?;
             let mut tr = tail.state.snapshot();
             tr.meta.model = label.to_string();

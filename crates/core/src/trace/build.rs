@@ -124,6 +124,46 @@ impl TraceBuilder {
         });
     }
 
+    /// Keeps only the ops and tensors the maps keep, renumbered to the new
+    /// ids they give (`new_of_old[i]`: op or tensor `i`'s new id, `None`:
+    /// dropped; new ids in the old order). References to a dropped op
+    /// (an event's op, a parent, a producer or consumer) become none;
+    /// events and ops must not refer to a dropped tensor. What a stream
+    /// window does when older ops and tensors fall out of it.
+    pub fn renumber(&mut self, op_of: &[Option<usize>], tensor_of: &[Option<usize>]) {
+        let op = |o: usize| op_of.get(o).copied().flatten();
+        let tensor = |t: usize| tensor_of.get(t).copied().flatten();
+        self.events.map_ops(op);
+        self.events.map_tensors(|t| tensor(t).unwrap_or(t));
+        let ops = std::mem::take(&mut self.ops);
+        self.ops = ops
+            .into_iter()
+            .filter_map(|mut o| {
+                o.id = op(o.id)?;
+                o.parent = o.parent.and_then(op);
+                for list in [&mut o.inputs, &mut o.outputs, &mut o.streamed] {
+                    *list = list.iter().filter_map(|&t| tensor(t)).collect();
+                }
+                Some(o)
+            })
+            .collect();
+        let tensors = std::mem::take(&mut self.tensors);
+        self.tensors = tensors
+            .into_iter()
+            .filter_map(|mut t| {
+                t.id = tensor(t.id)?;
+                t.producer = t.producer.and_then(op);
+                t.consumers = t.consumers.iter().filter_map(|&o| op(o)).collect();
+                Some(t)
+            })
+            .collect();
+        self.by_name = self
+            .tensors
+            .iter()
+            .map(|t| (t.name.clone(), t.id))
+            .collect();
+    }
+
     /// Finishes: sorts events by time, fills in pools and the summary.
     pub fn finish(mut self) -> Trace {
         self.events.sort_by_time();
@@ -131,11 +171,22 @@ impl TraceBuilder {
         // pools are few, so a small vector beats hashing per event.
         let deltas = super::residency::deltas(&self.events, &self.ops, self.tensors.len());
         let steps = self.events.iter().zip(deltas).map(|(e, d)| (e.t_ns, d));
+        let window = match &self.meta.producer {
+            Producer::Instrumented(i) => i.window.as_deref().cloned(),
+            _ => None,
+        };
+        let window = window.unwrap_or_default();
         let peak = super::residency::walk(steps)
             .map(|(_, b)| b as i128)
             .max()
-            .unwrap_or(0);
-        let mut high_water: Vec<(&str, u64)> = Vec::new();
+            .unwrap_or(0)
+            .max(window.peak_live_before as i128);
+        // What fell out of a stream window still sized its pools.
+        let mut high_water: Vec<(&str, u64)> = window
+            .high_water_before
+            .iter()
+            .map(|(p, &hw)| (p.as_str(), hw))
+            .collect();
         for (i, e) in self.events.iter().enumerate() {
             if let Some(off) = e.offset {
                 // Offsets come from importers' files: a sum past 64 bits is
@@ -174,6 +225,8 @@ impl TraceBuilder {
             .chain(self.events.iter().map(|e| e.t_ns))
             .min()
             .unwrap_or(0);
+        // A stream window's time 0 is the stream's start.
+        let start = if window.is_trimmed() { 0 } else { start };
         let end = self
             .ops
             .iter()
@@ -185,7 +238,7 @@ impl TraceBuilder {
         let peak_live = self.peak_live_override.unwrap_or(peak.max(0) as u64);
         let summary = Summary {
             latency_ns: latency,
-            stall_ns: self.ops.iter().map(|o| o.stall_ns).sum(),
+            stall_ns: window.stall_before_ns + self.ops.iter().map(|o| o.stall_ns).sum::<u64>(),
             peak_live_bytes: peak_live,
             peak_resident_bytes: peak.max(0) as u64,
             throughput_fps: if latency > 0 {

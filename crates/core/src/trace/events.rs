@@ -361,6 +361,24 @@ impl Events {
         }
     }
 
+    /// Changes every event's tensor (a stream window renumbers the tensors
+    /// it keeps). `f` must map every tensor an event refers to.
+    pub fn map_tensors(&mut self, mut f: impl FnMut(usize) -> usize) {
+        for t in &mut self.tensor {
+            *t = id32(f(*t as usize));
+        }
+    }
+
+    /// Keeps only the events at `rows` (increasing indices), in that order:
+    /// what a stream window keeps when older events fall out of it.
+    pub fn retain_rows(&mut self, rows: &[u32]) {
+        debug_assert!(rows.is_sorted());
+        each_dense!(self, replace gather(rows));
+        for c in self.opt_cols_mut() {
+            *c = c.gather(rows);
+        }
+    }
+
     /// Moves every time `t0` earlier (a runtime's clock to the trace's
     /// zero), clamped at 0.
     pub fn shift_times(&mut self, t0: u64) {

@@ -112,6 +112,43 @@ impl Parts {
     pub fn is_empty(&self) -> bool {
         self.0.iter().all(|t| t.count == 0)
     }
+
+    /// Adds every part of `o` to this one.
+    pub fn merge(&mut self, o: &Parts) {
+        for (a, b) in self.0.iter_mut().zip(o.0.iter()) {
+            a.count = a.count.saturating_add(b.count);
+            a.bytes = a.bytes.saturating_add(b.bytes);
+        }
+    }
+}
+
+/// Reads what [`Serialize for Parts`] writes (`traffic_bytes` is derived,
+/// so it is read and ignored).
+impl<'de> Deserialize<'de> for Parts {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Parts, D::Error> {
+        #[derive(Deserialize, PartialEq, Eq, PartialOrd, Ord)]
+        #[serde(untagged)]
+        enum Key {
+            Part(Part),
+            Other(String),
+        }
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Entry {
+            Tally(Tally),
+            Total(#[allow(dead_code)] u64),
+        }
+        let m: BTreeMap<Key, Entry> = BTreeMap::deserialize(d)?;
+        let mut parts = Parts::default();
+        for (k, v) in m {
+            match (k, v) {
+                (Key::Part(p), Entry::Tally(t)) => parts.0[p.index()] = t,
+                (Key::Other(k), Entry::Total(_)) if k == "traffic_bytes" => {}
+                _ => return Err(serde::de::Error::custom("not a ledger part and its tally")),
+            }
+        }
+        Ok(parts)
+    }
 }
 
 impl Serialize for Parts {
@@ -210,6 +247,17 @@ impl Ledger {
     pub fn of(tr: &Trace) -> Ledger {
         let derived = derived_streams(tr);
         let mut replay = Replay::new(tr);
+        if let Some(w) = tr.window() {
+            // A window of a longer stream: what fell out of it is in the
+            // totals, and its tensors' history classifies their loads.
+            replay.ledger.total = w.total_before();
+            replay.ledger.per_pool = w.ledger_before.clone();
+            for &t in &w.spilled_before {
+                if let Some(s) = replay.spilled.get_mut(t) {
+                    *s = true;
+                }
+            }
+        }
         let mut next = derived.iter().peekable();
         for (i, e) in tr.events.iter().enumerate() {
             while let Some(d) = next.next_if(|d| d.t_ns < e.t_ns) {
@@ -341,44 +389,23 @@ impl<'a> Replay<'a> {
 
     /// The part a transfer from DRAM of `t` belongs to.
     fn inbound(&self, t: usize, spill_part: Part) -> Option<Part> {
-        match self.kind(t) {
-            TensorKind::Weight => Some(Part::Weights),
-            _ if self.spilled.get(t).copied().unwrap_or(false) => Some(spill_part),
-            TensorKind::Input => Some(Part::InputLoads),
-            // An activation coming from DRAM it was never written to:
-            // not traffic the ledger can place (verify flags it).
-            _ => None,
-        }
+        inbound(
+            self.kind(t),
+            self.spilled.get(t).copied().unwrap_or(false),
+            spill_part,
+        )
     }
 
     fn event(&mut self, i: usize, e: &Event) {
-        let t = e.tensor;
-        let weight = self.kind(t) == TensorKind::Weight;
-        let loaded = matches!(self.kind(t), TensorKind::Weight | TensorKind::Input);
-        let part = match e.kind {
-            EventKind::Evict if weight => None,
-            EventKind::Evict => {
-                if e.written_bytes.is_none() {
-                    self.ledger.derived_writes += 1;
-                }
-                Some(Part::EvictedOut)
-            }
-            EventKind::StreamOut => Some(Part::StreamedOut),
-            EventKind::Reload => self.inbound(t, Part::Reloaded),
-            EventKind::StreamIn => self.inbound(t, Part::StreamedIn),
-            // An alloc with a transfer of a weight or graph input is a load.
-            EventKind::Alloc if e.dma_start_ns.is_some() && loaded => {
-                self.inbound(t, Part::Reloaded)
-            }
-            EventKind::Alloc | EventKind::Free | EventKind::Recompute => None,
-        };
-        let bytes = Ledger::bytes(e);
-        if matches!(e.kind, EventKind::Evict | EventKind::StreamOut) && !weight {
-            if let Some(s) = self.spilled.get_mut(t) {
-                *s = true;
-            }
+        let kind = self.kind(e.tensor);
+        let mut unknown = false;
+        let spilled = self.spilled.get_mut(e.tensor).unwrap_or(&mut unknown);
+        let part = classify(kind, spilled, e);
+        if part == Some(Part::EvictedOut) && e.written_bytes.is_none() {
+            self.ledger.derived_writes += 1;
         }
         if let Some(p) = part {
+            let bytes = Ledger::bytes(e);
             self.ledger.total.add(p, bytes);
             self.ledger
                 .per_pool
@@ -417,6 +444,44 @@ impl<'a> Replay<'a> {
                 .add(p, d.bytes);
         }
     }
+}
+
+/// The part a transfer from DRAM of a tensor of `kind` belongs to, given
+/// whether it was spilled before.
+fn inbound(kind: TensorKind, spilled: bool, spill_part: Part) -> Option<Part> {
+    match kind {
+        TensorKind::Weight => Some(Part::Weights),
+        _ if spilled => Some(spill_part),
+        TensorKind::Input => Some(Part::InputLoads),
+        // An activation coming from DRAM it was never written to:
+        // not traffic the ledger can place (verify flags it).
+        _ => None,
+    }
+}
+
+/// The part event `e` of a tensor of `kind` adds to, if any, given whether
+/// the tensor was spilled before it; marks it spilled when `e` spills it.
+/// The one rule for placing an event in the ledger: a whole trace's replay
+/// and a stream window's trimming both use it.
+pub(crate) fn classify(kind: TensorKind, spilled: &mut bool, e: &Event) -> Option<Part> {
+    let weight = kind == TensorKind::Weight;
+    let loaded = matches!(kind, TensorKind::Weight | TensorKind::Input);
+    let part = match e.kind {
+        EventKind::Evict if weight => None,
+        EventKind::Evict => Some(Part::EvictedOut),
+        EventKind::StreamOut => Some(Part::StreamedOut),
+        EventKind::Reload => inbound(kind, *spilled, Part::Reloaded),
+        EventKind::StreamIn => inbound(kind, *spilled, Part::StreamedIn),
+        // An alloc with a transfer of a weight or graph input is a load.
+        EventKind::Alloc if e.dma_start_ns.is_some() && loaded => {
+            inbound(kind, *spilled, Part::Reloaded)
+        }
+        EventKind::Alloc | EventKind::Free | EventKind::Recompute => None,
+    };
+    if matches!(e.kind, EventKind::Evict | EventKind::StreamOut) && !weight {
+        *spilled = true;
+    }
+    part
 }
 
 /// Stream parts implied by ops' `streamed` lists where the trace has no

@@ -103,6 +103,10 @@ pub struct Instrumented {
     /// Vela: its configuration and its own summary figures.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vela: Option<Box<crate::trace::import::vela::VelaInfo>>,
+    /// JSONL tailed with a bound (`--keep`): the trace holds the recent
+    /// part of the stream, and this says what fell out of it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<Box<crate::trace::window::StreamWindow>>,
 }
 
 impl Instrumented {
@@ -116,6 +120,7 @@ impl Instrumented {
             model: None,
             linked: None,
             vela: None,
+            window: None,
         }
     }
 }

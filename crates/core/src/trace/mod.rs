@@ -20,6 +20,7 @@ mod ranges;
 pub mod residency;
 mod traffic;
 pub mod verify;
+pub mod window;
 pub use events::Events;
 pub use traffic::Traffic;
 

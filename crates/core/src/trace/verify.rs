@@ -244,6 +244,14 @@ pub fn verify(tr: &Trace, limit: usize) -> VerifyReport {
         report: VerifyReport::default(),
         limit: limit.max(1),
     };
+    if let Some(w) = tr.window() {
+        // A window of a longer stream: DRAM's copies from before it.
+        for &t in &w.in_dram_before {
+            if let Some(d) = r.dram.get_mut(t) {
+                *d = true;
+            }
+        }
+    }
     // Op starts are checkpoints: an op is checked once every event at or
     // before its start that belongs to it (or an earlier op) has been applied.
     let mut order: Vec<usize> = (0..tr.ops.len()).collect();
@@ -286,6 +294,19 @@ pub fn verify(tr: &Trace, limit: usize) -> VerifyReport {
     r.check_ledger();
     r.report.ops_checked = tr.ops.len();
     r.report
+}
+
+/// Whether DRAM holds a current copy of a tensor of `kind` after event
+/// `e`, given whether it did before: a value produced on chip has none
+/// yet; streaming it out or writing it back on eviction makes one. The one
+/// rule, shared by the replay here and a stream window's trimming.
+pub(crate) fn dram_after(kind: TensorKind, dram: bool, e: &super::Event) -> bool {
+    match e.kind {
+        EventKind::Alloc => dram && matches!(kind, TensorKind::Weight | TensorKind::Input),
+        EventKind::StreamOut => true,
+        EventKind::Evict => dram || super::ledger::Ledger::bytes(e) > 0,
+        _ => dram,
+    }
 }
 
 impl Replay<'_> {
@@ -332,10 +353,6 @@ impl Replay<'_> {
                     );
                     self.unplace(t, &e.pool);
                 }
-                if !matches!(tr.tensors[t].kind, TensorKind::Weight | TensorKind::Input) {
-                    // Produced on chip: DRAM has no copy of this value yet.
-                    self.dram[t] = false;
-                }
                 self.place(idx, e);
             }
             EventKind::Reload => {
@@ -379,7 +396,6 @@ impl Replay<'_> {
                 }
             }
             EventKind::StreamOut => {
-                self.dram[t] = true;
                 if !matches!(self.state[t], State::Resident { .. }) {
                     self.state[t] = State::Dram;
                 }
@@ -389,6 +405,7 @@ impl Replay<'_> {
             }
             EventKind::Evict | EventKind::Free => self.remove(idx, e, running),
         }
+        self.dram[t] = dram_after(tr.tensors[t].kind, self.dram[t], e);
     }
 
     /// `evict` or `free` of a resident tensor, never of a running op's
@@ -427,9 +444,7 @@ impl Replay<'_> {
             }
         }
         if e.kind == EventKind::Evict {
-            let wrote =
-                e.written_bytes
-                    .unwrap_or(if e.dma_start_ns.is_some() { e.bytes } else { 0 });
+            let wrote = super::ledger::Ledger::bytes(e);
             if wrote == 0 && !self.dram[t] {
                 self.fail(
                     Some(idx),
@@ -439,9 +454,6 @@ impl Replay<'_> {
                         "evict of {name:?} writes nothing back, and DRAM holds no current copy{on}"
                     ),
                 );
-            }
-            if wrote > 0 {
-                self.dram[t] = true;
             }
         }
         self.unplace(t, &e.pool);

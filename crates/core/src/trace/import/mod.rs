@@ -31,6 +31,11 @@ pub struct ImportOptions {
     pub model: Option<std::sync::Arc<Graph>>,
     /// Refuse inputs with more events than this.
     pub max_events: Option<usize>,
+    /// JSONL streams: hold at most about this many events (and ops); older
+    /// ones fall out of the trace into running totals
+    /// ([`crate::trace::window`]). `None`: hold them all (a live view
+    /// defaults to [`crate::limits::LIVE_WINDOW_EVENTS`]).
+    pub keep: Option<usize>,
 }
 
 impl ImportOptions {

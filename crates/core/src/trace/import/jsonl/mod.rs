@@ -14,6 +14,8 @@ use std::collections::HashMap;
 use std::io::{BufRead, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
+mod trim;
+
 /// The longest record (line) a stream may have: 1 MiB. Real records are a
 /// few hundred bytes; a longer line is a file that is not a JSONL stream.
 pub const MAX_LINE_BYTES: usize = 1 << 20;
@@ -56,6 +58,10 @@ pub struct JsonlState {
     pub dropped: u64,
     pub warnings: Vec<String>,
     t_first: Option<u64>,
+    /// The most events (and ops) held; older ones fall out into
+    /// `retired` ([`JsonlState::keep`]). `usize::MAX`: everything is held.
+    keep: usize,
+    retired: trim::Retired,
 }
 
 impl JsonlState {
@@ -69,6 +75,22 @@ impl JsonlState {
             dropped: 0,
             warnings: Vec::new(),
             t_first: None,
+            keep: usize::MAX,
+            retired: trim::Retired::default(),
+        }
+    }
+
+    /// Holds at most about `keep` events and ops (at least one): older ones
+    /// fall out of the window into running totals, so a stream followed
+    /// for hours stays in bounded memory and its ledger stays exact.
+    pub fn keep(&mut self, keep: usize) {
+        self.keep = keep.max(1);
+        self.trim();
+    }
+
+    fn trim(&mut self) {
+        if self.keep != usize::MAX {
+            trim::trim(&mut self.b, &mut self.open, &mut self.retired, self.keep);
         }
     }
 
@@ -187,6 +209,7 @@ impl JsonlState {
                 }
             }
         }
+        self.trim();
     }
 
     /// The trace so far (ops still open end at the latest time seen).
@@ -219,9 +242,12 @@ impl JsonlState {
                 s.0 = s.0.saturating_sub(t0);
             }
         }
+        let window =
+            (self.keep != usize::MAX).then(|| Box::new(self.retired.window(self.keep, t0)));
         tmp.set_producer(Producer::Instrumented(Instrumented {
             t0_ns: Some(t0),
             capacity_declared: self.b.pools.iter().any(|p| p.capacity_bytes > 0),
+            window,
             ..Instrumented::new(Importer::Jsonl)
         }));
         tmp.finish()
@@ -244,6 +270,9 @@ pub fn import(path: &Path, opts: &ImportOptions) -> Result<(Trace, Vec<String>)>
     let recovered = recover_stream(path)?;
     let mut tail = JsonlTail::new(path);
     tail.max_lines = opts.max_events();
+    if let Some(k) = opts.keep {
+        tail.state.keep(k);
+    }
     tail.poll()?;
     let mut warnings: Vec<String> = recovered.into_iter().collect();
     warnings.extend(tail.state.problems());
@@ -372,11 +401,13 @@ impl JsonlTail {
         let same_head = head.starts_with(&self.head) || self.head.starts_with(&head);
         if self.offset > 0 && (len < self.offset || ino != self.ino || !same_head) {
             // Truncated or replaced: start over, and say so.
-            *self = JsonlTail {
+            let mut fresh = JsonlTail {
                 max_lines: self.max_lines,
                 replaced: self.replaced + 1,
                 ..JsonlTail::new(&self.path)
             };
+            fresh.state.keep = self.state.keep;
+            *self = fresh;
         }
         self.ino = ino;
         if head.len() > self.head.len() {
