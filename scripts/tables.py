@@ -98,6 +98,12 @@ SPEED_ROWS = [
      "simulate a generated 100,008-op transformer: ideal / lru / belady / lifetime", "< 1 s"),
     ("onnx_scale", "onnx_100k_nodes", ["load (shapes from value_info)", "load + lru, belady, lifetime"],
      "load a 99,999-node ONNX model (shapes from value_info) / and simulate three policies", "< 3 s"),
+    ("stream", "stream_window", ["read_20k_ops"],
+     "live JSONL in the default window (131,072 events): read and trim 20,000 ops (one second at 20,000 ops/s)", "< 1 s"),
+    ("stream", "stream_window", ["snapshot", "quick_dataset", "complete_analyses"],
+     "live JSONL: one refresh of that window (snapshot / quick dataset / complete analyses)", ""),
+    ("stream", "stream_window", ["frame_overview", "frame_timeline", "frame_hotspots", "frame_memory"],
+     "live JSONL: one frame of that window at 120x40 (overview, timeline, hotspots, memory)", "< 16 ms"),
 ]
 
 
@@ -140,7 +146,7 @@ GENERATORS = {
     "vela": (script("scripts/vela-table.sh"), "scripts/vela-table.sh"),
     "npu": (script("scripts/npu-table.sh"), "scripts/npu-table.sh"),
     "npu-ttq": (script("scripts/npu-time-to-quality.sh"), "scripts/npu-time-to-quality.sh"),
-    "speed": (speed, "cargo bench --bench sim/explorer/import/whatif/scale/onnx_scale (criterion medians)"),
+    "speed": (speed, "cargo bench --bench sim/explorer/import/whatif/scale/onnx_scale/stream (criterion medians)"),
     "keys": (keys, "cargo run --example key_table"),
 }
 

@@ -306,6 +306,78 @@ fn a_jsonl_stream_appended_in_partial_lines() {
     t.send(&["q"]);
 }
 
+/// A stream followed with a small window (`--keep`): the screen says it is
+/// a window and what fell out, and the eviction total of the whole stream
+/// stays exact as the window moves (one eviction every 8 ops), reconciled
+/// with the window's classified evictions plus the earlier ones.
+#[test]
+fn a_stream_followed_in_a_window_keeps_its_whole_totals() {
+    use common::stream::{op_lines, POOL_LINE};
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.jsonl");
+    let mut f = std::fs::File::create(&path).unwrap();
+    writeln!(f, "{POOL_LINE}").unwrap();
+    let (mut n, mut t) = (0u64, 1_000_000u64);
+    let mut append = |f: &mut std::fs::File, ops: u64| {
+        let mut lines = Vec::new();
+        for _ in 0..ops {
+            t = op_lines(n, t, &mut lines);
+            n += 1;
+        }
+        for l in &lines {
+            writeln!(f, "{l}").unwrap();
+        }
+        f.sync_data().unwrap();
+    };
+    append(&mut f, 800);
+    let cmd = format!(
+        "{} view {} --watch --keep 300; sleep 3",
+        bin().display(),
+        path.display()
+    );
+    let Some(t) = Tmux::open_at("window", &cmd, (80, 24), |s| {
+        s.contains("100 evictions") && s.contains("= evicted out")
+    }) else {
+        return;
+    };
+    let s = t.screen();
+    assert!(
+        s.contains("WINDOW"),
+        "the tab bar says it is a window:\n{s}"
+    );
+    assert!(s.contains("window: the last"), "{s}");
+    assert!(s.contains("+ earlier"), "{s}");
+    // 2,000 more ops: 250 more evictions, most of them long out of the window.
+    append(&mut f, 2_000);
+    let s = t
+        .wait_for(Duration::from_secs(10), |s| s.contains("350 evictions"))
+        .expect("the whole stream's evictions, counted as they fall out");
+    let earlier: u64 = s
+        .lines()
+        .find_map(|l| l.split("+ earlier ").nth(1))
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|x| x.parse().ok())
+        .expect("the earlier evictions");
+    let window: u64 = ["capacity ", "lifetime "]
+        .iter()
+        .map(|k| {
+            s.lines()
+                .find_map(|l| l.split(k).nth(1))
+                .and_then(|r| r.split_whitespace().next())
+                .and_then(|x| x.parse::<u64>().ok())
+                .expect("a class count")
+        })
+        .sum();
+    assert_eq!(
+        earlier + window,
+        350,
+        "the split adds up to the total:\n{s}"
+    );
+    assert!(earlier > 300, "most fell out of a 300-event window:\n{s}");
+    t.send(&["q"]);
+}
+
 /// A config saved many times faster than the debounce: the explorer ends
 /// on the last save's result (only the newest re-run matters).
 #[test]

@@ -238,6 +238,86 @@ fn live_updates_keep_the_last_good_view_and_pause_holds_new_data() {
 }
 
 #[test]
+fn a_growing_stream_waits_for_the_running_job_and_a_config_edit_does_not() {
+    let mut a = app();
+    a.live = true;
+    let changed = |a: &mut App| update(a, Msg::FileChanged("run.jsonl".into()));
+    // Nothing running: a change refreshes at once.
+    assert_eq!(changed(&mut a), Some(Effect::Refresh));
+    assert!(a.in_flight);
+    // Appends during the job do not cancel it; they wait for its end...
+    assert_eq!(changed(&mut a), None);
+    assert_eq!(changed(&mut a), None);
+    assert!(a.behind);
+    // ...and are read once, when it is done (or failed).
+    assert_eq!(update(&mut a, Msg::Done), Some(Effect::Refresh));
+    assert!(a.in_flight && !a.behind);
+    assert_eq!(update(&mut a, Msg::Done), None, "nothing more was appended");
+    assert!(!a.in_flight);
+    changed(&mut a);
+    changed(&mut a);
+    assert_eq!(
+        update(&mut a, Msg::Failed("x".into())),
+        Some(Effect::Refresh)
+    );
+    // A model's config edit replaces the run: it cancels the job in flight.
+    a.resimulates = true;
+    assert!(a.in_flight);
+    assert_eq!(changed(&mut a), Some(Effect::Refresh));
+}
+
+/// A window of a stream, `ops` ops in, holding about `keep` events.
+fn stream_window(ops: u64, keep: usize) -> std::sync::Arc<spillscope::trace::Trace> {
+    use common::stream::{op_lines, POOL_LINE};
+    let mut s = spillscope::trace::import::jsonl::JsonlState::new("run");
+    s.keep(keep);
+    s.feed(POOL_LINE, 1);
+    let (mut t, mut lines) = (1_000u64, Vec::new());
+    for n in 0..ops {
+        t = op_lines(n, t, &mut lines);
+    }
+    for (i, l) in lines.iter().enumerate() {
+        s.feed(l, i + 2);
+    }
+    std::sync::Arc::new(s.snapshot())
+}
+
+#[test]
+fn time_views_follow_a_stream_window_as_it_moves() {
+    let first = stream_window(2_000, 500);
+    let from = first.window().unwrap().from_ns;
+    assert!(from > 0);
+    let mut a = App::new(vec![Dataset::complete("run", first)]);
+    a.window = a.full_window();
+    assert_eq!(a.window.0, from, "time starts where the window does");
+    a.view = View::Timeline;
+    chars(&mut a, "+++");
+    chars(&mut a, "hhhhhhhhhhhh");
+    assert!(a.window.0 >= from, "panning stops at the window's start");
+    chars(&mut a, "0");
+    assert_eq!(a.window, (from, a.end_ns()));
+    // The stream moves on: what the view showed fell out, so it shows
+    // what the window holds now.
+    let later = stream_window(4_000, 500);
+    let from2 = later.window().unwrap().from_ns;
+    assert!(from2 > a.end_ns());
+    update(
+        &mut a,
+        Msg::Loaded {
+            slot: 0,
+            data: Box::new(Dataset::complete("run", later)),
+        },
+    );
+    assert_eq!(a.window, (from2, a.end_ns()));
+    assert!(a.cursor >= from2);
+    let screen = render(&a, 80, 24);
+    assert!(
+        screen.contains("x1.0"),
+        "fit is x1.0 of the window:\n{screen}"
+    );
+}
+
+#[test]
 fn reader_warnings_show_in_the_banner_until_dismissed_and_again_when_new() {
     let mut a = app();
     assert!(a.banner.is_none());

@@ -248,6 +248,11 @@ pub struct App {
     pub pending: Option<Box<Dataset>>,
     pub live: bool,
     pub refreshing: bool,
+    /// A session job is running (until its `Done` or `Failed`).
+    pub in_flight: bool,
+    /// A followed trace changed while a job was running: one more refresh
+    /// is due when it finishes.
+    pub behind: bool,
     /// One line above the view: a load error (the last good data stays)
     /// or what the reader skipped.
     pub banner: Option<String>,
@@ -263,6 +268,18 @@ pub struct App {
 }
 
 impl App {
+    /// A session job ended: the refresh a followed trace's changes were
+    /// waiting for, if any.
+    fn finished_job(&mut self) -> Option<Effect> {
+        self.in_flight = false;
+        if !std::mem::take(&mut self.behind) {
+            return None;
+        }
+        self.refreshing = true;
+        self.in_flight = true;
+        Some(Effect::Refresh)
+    }
+
     /// The lower bound on `d`'s traffic and its method: the trace's own,
     /// raised to the exact program's where it was found for this trace.
     pub fn bound_of(&self, d: &Dataset) -> (u64, spillscope::trace::BoundMethod) {
@@ -333,6 +350,8 @@ impl App {
             pending: None,
             live: false,
             refreshing: false,
+            in_flight: false,
+            behind: false,
             banner: None,
             warnings_hidden: 0,
             quit: false,
@@ -345,7 +364,7 @@ impl App {
         for (i, d) in data.into_iter().enumerate() {
             app.install(i, d);
         }
-        app.window = (0, app.end_ns());
+        app.window = app.full_window();
         app
     }
 
@@ -382,6 +401,18 @@ impl App {
             v.push(Scope::Names);
         }
         v
+    }
+
+    /// Where time views begin: 0, or where a stream window starts (the
+    /// earliest of the traces shown).
+    pub fn start_ns(&self) -> u64 {
+        self.data.iter().map(|d| d.start_ns()).min().unwrap_or(0)
+    }
+
+    /// The whole of what the traces hold: what `0` fits to.
+    pub fn full_window(&self) -> (u64, u64) {
+        let end = self.end_ns();
+        (self.start_ns().min(end.saturating_sub(1)), end)
     }
 
     pub fn end_ns(&self) -> u64 {
@@ -476,8 +507,8 @@ impl App {
             .primary()
             .and_then(|d| d.trips.first().map(|t| t.tensor));
         self.resort_hotspots();
-        self.window = (0, self.end_ns());
-        self.cursor = 0;
+        self.window = self.full_window();
+        self.cursor = self.window.0;
         self.status = match (self.side_name(), self.primary()) {
             (Some(s), Some(d)) => format!(
                 "views 1-5 show {s}: {} [{}]",
@@ -538,10 +569,13 @@ impl App {
             _ => None,
         };
         self.resort_hotspots();
-        let end = self.end_ns();
-        if self.window.1 > end || self.window.0 >= end {
-            self.window = (0, end);
+        // A window past the data's end, or before a moving stream's start
+        // (what it showed fell out), shows everything held again.
+        let (start, end) = self.full_window();
+        if self.window.1 > end || self.window.0 >= end || self.window.0 < start {
+            self.window = (start, end);
         }
+        self.cursor = self.cursor.clamp(start, end);
         if self.tensors.tensor.is_none() {
             self.tensors.tensor = self
                 .primary()
@@ -585,9 +619,10 @@ impl App {
     }
 
     fn set_window(&mut self, t0: i128, span: u64) {
-        let end = self.end_ns() as i128;
-        let span = (span.max(8) as i128).min(end.max(8));
-        let t0 = t0.clamp(0, (end - span).max(0));
+        let (start, end) = self.full_window();
+        let (start, end) = (start as i128, end as i128);
+        let span = (span.max(8) as i128).min((end - start).max(8));
+        let t0 = t0.clamp(start, (end - span).max(start));
         self.window = (t0 as u64, (t0 + span) as u64);
     }
 
@@ -993,7 +1028,7 @@ impl App {
             Action::ZoomIn => self.zoom(0.5),
             Action::ZoomOut => self.zoom(2.0),
             Action::ZoomFit => {
-                self.window = (0, self.end_ns());
+                self.window = self.full_window();
             }
             Action::NextSpill => self.jump_spill(true),
             Action::PrevSpill => self.jump_spill(false),
@@ -1261,7 +1296,7 @@ pub fn update(app: &mut App, msg: Msg) -> Option<Effect> {
                 let first = app.data.is_empty();
                 app.install(slot, *data);
                 if first {
-                    app.window = (0, app.end_ns());
+                    app.window = app.full_window();
                 }
                 app.banner = warning_banner(&app.data, app.warnings_hidden);
             }
@@ -1301,7 +1336,7 @@ pub fn update(app: &mut App, msg: Msg) -> Option<Effect> {
         Msg::Done => {
             app.progress = None;
             app.refreshing = false;
-            None
+            app.finished_job()
         }
         // The loop unwraps these; one that reaches here is dropped.
         Msg::Posted(_) => None,
@@ -1323,10 +1358,20 @@ pub fn update(app: &mut App, msg: Msg) -> Option<Effect> {
         Msg::Failed(e) => {
             app.refreshing = false;
             app.banner = Some(format!("{e} (the last good view stays)"));
+            app.finished_job()
+        }
+        // A followed trace grows while its last refresh is still being
+        // analysed: cancelling that job for every append would never let
+        // one finish (a stream appends every few milliseconds), so the
+        // change waits for it and the newest data is read once it ends.
+        // A model's config edit still cancels: that input replaces the run.
+        Msg::FileChanged(_) if app.in_flight && !app.resimulates => {
+            app.behind = true;
             None
         }
         Msg::FileChanged(_) => {
             app.refreshing = true;
+            app.in_flight = true;
             Some(Effect::Refresh)
         }
         Msg::Tick => None,

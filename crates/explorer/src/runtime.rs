@@ -270,6 +270,8 @@ pub fn run(opts: ViewOptions) -> Result<()> {
     spawn_input(tx.clone());
 
     let mut app = App::new(Vec::new());
+    // The first job is running (its `Done` may be among the early messages).
+    app.in_flight = true;
     app.ascii = opts.ascii;
     app.live = live;
     // The watched config is known before its first run arrives (that run
@@ -280,7 +282,7 @@ pub fn run(opts: ViewOptions) -> Result<()> {
     for m in early {
         update(&mut app, m);
     }
-    app.window = (0, app.end_ns());
+    app.window = app.full_window();
     configure(&mut app, &opts.source);
     let size = terminal.size().map_err(|e| Error::Config(e.to_string()))?;
     app.width = size.width;

@@ -238,6 +238,14 @@ fn draw_tabs(f: &mut Frame, app: &App, theme: &Theme, area: Rect) {
             theme.strong(theme.c.accent),
         ));
     }
+    // A stream held to its last events says so in every view.
+    if app
+        .primary()
+        .and_then(|d| d.trace.window())
+        .is_some_and(|w| w.is_trimmed())
+    {
+        badges.push(Span::styled(" WINDOW", theme.strong(theme.c.accent)));
+    }
     if app.pending.is_some() {
         badges.push(Span::styled(
             " new data",

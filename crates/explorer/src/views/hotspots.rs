@@ -250,6 +250,11 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
     } else {
         count(app.hot.order.len() as u64, "op")
     };
+    // A window of a longer stream ranks only what it holds.
+    let rows_text = match d.trace.window().filter(|w| w.is_trimmed()) {
+        Some(_) => format!("{rows_text} in the window"),
+        None => rows_text,
+    };
     // The longest title that fits: the hidden columns' note shortens, then goes.
     let room = (area.width as usize).saturating_sub(4);
     let sorted = format!("Hotspots: {rows_text}, sorted by {}", app.hot.key.label());

@@ -188,7 +188,11 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
             ]),
         ]
     };
-    let mut lines = split;
+    let mut lines: Vec<Line> = window_lines(d, app, inner_w)
+        .into_iter()
+        .map(|l| Line::styled(l, k))
+        .collect();
+    lines.extend(split);
     // The class (was the step's demand over the pool?) and the simulator's
     // reason for the one eviction (no hole big enough) are two questions;
     // a capacity spill found by fragmentation says both.
@@ -210,10 +214,24 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
     }
     let osc = d.trips.iter().filter(|t| t.oscillating).count();
     if d.caps.capacity_figures() && c.capacity_count + c.lifetime_count > 0 {
+        // The window's evictions are classified; those that fell out of it
+        // are only counted, and complete the total on the left.
+        let earlier = d
+            .trace
+            .window()
+            .map(|w| w.total_before().get(Part::EvictedOut))
+            .filter(|e| e.count > 0);
+        if let Some(e) = earlier {
+            lines.push(Line::styled(
+                format!("+ earlier {} ({})", e.count, fmt_bytes(e.bytes)),
+                k,
+            ));
+        }
+        let earlier_bytes = earlier.map_or(0, |e| e.bytes);
         lines.push(Line::styled(
             format!(
                 "= evicted out {}",
-                fmt_bytes(c.capacity_bytes + c.lifetime_bytes)
+                fmt_bytes(c.capacity_bytes + c.lifetime_bytes + earlier_bytes)
             ),
             k,
         ));
@@ -239,6 +257,24 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
     );
 
     draw_live_chart(f, app, theme, g, chart);
+}
+
+/// What a window of a longer stream holds and what fell out of it (whose
+/// traffic the totals on the left include), wrapped to `width`; nothing
+/// for a whole trace.
+fn window_lines(d: &crate::data::Dataset, app: &App, width: usize) -> Vec<String> {
+    let Some(w) = d.trace.window().filter(|w| w.is_trimmed()) else {
+        return Vec::new();
+    };
+    let text = format!(
+        "window: the last {} from {}; {} and {} before it ({} of traffic) are in the totals",
+        count(d.trace.events.len() as u64, "event"),
+        app.clock().fmt(w.from_ns),
+        count(w.events_before, "event"),
+        count(w.ops_before, "op"),
+        fmt_bytes(w.total_before().traffic_bytes())
+    );
+    crate::ui::wrap(&text, width)
 }
 
 /// A runtime trace: only the figures it can support, what it lacks and how

@@ -19,7 +19,8 @@ use spillscope::units::{count, fmt_bytes};
 
 pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
     let Some(d) = app.primary() else { return };
-    let zoom = app.end_ns() as f64 / (app.window.1 - app.window.0).max(1) as f64;
+    let (start, end) = app.full_window();
+    let zoom = (end - start) as f64 / (app.window.1 - app.window.0).max(1) as f64;
     let title = format!(" Timeline  x{zoom:.1}  {} ", d.label);
     let outer = block(title, theme, g);
     let inner = outer.inner(area);
