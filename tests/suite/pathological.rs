@@ -223,3 +223,43 @@ fn inputs_over_the_size_cap_are_refused_with_the_way_out() {
         assert_eq!(e.trim_end().lines().count(), 1, "{e}");
     }
 }
+
+/// A graph whose load would not fit the memory budget is refused before it
+/// is read, in one line that names the file, the estimate, the budget and
+/// the knob (instead of the allocator aborting half-way); the same graph
+/// runs under a budget it fits, and a budget that does not parse is an
+/// error rather than no protection.
+#[test]
+fn graphs_over_the_memory_budget_are_refused_in_one_line() {
+    let model =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/encoder_decoder.json");
+    let run = |budget: &str| {
+        let o = assert_cmd::Command::cargo_bin("spillscope")
+            .unwrap()
+            .env("SPILLSCOPE_MEMORY_BUDGET", budget)
+            .args(["sim", model.to_str().unwrap(), "--capacity", "1MiB"])
+            .output()
+            .unwrap();
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let (code, e) = run("1KiB");
+    assert_eq!(code, Some(2), "{e}");
+    assert_eq!(e.trim_end().lines().count(), 1, "{e}");
+    for needle in [
+        "encoder_decoder.json",
+        "needs about",
+        "1.0 KiB",
+        "SPILLSCOPE_MEMORY_BUDGET",
+    ] {
+        assert!(e.contains(needle), "{needle:?} missing: {e}");
+    }
+    let (code, e) = run("1GiB");
+    assert_eq!(code, Some(0), "{e}");
+    let (code, e) = run("lots");
+    assert_eq!(code, Some(2), "{e}");
+    assert!(e.contains("SPILLSCOPE_MEMORY_BUDGET=\"lots\""), "{e}");
+    assert_eq!(e.trim_end().lines().count(), 1, "{e}");
+}

@@ -50,6 +50,10 @@ pub enum Error {
     Trace { path: PathBuf, detail: String },
     #[error("{0}")]
     Unsupported(String),
+    /// An input that would not fit the memory budget
+    /// ([`crate::input::check_budget`]).
+    #[error("{}: {detail}", path.display())]
+    TooLarge { path: PathBuf, detail: String },
     /// Stale work stopped because its input changed ([`crate::cancel`]):
     /// never shown to a user, whose newer request is running.
     #[error("cancelled: a newer request replaced this one")]

@@ -42,6 +42,44 @@ pub fn memory_is_short(size: u64) -> bool {
     available_memory().is_some_and(|avail| size.saturating_mul(3) > avail)
 }
 
+/// The memory one load may take, and where that figure comes from:
+/// `SPILLSCOPE_MEMORY_BUDGET` (a size: `6GiB`, bytes), else what the
+/// machine has available now (`MemAvailable`); `None` where neither can be
+/// told (no `/proc/meminfo`). A budget that does not parse is an error, not
+/// silently no budget: the user set it to be protected.
+pub fn memory_budget() -> Result<Option<(u64, &'static str)>> {
+    match std::env::var("SPILLSCOPE_MEMORY_BUDGET") {
+        Ok(v) => crate::units::parse_size(v.trim())
+            .map(|b| Some((b, "SPILLSCOPE_MEMORY_BUDGET")))
+            .map_err(|e| Error::Config(format!("SPILLSCOPE_MEMORY_BUDGET={v:?}: {e}"))),
+        Err(_) => Ok(available_memory().map(|b| (b, "the memory available now"))),
+    }
+}
+
+/// Refuses to load `path` (`size` bytes of `what`) when parsing it, at
+/// about `per_byte` bytes of memory per byte of file (a measured figure),
+/// would not fit [`memory_budget`]: one line naming the file, the estimate,
+/// the budget and the knob, instead of the allocator aborting the process
+/// half-way (an edge board has no swap to fall back on).
+pub fn check_budget(path: &Path, size: u64, per_byte: u64, what: &str) -> Result<()> {
+    let Some((budget, from)) = memory_budget()? else {
+        return Ok(());
+    };
+    let need = size.saturating_mul(per_byte);
+    if need <= budget {
+        return Ok(());
+    }
+    Err(Error::TooLarge {
+        path: path.to_path_buf(),
+        detail: format!(
+        "loading this {} of {what} needs about {} ({per_byte}x its size), more than the {} budget ({from}); set SPILLSCOPE_MEMORY_BUDGET to change it",
+        crate::units::fmt_bytes(size),
+        crate::units::fmt_bytes(need),
+        crate::units::fmt_bytes(budget),
+        ),
+    })
+}
+
 /// `MemAvailable` from `/proc/meminfo`, in bytes.
 fn available_memory() -> Option<u64> {
     let text = std::fs::read_to_string("/proc/meminfo").ok()?;

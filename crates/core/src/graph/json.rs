@@ -135,6 +135,13 @@ pub fn graph_from_json(doc: GraphJson, origin: &str) -> Result<Graph> {
 
 /// Reads a graph JSON file.
 pub fn load_graph_json(path: &Path) -> Result<Graph> {
+    let size = crate::input::check_size(path)?;
+    crate::input::check_budget(
+        path,
+        size,
+        limits::GRAPH_JSON_BYTES_PER_FILE_BYTE,
+        "graph JSON",
+    )?;
     let text = crate::input::read(path)?;
     let doc: GraphJson =
         serde_json::from_slice(&text).map_err(|e| Error::json(path, "graph JSON", &e))?;
