@@ -115,3 +115,77 @@ fn batch_override_scales_activations() {
         "resnet18 has ~46.8 MB of fp32 weights"
     );
 }
+
+/// The streamed graph JSON loader (what every command uses) builds the same
+/// graph as lowering the parsed document, whatever order the file's keys
+/// come in and with a byte-order mark; its errors are the document path's:
+/// a tensor it refuses is named, an unknown, duplicate or missing key is
+/// one line with its position.
+#[test]
+fn the_streamed_graph_loader_equals_the_document_path() {
+    use spillscope::graph::json::{graph_from_json, load_graph_json, GraphJson};
+    let dir = tempfile::tempdir().unwrap();
+    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    let generated = spillscope::graph::json::graph_to_json(
+        &spillscope::graph::gen::transformer_like(3, 64, 128),
+    );
+    let mut docs: Vec<(String, serde_json::Value)> = vec![(
+        "generated".into(),
+        serde_json::to_value(&generated).unwrap(),
+    )];
+    for f in [
+        "encoder_decoder.json",
+        "evil_names.json",
+        "long_source_encdec.json",
+    ] {
+        let text = std::fs::read_to_string(data.join(f)).unwrap();
+        docs.push((f.into(), serde_json::from_str(&text).unwrap()));
+    }
+    for (label, doc) in docs {
+        let expected = graph_from_json(
+            serde_json::from_value::<GraphJson>(doc.clone()).unwrap(),
+            "g",
+        )
+        .unwrap();
+        let expected = serde_json::to_value(&expected).unwrap();
+        // Keys reversed (outputs and ops before tensors) and a BOM.
+        let obj = doc.as_object().unwrap();
+        let mut text = String::from("\u{feff}{");
+        for (i, (k, v)) in obj.iter().rev().enumerate() {
+            if i > 0 {
+                text.push(',');
+            }
+            text += &format!("{}:{}", serde_json::to_string(k).unwrap(), v);
+        }
+        text.push('}');
+        let p = dir.path().join("g.json");
+        std::fs::write(&p, &text).unwrap();
+        let got = serde_json::to_value(load_graph_json(&p).unwrap()).unwrap();
+        assert_eq!(got, expected, "{label}");
+    }
+    let cases: [(&str, &[&str]); 5] = [
+        (
+            r#"{"tensors":[{"name":"x"}],"ops":[]}"#,
+            &["\"x\"", "neither `bytes` nor `shape`"],
+        ),
+        (
+            r#"{"tensors":[],"ops":[],"extra":1}"#,
+            &["g.json:1:", "unknown field `extra`"],
+        ),
+        (
+            r#"{"tensors":[],"tensors":[],"ops":[]}"#,
+            &["duplicate field `tensors`"],
+        ),
+        (r#"{"tensors":[]}"#, &["missing field `ops`"]),
+        (r#"[1,2]"#, &["g.json:1:", "graph JSON object"]),
+    ];
+    for (text, needles) in cases {
+        let p = dir.path().join("g.json");
+        std::fs::write(&p, text).unwrap();
+        let e = load_graph_json(&p).unwrap_err().to_string();
+        assert_eq!(e.lines().count(), 1, "{e}");
+        for n in needles {
+            assert!(e.contains(n), "{text}: {e} lacks {n}");
+        }
+    }
+}

@@ -46,6 +46,11 @@ impl GraphBuilder {
             ..Default::default()
         }
     }
+    /// Names the graph (a file that names itself overrides its file name).
+    pub fn set_name(&mut self, name: impl Into<String>) -> &mut Self {
+        self.name = name.into();
+        self
+    }
     pub fn tensor(&mut self, spec: TensorSpec) -> &mut Self {
         self.tensors.push(spec);
         self
@@ -61,10 +66,102 @@ impl GraphBuilder {
     }
 
     /// Resolves names, checks sizes (see [`crate::limits`]) and orders the
-    /// ops.
+    /// ops. The specs' strings move into the graph rather than being copied,
+    /// and each op's operand names are dropped once resolved, so building
+    /// holds little beyond the specs and the graph (a 10^6-op graph is
+    /// several hundred MB of them).
     pub fn build(self) -> Result<Graph> {
-        let mut index: HashMap<&str, TensorId> = HashMap::with_capacity(self.tensors.len());
-        for (i, t) in self.tensors.iter().enumerate() {
+        let GraphBuilder {
+            name,
+            tensors: mut specs,
+            ops: mut op_specs,
+            outputs,
+        } = self;
+        let links = Links::resolve(&specs, &mut op_specs, &outputs)?;
+        let mut tensors: Vec<Tensor> = specs
+            .iter_mut()
+            .enumerate()
+            .map(|(i, s)| {
+                let kind = if links.is_output[i] {
+                    TensorKind::Output
+                } else {
+                    match (s.kind, links.producer[i]) {
+                        (Some(k), _) if k != TensorKind::Output => k,
+                        (_, Some(_)) => TensorKind::Activation,
+                        (_, None) => TensorKind::Input,
+                    }
+                };
+                Tensor {
+                    id: i,
+                    name: std::mem::take(&mut s.name),
+                    bytes: s.bytes,
+                    kind,
+                    shape: s.shape.take(),
+                    dtype: s.dtype.take(),
+                    producer: links.producer[i].map(|p| links.new_id[p]),
+                    consumers: Vec::new(),
+                }
+            })
+            .collect();
+        drop(specs);
+        let Links {
+            mut op_in,
+            mut op_out,
+            order,
+            ..
+        } = links;
+        let mut ops: Vec<Op> = Vec::with_capacity(order.len());
+        for (pos, &old) in order.iter().enumerate() {
+            let s = &mut op_specs[old];
+            let inputs = std::mem::take(&mut op_in[old]);
+            for &t in &inputs {
+                if tensors[t].consumers.last() != Some(&pos) {
+                    tensors[t].consumers.push(pos);
+                }
+            }
+            ops.push(Op {
+                id: pos,
+                name: std::mem::take(&mut s.name),
+                op_type: std::mem::take(&mut s.op_type),
+                inputs,
+                outputs: std::mem::take(&mut op_out[old]),
+                flops: 0.0,
+                unit: None,
+            });
+        }
+        for t in &mut tensors {
+            t.consumers.shrink_to_fit();
+        }
+        for (pos, &old) in order.iter().enumerate() {
+            ops[pos].flops = match op_specs[old].flops {
+                Some(f) => f,
+                None => super::flops::estimate(&ops[pos], &tensors),
+            };
+        }
+        Ok(Graph { name, tensors, ops })
+    }
+}
+
+/// What resolving the names found: each tensor's producer and whether it is
+/// a graph output, each op's operands by id (file order), and the schedule
+/// order with each op's position in it.
+struct Links {
+    producer: Vec<Option<OpId>>,
+    is_output: Vec<bool>,
+    op_in: Vec<Vec<TensorId>>,
+    op_out: Vec<Vec<TensorId>>,
+    order: Vec<OpId>,
+    new_id: Vec<usize>,
+}
+
+impl Links {
+    /// Resolves every name, with the culprit named on failure: tensors or
+    /// ops declared twice, an operand or output never declared, a tensor
+    /// produced twice or an input produced, a cycle. Each op's operand
+    /// names are dropped as soon as they are resolved.
+    fn resolve(tensors: &[TensorSpec], ops: &mut [OpSpec], outputs: &[String]) -> Result<Links> {
+        let mut index: HashMap<&str, TensorId> = HashMap::with_capacity(tensors.len());
+        for (i, t) in tensors.iter().enumerate() {
             if index.insert(t.name.as_str(), i).is_some() {
                 return Err(Error::Tensor {
                     tensor: t.name.clone(),
@@ -72,27 +169,20 @@ impl GraphBuilder {
                 });
             }
         }
-        check_total_bytes(&self.tensors)?;
-        let mut op_names: HashMap<&str, OpId> = HashMap::with_capacity(self.ops.len());
-        for (i, o) in self.ops.iter().enumerate() {
-            if op_names.insert(o.name.as_str(), i).is_some() {
-                return Err(Error::Node {
-                    node: o.name.clone(),
-                    detail: "op name used twice".into(),
-                });
-            }
-        }
+        check_total_bytes(tensors)?;
+        check_op_names(ops)?;
         let resolve = |op: &OpSpec, name: &str| -> Result<TensorId> {
             index.get(name).copied().ok_or_else(|| Error::Node {
                 node: op.name.clone(),
                 detail: format!("refers to tensor {name:?}, which is not declared"),
             })
         };
-        let n_ops = self.ops.len();
-        let mut producer: Vec<Option<OpId>> = vec![None; self.tensors.len()];
+        let n_ops = ops.len();
+        let mut producer: Vec<Option<OpId>> = vec![None; tensors.len()];
         let mut op_in: Vec<Vec<TensorId>> = Vec::with_capacity(n_ops);
         let mut op_out: Vec<Vec<TensorId>> = Vec::with_capacity(n_ops);
-        for (i, o) in self.ops.iter().enumerate() {
+        for i in 0..n_ops {
+            let o = &ops[i];
             let ins = o
                 .inputs
                 .iter()
@@ -106,16 +196,16 @@ impl GraphBuilder {
             for &t in &outs {
                 if let Some(p) = producer[t] {
                     return Err(Error::Tensor {
-                        tensor: self.tensors[t].name.clone(),
-                        detail: format!("produced by both {:?} and {:?}", self.ops[p].name, o.name),
+                        tensor: tensors[t].name.clone(),
+                        detail: format!("produced by both {:?} and {:?}", ops[p].name, o.name),
                     });
                 }
                 if matches!(
-                    self.tensors[t].kind,
+                    tensors[t].kind,
                     Some(TensorKind::Weight | TensorKind::Input)
                 ) {
                     return Err(Error::Tensor {
-                        tensor: self.tensors[t].name.clone(),
+                        tensor: tensors[t].name.clone(),
                         detail: format!("is a graph input/weight but op {:?} produces it", o.name),
                     });
                 }
@@ -123,111 +213,83 @@ impl GraphBuilder {
             }
             op_in.push(ins);
             op_out.push(outs);
+            ops[i].inputs = Vec::new();
+            ops[i].outputs = Vec::new();
         }
-
-        // Dependencies between ops, for cycle checks and a topological
-        // order preferring file order: it keeps the file's order when that
-        // is already topological (the liveness contract is defined on it).
-        let mut succ: Vec<Vec<usize>> = vec![Vec::new(); n_ops];
-        let mut indegree = vec![0usize; n_ops];
-        for (i, ins) in op_in.iter().enumerate() {
-            for &t in ins {
-                if let Some(p) = producer[t] {
-                    if p == i {
-                        return Err(Error::Cycle {
-                            node: self.ops[i].name.clone(),
-                        });
-                    }
-                    succ[p].push(i);
-                    indegree[i] += 1;
-                }
-            }
-        }
-        let order = super::topo::list_schedule(&succ, indegree, &mut super::topo::Earliest)
-            .map_err(|ran| {
-                let mut seen = vec![false; n_ops];
-                for &i in &ran {
-                    seen[i] = true;
-                }
-                let stuck = seen.iter().position(|&s| !s).unwrap_or(0);
-                Error::Cycle {
-                    node: self.ops[stuck].name.clone(),
-                }
-            })?;
+        let order = schedule(ops, &producer, &op_in)?;
         let mut new_id = vec![0usize; n_ops];
         for (pos, &old) in order.iter().enumerate() {
             new_id[old] = pos;
         }
-
-        let out_set: std::collections::HashSet<&str> =
-            self.outputs.iter().map(|s| s.as_str()).collect();
-        for o in &self.outputs {
-            if !index.contains_key(o.as_str()) {
+        let mut is_output = vec![false; tensors.len()];
+        for o in outputs {
+            let Some(&t) = index.get(o.as_str()) else {
                 return Err(Error::Tensor {
                     tensor: o.clone(),
                     detail: "listed as a graph output but not declared".into(),
                 });
-            }
-        }
-        let mut tensors: Vec<Tensor> = self
-            .tensors
-            .iter()
-            .enumerate()
-            .map(|(i, s)| {
-                let kind = if out_set.contains(s.name.as_str()) {
-                    TensorKind::Output
-                } else {
-                    match (s.kind, producer[i]) {
-                        (Some(k), _) if k != TensorKind::Output => k,
-                        (_, Some(_)) => TensorKind::Activation,
-                        (_, None) => TensorKind::Input,
-                    }
-                };
-                Tensor {
-                    id: i,
-                    name: s.name.clone(),
-                    bytes: s.bytes,
-                    kind,
-                    shape: s.shape.clone(),
-                    dtype: s.dtype.clone(),
-                    producer: producer[i].map(|p| new_id[p]),
-                    consumers: Vec::new(),
-                }
-            })
-            .collect();
-        let mut ops: Vec<Op> = Vec::with_capacity(n_ops);
-        for (pos, &old) in order.iter().enumerate() {
-            let s = &self.ops[old];
-            let mut inputs = op_in[old].clone();
-            let outputs = op_out[old].clone();
-            for &t in &inputs {
-                if tensors[t].consumers.last() != Some(&pos) {
-                    tensors[t].consumers.push(pos);
-                }
-            }
-            inputs.shrink_to_fit();
-            ops.push(Op {
-                id: pos,
-                name: s.name.clone(),
-                op_type: s.op_type.clone(),
-                inputs,
-                outputs,
-                flops: 0.0,
-                unit: None,
-            });
-        }
-        for (pos, &old) in order.iter().enumerate() {
-            ops[pos].flops = match self.ops[old].flops {
-                Some(f) => f,
-                None => super::flops::estimate(&ops[pos], &tensors),
             };
+            is_output[t] = true;
         }
-        Ok(Graph {
-            name: self.name,
-            tensors,
-            ops,
+        Ok(Links {
+            producer,
+            is_output,
+            op_in,
+            op_out,
+            order,
+            new_id,
         })
     }
+}
+
+/// Each op name may be used once.
+fn check_op_names(ops: &[OpSpec]) -> Result<()> {
+    let mut op_names: HashMap<&str, OpId> = HashMap::with_capacity(ops.len());
+    for (i, o) in ops.iter().enumerate() {
+        if op_names.insert(o.name.as_str(), i).is_some() {
+            return Err(Error::Node {
+                node: o.name.clone(),
+                detail: "op name used twice".into(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// A topological order of the ops preferring file order: it keeps the
+/// file's order when that is already topological (the liveness contract is
+/// defined on it); a cycle is named by an op on it.
+fn schedule(
+    ops: &[OpSpec],
+    producer: &[Option<OpId>],
+    op_in: &[Vec<TensorId>],
+) -> Result<Vec<OpId>> {
+    let n_ops = ops.len();
+    let mut succ: Vec<Vec<usize>> = vec![Vec::new(); n_ops];
+    let mut indegree = vec![0usize; n_ops];
+    for (i, ins) in op_in.iter().enumerate() {
+        for &t in ins {
+            if let Some(p) = producer[t] {
+                if p == i {
+                    return Err(Error::Cycle {
+                        node: ops[i].name.clone(),
+                    });
+                }
+                succ[p].push(i);
+                indegree[i] += 1;
+            }
+        }
+    }
+    super::topo::list_schedule(&succ, indegree, &mut super::topo::Earliest).map_err(|ran| {
+        let mut seen = vec![false; n_ops];
+        for &i in &ran {
+            seen[i] = true;
+        }
+        let stuck = seen.iter().position(|&s| !s).unwrap_or(0);
+        Error::Cycle {
+            node: ops[stuck].name.clone(),
+        }
+    })
 }
 
 /// The graph's tensors must total at most [`limits::MAX_GRAPH_BYTES`], so

@@ -279,5 +279,7 @@ pub fn run_cancellable(
             progress(&p);
         }
     };
-    job::Job::new(0, cancel.clone(), &post, &mut tails).run(request)
+    job::Job::new(0, cancel.clone(), &post, &mut tails)
+        .headless()
+        .run(request)
 }

@@ -18,6 +18,8 @@ use crate::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
+mod stream;
+
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GraphJson {
@@ -79,53 +81,10 @@ pub fn dtype_size(dtype: &str) -> Option<u64> {
 pub fn graph_from_json(doc: GraphJson, origin: &str) -> Result<Graph> {
     let mut b = GraphBuilder::new(doc.name.unwrap_or_else(|| origin.to_string()));
     for t in doc.tensors {
-        let bytes = match (t.bytes, &t.shape, &t.dtype) {
-            (Some(b), _, _) => b,
-            (None, Some(shape), dtype) => {
-                let dt = dtype.as_deref().unwrap_or("f32");
-                let size = dtype_size(dt).ok_or_else(|| Error::Tensor {
-                    tensor: t.name.clone(),
-                    detail: format!("unsupported dtype {dt:?}"),
-                })?;
-                limits::elems_of(shape)
-                    .and_then(|n| n.checked_mul(size))
-                    .ok_or_else(|| Error::Tensor {
-                        tensor: t.name.clone(),
-                        detail: format!(
-                            "size overflows 64 bits (shape {} of {dt})",
-                            limits::shape_text(shape)
-                        ),
-                    })?
-            }
-            (None, None, _) => {
-                return Err(Error::Tensor {
-                    tensor: t.name.clone(),
-                    detail: "has neither `bytes` nor `shape`: its size is unknown".into(),
-                })
-            }
-        };
-        b.tensor(TensorSpec {
-            name: t.name,
-            bytes,
-            kind: t.kind,
-            shape: t.shape,
-            dtype: t.dtype,
-        });
+        b.tensor(tensor_spec(t)?);
     }
     for o in doc.ops {
-        if let Some(f) = o.flops.filter(|f| f.is_nan() || *f < 0.0) {
-            return Err(Error::Node {
-                node: o.name,
-                detail: format!("flops must be zero or more, not {f}"),
-            });
-        }
-        b.op(OpSpec {
-            name: o.name,
-            op_type: o.op_type,
-            inputs: o.inputs,
-            outputs: o.outputs,
-            flops: o.flops,
-        });
+        b.op(op_spec(o)?);
     }
     for o in doc.outputs {
         b.output(o);
@@ -133,7 +92,65 @@ pub fn graph_from_json(doc: GraphJson, origin: &str) -> Result<Graph> {
     b.build()
 }
 
-/// Reads a graph JSON file.
+/// One tensor of the file as the builder takes it: its size from `bytes`,
+/// else from its shape and dtype (f32 by default).
+pub(crate) fn tensor_spec(t: TensorJson) -> Result<TensorSpec> {
+    let bytes = match (t.bytes, &t.shape, &t.dtype) {
+        (Some(b), _, _) => b,
+        (None, Some(shape), dtype) => {
+            let dt = dtype.as_deref().unwrap_or("f32");
+            let size = dtype_size(dt).ok_or_else(|| Error::Tensor {
+                tensor: t.name.clone(),
+                detail: format!("unsupported dtype {dt:?}"),
+            })?;
+            limits::elems_of(shape)
+                .and_then(|n| n.checked_mul(size))
+                .ok_or_else(|| Error::Tensor {
+                    tensor: t.name.clone(),
+                    detail: format!(
+                        "size overflows 64 bits (shape {} of {dt})",
+                        limits::shape_text(shape)
+                    ),
+                })?
+        }
+        (None, None, _) => {
+            return Err(Error::Tensor {
+                tensor: t.name.clone(),
+                detail: "has neither `bytes` nor `shape`: its size is unknown".into(),
+            })
+        }
+    };
+    Ok(TensorSpec {
+        name: t.name,
+        bytes,
+        kind: t.kind,
+        shape: t.shape,
+        dtype: t.dtype,
+    })
+}
+
+/// One op of the file as the builder takes it; FLOPs, when given, must be a
+/// number of zero or more.
+pub(crate) fn op_spec(o: OpJson) -> Result<OpSpec> {
+    if let Some(f) = o.flops.filter(|f| f.is_nan() || *f < 0.0) {
+        return Err(Error::Node {
+            node: o.name,
+            detail: format!("flops must be zero or more, not {f}"),
+        });
+    }
+    Ok(OpSpec {
+        name: o.name,
+        op_type: o.op_type,
+        inputs: o.inputs,
+        outputs: o.outputs,
+        flops: o.flops,
+    })
+}
+
+/// Reads a graph JSON file as a stream ([`stream`]): neither the file's
+/// text nor a parsed document is ever held whole, only the builder's specs
+/// and then the graph. Refused in one line before reading when it would
+/// not fit the memory budget ([`crate::input::check_budget`]).
 pub fn load_graph_json(path: &Path) -> Result<Graph> {
     let size = crate::input::check_size(path)?;
     crate::input::check_budget(
@@ -142,14 +159,11 @@ pub fn load_graph_json(path: &Path) -> Result<Graph> {
         limits::GRAPH_JSON_BYTES_PER_FILE_BYTE,
         "graph JSON",
     )?;
-    let text = crate::input::read(path)?;
-    let doc: GraphJson =
-        serde_json::from_slice(&text).map_err(|e| Error::json(path, "graph JSON", &e))?;
     let origin = path
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
-    graph_from_json(doc, &origin)
+    stream::load(path, &origin)
 }
 
 /// Writes a graph back out in the JSON format (used by `gen` and tests).
