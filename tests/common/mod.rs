@@ -80,7 +80,7 @@ pub fn graph(
             None
         };
         b.tensor(TensorSpec {
-            name: n,
+            name: n.into(),
             bytes,
             kind,
             shape: None,
@@ -89,10 +89,10 @@ pub fn graph(
     }
     for (name, ins, outs) in ops {
         b.op(OpSpec {
-            name: name.to_string(),
+            name: (*name).into(),
             op_type: "Add".into(),
-            inputs: ins.iter().map(|s| s.to_string()).collect(),
-            outputs: outs.iter().map(|s| s.to_string()).collect(),
+            inputs: ins.iter().map(|s| (*s).into()).collect(),
+            outputs: outs.iter().map(|s| (*s).into()).collect(),
             flops: Some(1000.0),
         });
     }
@@ -178,7 +178,7 @@ pub fn typed(
             .map(|&(_, b)| b)
             .unwrap_or(64 * 1024);
         b.tensor(TensorSpec {
-            name: n,
+            name: n.into(),
             bytes,
             kind: None,
             shape: None,
@@ -187,10 +187,10 @@ pub fn typed(
     }
     for (name, ty, ins, outs) in ops {
         b.op(OpSpec {
-            name: name.to_string(),
-            op_type: ty.to_string(),
-            inputs: ins.iter().map(|s| s.to_string()).collect(),
-            outputs: outs.iter().map(|s| s.to_string()).collect(),
+            name: (*name).into(),
+            op_type: (*ty).into(),
+            inputs: ins.iter().map(|s| (*s).into()).collect(),
+            outputs: outs.iter().map(|s| (*s).into()).collect(),
             flops: Some(1000.0),
         });
     }

@@ -32,7 +32,7 @@ fn arb_graph() -> impl Strategy<Value = Graph> {
         let mut tensors: Vec<String> = Vec::new();
         let declare = |b: &mut GraphBuilder, name: String, bytes: u64, weight: bool| {
             b.tensor(TensorSpec {
-                name,
+                name: name.into(),
                 bytes,
                 kind: weight.then_some(spillscope::graph::TensorKind::Weight),
                 shape: None,
@@ -64,10 +64,10 @@ fn arb_graph() -> impl Strategy<Value = Graph> {
             let out = format!("t{i}");
             declare(&mut b, out.clone(), 64 * (1 + next(32)), false);
             b.op(OpSpec {
-                name: format!("op{i}"),
+                name: format!("op{i}").into(),
                 op_type: op_type.into(),
-                inputs: ins,
-                outputs: vec![out.clone()],
+                inputs: ins.into_iter().map(Into::into).collect(),
+                outputs: vec![out.clone().into()],
                 flops: Some(1000.0 * (1 + next(100)) as f64),
             });
             tensors.push(out);

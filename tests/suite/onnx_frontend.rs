@@ -333,11 +333,12 @@ fn weights_keep_the_files_order_on_every_load() {
         .unwrap()
         .initializer
         .iter()
-        .map(|i| i.name.clone())
+        .map(|i| i.name.to_string())
         .collect();
     assert!(file_order.len() > 20, "{}", file_order.len());
-    let names =
-        |g: &graph::Graph| -> Vec<String> { g.tensors.iter().map(|t| t.name.clone()).collect() };
+    let names = |g: &graph::Graph| -> Vec<String> {
+        g.tensors.iter().map(|t| t.name.to_string()).collect()
+    };
     let a = graph::load(&path, &LoadOptions::default()).unwrap();
     let b = graph::load(&path, &LoadOptions::default()).unwrap();
     assert_eq!(names(&a), names(&b));
@@ -345,7 +346,7 @@ fn weights_keep_the_files_order_on_every_load() {
         .tensors
         .iter()
         .filter(|t| t.kind == graph::TensorKind::Weight)
-        .map(|t| t.name.clone())
+        .map(|t| t.name.to_string())
         .collect();
     assert_eq!(weights, file_order);
 }

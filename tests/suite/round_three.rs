@@ -303,7 +303,7 @@ fn extreme_chain(n: usize, sizes: &[u64]) -> spillscope::graph::Graph {
     let mut b = GraphBuilder::new("extreme");
     for (i, &bytes) in sizes.iter().take(n + 1).enumerate() {
         b.tensor(TensorSpec {
-            name: format!("t{i}"),
+            name: format!("t{i}").into(),
             bytes,
             kind: None,
             shape: None,
@@ -312,10 +312,10 @@ fn extreme_chain(n: usize, sizes: &[u64]) -> spillscope::graph::Graph {
     }
     for (i, &bytes) in sizes.iter().take(n).enumerate() {
         b.op(OpSpec {
-            name: format!("op{i}"),
+            name: format!("op{i}").into(),
             op_type: "Mul".into(),
-            inputs: vec![format!("t{i}")],
-            outputs: vec![format!("t{}", i + 1)],
+            inputs: vec![format!("t{i}").into()],
+            outputs: vec![format!("t{}", i + 1).into()],
             flops: Some(bytes as f64 * 1e3),
         });
     }

@@ -24,7 +24,7 @@ fn evicted(tr: &Trace) -> Vec<String> {
     tr.events
         .iter()
         .filter(|e| e.kind == EventKind::Evict)
-        .map(|e| tr.tensors[e.tensor].name.clone())
+        .map(|e| tr.tensors[e.tensor].name.to_string())
         .collect()
 }
 

@@ -23,7 +23,7 @@ fn arb_graph_upto(unit_sizes: bool, max_ops: usize) -> impl Strategy<Value = Gra
         let mut tensors: Vec<String> = Vec::new();
         let declare = |b: &mut GraphBuilder, name: String, size: u64| {
             b.tensor(TensorSpec {
-                name,
+                name: name.into(),
                 bytes: size,
                 kind: None,
                 shape: None,
@@ -67,10 +67,10 @@ fn arb_graph_upto(unit_sizes: bool, max_ops: usize) -> impl Strategy<Value = Gra
                 outs.push(name.clone());
             }
             b.op(OpSpec {
-                name: format!("op{i}"),
+                name: format!("op{i}").into(),
                 op_type: "Add".into(),
-                inputs: ins,
-                outputs: outs.clone(),
+                inputs: ins.into_iter().map(Into::into).collect(),
+                outputs: outs.iter().map(|s| s.as_str().into()).collect(),
                 flops: Some(1000.0 * (1 + next(100)) as f64),
             });
             tensors.extend(outs);

@@ -23,7 +23,7 @@ struct G {
 impl G {
     fn t(&mut self, name: &str, bytes: u64) -> String {
         self.b.tensor(TensorSpec {
-            name: name.to_string(),
+            name: name.to_string().into(),
             bytes,
             kind: None,
             shape: None,
@@ -35,10 +35,10 @@ impl G {
     fn op(&mut self, name: &str, ty: &str, ins: &[&str], bytes: u64) -> String {
         let out = self.t(&format!("{name}_output_0"), bytes);
         self.b.op(OpSpec {
-            name: name.to_string(),
-            op_type: ty.to_string(),
-            inputs: ins.iter().map(|s| s.to_string()).collect(),
-            outputs: vec![out.clone()],
+            name: name.to_string().into(),
+            op_type: ty.to_string().into(),
+            inputs: ins.iter().map(|s| s.to_string().into()).collect(),
+            outputs: vec![out.clone().into()],
             flops: Some(2e6),
         });
         out

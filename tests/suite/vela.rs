@@ -224,7 +224,7 @@ fn every_vela_run_imports_as_vela_reported_it() {
                     written.contains(&t.id)
                         || (t.kind == TensorKind::Input && !allocated(&tr, t.id))
                 })
-                .map(|t| t.name.clone())
+                .map(|t| t.name.to_string())
                 .collect();
             assert_eq!(in_dram, listed, "{m}/{c}: spilled set");
             // Raw ledger bytes: every DRAM feature map but the input is

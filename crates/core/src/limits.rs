@@ -33,8 +33,8 @@ pub const VIEW_BYTES_PER_EVENT: u64 = 2048;
 /// Memory a graph JSON takes per byte of its file from reading it to the
 /// end of one simulation (the graph, its liveness, the trace): measured on
 /// `gen graph --ops 1000000` (223 MB of JSON), whose `sim --policy lru`
-/// peaked at 2.30 GB, 10.3x; rounded up.
-pub const GRAPH_JSON_BYTES_PER_FILE_BYTE: u64 = 11;
+/// peaked at 1,353 MiB, 6.4x (docs/memory.md); rounded up.
+pub const GRAPH_JSON_BYTES_PER_FILE_BYTE: u64 = 7;
 
 /// Nanoseconds from a computed `f64`, rounded up; a value that is not
 /// finite or lies beyond [`MAX_NS`] becomes [`MAX_NS`], which every clock

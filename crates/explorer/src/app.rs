@@ -761,11 +761,12 @@ impl App {
         let d = self.primary()?;
         match self.view {
             View::Hotspots => self.hot.selected(d).map(|h| h.name.clone()),
-            View::Tensor => self
+            View::Tensor => (self
                 .tensors
                 .tensor
                 .and_then(|t| d.trace.tensors.get(t))
-                .map(|t| t.name.clone()),
+                .map(|t| t.name.clone()))
+            .map(Into::into),
             View::Compare if self.compare.on_tensors => self
                 .changed_tensor(self.compare.tensor_sel)
                 .map(|t| t.name.clone()),

@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, HashMap};
 pub fn measured_durations(tr: &Trace) -> HashMap<String, u64> {
     let mut m = HashMap::new();
     for o in &tr.ops {
-        m.entry(o.name.clone())
+        m.entry(o.name.to_string())
             .or_insert(o.end_ns.saturating_sub(o.start_ns));
     }
     m
@@ -39,13 +39,13 @@ pub fn roofline_vs_measured(
     let mut by: BTreeMap<String, (usize, f64, u64)> = BTreeMap::new();
     let mut matched = 0;
     for o in &g.ops {
-        let Some(&m) = measured.get(&o.name) else {
+        let Some(&m) = measured.get(o.name.as_str()) else {
             continue;
         };
         matched += 1;
         let bytes: u64 = g.operands(o.id).iter().map(|&t| g.tensors[t].bytes).sum();
         let r = op_time_ns(hw, o.flops, bytes).time_ns;
-        let e = by.entry(o.op_type.clone()).or_default();
+        let e = by.entry(o.op_type.clone().into()).or_default();
         e.0 += 1;
         e.1 += r;
         e.2 += m;
@@ -78,7 +78,7 @@ pub fn free_points(g: &Graph, tr: &Trace) -> Vec<(String, usize)> {
             continue;
         }
         if let Some(&s) = step.get(op.name.as_str()) {
-            let v = out.entry(t.name.clone()).or_insert(s);
+            let v = out.entry(t.name.clone().into()).or_insert(s);
             *v = (*v).max(s);
         }
     }

@@ -219,7 +219,7 @@ pub fn agreement(a: &Trace, b: &Trace, keep_unmatched: usize) -> Agreement {
                 e.op.and_then(|o| t.ops.get(o))
                     .map(|o| o.name.clone())
                     .unwrap_or_default();
-            *m.entry((e.kind, tn, on)).or_default() += 1;
+            *m.entry((e.kind, tn.into(), on.into())).or_default() += 1;
         }
         m
     };

@@ -342,10 +342,10 @@ pub fn build_with(tr: &Trace, extra: Resimulated) -> Report {
                 bytes: r.bytes,
                 out: r.out,
                 out_at_ns: r.out_t_ns,
-                out_during: op_name(r.out_op),
+                out_during: op_name(r.out_op).into(),
                 back: r.back,
                 back_at_ns: r.back_t_ns,
-                back_for: op_name(r.back_op),
+                back_for: op_name(r.back_op).into(),
                 ops_skipped: r.ops_skipped,
                 stall_ns: r
                     .back_op

@@ -178,7 +178,7 @@ fn tensor_trips(tr: &Trace, t: usize, trips: Vec<RoundTrip>, moved: u64) -> Tens
     let completed = trips.iter().filter(|r| r.back.is_some()).count();
     TensorTrips {
         tensor: t,
-        name: tr.tensors[t].name.clone(),
+        name: tr.tensors[t].name.clone().into(),
         bytes: tr.tensors[t].bytes,
         oscillating: completed >= OSCILLATION_TRIPS,
         trips,

@@ -389,8 +389,8 @@ pub fn suggest_with(
         let mut names: Vec<String> = Vec::new();
         for e in tr.events.iter().filter(|e| e.kind == EventKind::Recompute) {
             if let Some(t) = tr.tensors.get(e.tensor) {
-                if !names.contains(&t.name) {
-                    names.push(t.name.clone());
+                if !names.iter().any(|n| *n == t.name) {
+                    names.push(t.name.to_string());
                 }
             }
         }

@@ -191,9 +191,9 @@ pub fn compare(v: &Trace, s: &Trace) -> Option<VelaComparison> {
         sim_matched += sb[si];
         match (vs[t.id], ss[si]) {
             (false, false) => both_on_chip += 1,
-            (true, true) => both.push(t.name.clone()),
-            (true, false) => only_v.push(t.name.clone()),
-            (false, true) => only_s.push(t.name.clone()),
+            (true, true) => both.push(t.name.to_string()),
+            (true, false) => only_v.push(t.name.to_string()),
+            (false, true) => only_s.push(t.name.to_string()),
         }
     }
     let (mut sim_io, mut sim_dram) = (0u64, 0u64);
@@ -265,11 +265,12 @@ pub fn compare(v: &Trace, s: &Trace) -> Option<VelaComparison> {
 /// Ops matched by their output tensor's name, sorted by |Vela - sim|.
 fn op_rows(v: &Trace, s: &Trace, vop: &[u64], sop: &[u64]) -> Vec<OpBytes> {
     let out_name = |tr: &Trace, o: usize| -> Option<String> {
-        tr.ops[o]
+        (tr.ops[o]
             .outputs
             .first()
             .and_then(|&t| tr.tensors.get(t))
-            .map(|t| t.name.clone())
+            .map(|t| t.name.clone()))
+        .map(Into::into)
     };
     let mut s_ops: HashMap<String, usize> = HashMap::new();
     for o in 0..s.ops.len() {

@@ -5,27 +5,28 @@
 use super::{Graph, Op, OpId, Tensor, TensorId, TensorKind};
 use crate::limits;
 use crate::{Error, Result};
+use compact_str::CompactString;
 use std::collections::HashMap;
 
 /// A tensor as declared by a front end.
 #[derive(Debug, Clone)]
 pub struct TensorSpec {
-    pub name: String,
+    pub name: CompactString,
     pub bytes: u64,
     /// `Some(kind)` when the front end knows it (inputs, weights, outputs);
     /// activations are inferred.
     pub kind: Option<TensorKind>,
     pub shape: Option<Vec<u64>>,
-    pub dtype: Option<String>,
+    pub dtype: Option<CompactString>,
 }
 
 /// An op as declared by a front end; operands by tensor name.
 #[derive(Debug, Clone)]
 pub struct OpSpec {
-    pub name: String,
-    pub op_type: String,
-    pub inputs: Vec<String>,
-    pub outputs: Vec<String>,
+    pub name: CompactString,
+    pub op_type: CompactString,
+    pub inputs: Vec<CompactString>,
+    pub outputs: Vec<CompactString>,
     /// FLOPs if the front end knows them; otherwise estimated from shapes.
     pub flops: Option<f64>,
 }
@@ -164,7 +165,7 @@ impl Links {
         for (i, t) in tensors.iter().enumerate() {
             if index.insert(t.name.as_str(), i).is_some() {
                 return Err(Error::Tensor {
-                    tensor: t.name.clone(),
+                    tensor: t.name.clone().into(),
                     detail: "declared twice".into(),
                 });
             }
@@ -173,7 +174,7 @@ impl Links {
         check_op_names(ops)?;
         let resolve = |op: &OpSpec, name: &str| -> Result<TensorId> {
             index.get(name).copied().ok_or_else(|| Error::Node {
-                node: op.name.clone(),
+                node: op.name.clone().into(),
                 detail: format!("refers to tensor {name:?}, which is not declared"),
             })
         };
@@ -196,7 +197,7 @@ impl Links {
             for &t in &outs {
                 if let Some(p) = producer[t] {
                     return Err(Error::Tensor {
-                        tensor: tensors[t].name.clone(),
+                        tensor: tensors[t].name.clone().into(),
                         detail: format!("produced by both {:?} and {:?}", ops[p].name, o.name),
                     });
                 }
@@ -205,7 +206,7 @@ impl Links {
                     Some(TensorKind::Weight | TensorKind::Input)
                 ) {
                     return Err(Error::Tensor {
-                        tensor: tensors[t].name.clone(),
+                        tensor: tensors[t].name.clone().into(),
                         detail: format!("is a graph input/weight but op {:?} produces it", o.name),
                     });
                 }
@@ -248,7 +249,7 @@ fn check_op_names(ops: &[OpSpec]) -> Result<()> {
     for (i, o) in ops.iter().enumerate() {
         if op_names.insert(o.name.as_str(), i).is_some() {
             return Err(Error::Node {
-                node: o.name.clone(),
+                node: o.name.clone().into(),
                 detail: "op name used twice".into(),
             });
         }
@@ -272,7 +273,7 @@ fn schedule(
             if let Some(p) = producer[t] {
                 if p == i {
                     return Err(Error::Cycle {
-                        node: ops[i].name.clone(),
+                        node: ops[i].name.clone().into(),
                     });
                 }
                 succ[p].push(i);
@@ -287,7 +288,7 @@ fn schedule(
         }
         let stuck = seen.iter().position(|&s| !s).unwrap_or(0);
         Error::Cycle {
-            node: ops[stuck].name.clone(),
+            node: ops[stuck].name.clone().into(),
         }
     })
 }
@@ -302,7 +303,7 @@ fn check_total_bytes(tensors: &[TensorSpec]) -> Result<()> {
             .checked_add(t.bytes)
             .filter(|&s| s <= limits::MAX_GRAPH_BYTES)
             .ok_or_else(|| Error::Tensor {
-                tensor: t.name.clone(),
+                tensor: t.name.clone().into(),
                 detail: format!(
                     "its {} bring the graph's tensors past 8 PiB (2^53 bytes), the most spillscope simulates exactly",
                     crate::units::fmt_bytes(t.bytes)

@@ -11,7 +11,7 @@ struct B {
 impl B {
     fn t(&mut self, name: String, shape: &[u64], kind: Option<TensorKind>) -> String {
         self.b.tensor(TensorSpec {
-            name: name.clone(),
+            name: name.clone().into(),
             bytes: shape.iter().product::<u64>() * 4,
             kind,
             shape: Some(shape.to_vec()),
@@ -21,10 +21,10 @@ impl B {
     }
     fn op(&mut self, name: String, op_type: &str, ins: Vec<String>, outs: Vec<String>) {
         self.b.op(OpSpec {
-            name,
+            name: name.into(),
             op_type: op_type.into(),
-            inputs: ins,
-            outputs: outs,
+            inputs: ins.into_iter().map(Into::into).collect(),
+            outputs: outs.into_iter().map(Into::into).collect(),
             flops: None,
         });
     }
@@ -107,7 +107,7 @@ pub fn chain(n: usize, bytes: u64) -> Graph {
     let mut b = GraphBuilder::new(format!("chain_{n}"));
     for i in 0..=n {
         b.tensor(TensorSpec {
-            name: format!("t{i}"),
+            name: compact_str::format_compact!("t{i}"),
             bytes,
             kind: None,
             shape: None,
@@ -116,10 +116,10 @@ pub fn chain(n: usize, bytes: u64) -> Graph {
     }
     for i in 0..n {
         b.op(OpSpec {
-            name: format!("op{i}"),
+            name: compact_str::format_compact!("op{i}"),
             op_type: "Relu".into(),
-            inputs: vec![format!("t{i}")],
-            outputs: vec![format!("t{}", i + 1)],
+            inputs: vec![compact_str::format_compact!("t{i}")],
+            outputs: vec![compact_str::format_compact!("t{}", i + 1)],
             flops: None,
         });
     }
@@ -133,7 +133,7 @@ pub fn fanout(n: usize, bytes: u64) -> Graph {
     let mut b = GraphBuilder::new(format!("fanout_{n}"));
     let t = |b: &mut GraphBuilder, name: String| {
         b.tensor(TensorSpec {
-            name,
+            name: name.into(),
             bytes,
             kind: None,
             shape: None,
@@ -153,17 +153,19 @@ pub fn fanout(n: usize, bytes: u64) -> Graph {
     for i in 0..n {
         t(&mut b, format!("y{i}"));
         b.op(OpSpec {
-            name: format!("branch{i}"),
+            name: compact_str::format_compact!("branch{i}"),
             op_type: "Relu".into(),
             inputs: vec!["s".into()],
-            outputs: vec![format!("y{i}")],
+            outputs: vec![compact_str::format_compact!("y{i}")],
             flops: None,
         });
     }
     b.op(OpSpec {
         name: "join".into(),
         op_type: "Concat".into(),
-        inputs: (0..n).map(|i| format!("y{i}")).collect(),
+        inputs: (0..n)
+            .map(|i| compact_str::format_compact!("y{i}"))
+            .collect(),
         outputs: vec!["out".into()],
         flops: None,
     });

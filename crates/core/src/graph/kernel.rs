@@ -2,6 +2,7 @@
 //! the `<case>_Nodes.csv` / `<case>_Edges.csv` pair), checked and indexed.
 
 use crate::{Error, Result};
+use compact_str::CompactString;
 use serde::Deserialize;
 use std::path::Path;
 
@@ -627,7 +628,7 @@ impl Kernel {
         let mut g = GraphBuilder::new(self.name.clone());
         for buf in &self.buffers {
             g.tensor(TensorSpec {
-                name: format!("{}/{}", buf.ty.as_str(), buf.id),
+                name: compact_str::format_compact!("{}/{}", buf.ty.as_str(), buf.id),
                 bytes: buf.size,
                 kind: None,
                 shape: None,
@@ -640,7 +641,10 @@ impl Kernel {
             let NodeKind::Op { cycles, bufs, .. } = &node.kind else {
                 continue;
             };
-            let names: Vec<String> = bufs.iter().filter_map(|&b| name_of(b)).collect();
+            let names: Vec<CompactString> = bufs
+                .iter()
+                .filter_map(|&b| name_of(b).map(CompactString::from))
+                .collect();
             let idx: Vec<usize> = bufs
                 .iter()
                 .filter_map(|b| self.buf_index.get(b).copied())
@@ -662,8 +666,8 @@ impl Kernel {
                 },
             };
             g.op(OpSpec {
-                name: format!("{}#{}", node.op, node.id),
-                op_type: node.op.clone(),
+                name: compact_str::format_compact!("{}#{}", node.op, node.id),
+                op_type: node.op.clone().into(),
                 inputs,
                 outputs,
                 flops: Some(*cycles as f64),

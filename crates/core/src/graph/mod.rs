@@ -25,6 +25,7 @@ pub mod transform;
 pub use builder::{GraphBuilder, OpSpec, TensorSpec};
 pub use liveness::{LiveInterval, Liveness};
 
+use compact_str::CompactString;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
@@ -57,13 +58,13 @@ impl TensorKind {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Tensor {
     pub id: TensorId,
-    pub name: String,
+    pub name: CompactString,
     pub bytes: u64,
     pub kind: TensorKind,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shape: Option<Vec<u64>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub dtype: Option<String>,
+    pub dtype: Option<CompactString>,
     pub producer: Option<OpId>,
     pub consumers: Vec<OpId>,
 }
@@ -78,8 +79,8 @@ impl Tensor {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Op {
     pub id: OpId,
-    pub name: String,
-    pub op_type: String,
+    pub name: CompactString,
+    pub op_type: CompactString,
     pub inputs: Vec<TensorId>,
     pub outputs: Vec<TensorId>,
     /// Floating-point operations, for the roofline time.

@@ -365,11 +365,11 @@ fn load_onnx_unguarded(path: &Path, opts: &LoadOptions, shapes: Shapes) -> Resul
             });
         };
         b.tensor(TensorSpec {
-            name: tname.to_string(),
+            name: tname.to_string().into(),
             bytes: bytes_of(tname, &shape, elem, &dtname)?,
             kind,
             shape: Some(shape),
-            dtype: Some(dtname),
+            dtype: Some(dtname.into()),
         });
         Ok(())
     };
@@ -394,19 +394,19 @@ fn load_onnx_unguarded(path: &Path, opts: &LoadOptions, shapes: Shapes) -> Resul
             names_used.insert(nname.clone());
         }
         b.op(OpSpec {
-            name: nname,
-            op_type: node.op_type.clone(),
+            name: nname.into(),
+            op_type: node.op_type.clone().into(),
             inputs: node
                 .input
                 .iter()
                 .filter(|s| !s.is_empty())
-                .cloned()
+                .map(|s| s.as_str().into())
                 .collect(),
             outputs: node
                 .output
                 .iter()
                 .filter(|s| !s.is_empty())
-                .cloned()
+                .map(|s| s.as_str().into())
                 .collect(),
             flops: None,
         });
@@ -483,7 +483,7 @@ fn check_elementwise(g: &Graph, op: &crate::graph::Op) -> Result<()> {
     };
     if *declared != expected {
         return Err(Error::Tensor {
-            tensor: g.tensors[out].name.clone(),
+            tensor: g.tensors[out].name.clone().into(),
             detail: format!(
                 "the file gives it shape {declared:?}, but {} {:?} of inputs shaped {:?} makes {expected:?}",
                 op.op_type, op.name, ins

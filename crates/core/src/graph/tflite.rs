@@ -144,10 +144,16 @@ fn lower(bytes: &[u8], name: &str) -> std::result::Result<super::Graph, String> 
             op_names.insert(op_name.clone());
         }
         specs.push(OpSpec {
-            name: op_name,
-            op_type,
-            inputs: ins.iter().map(|&t| declared[t].name.clone()).collect(),
-            outputs: outs.iter().map(|&t| declared[t].name.clone()).collect(),
+            name: op_name.into(),
+            op_type: op_type.into(),
+            inputs: ins
+                .iter()
+                .map(|&t| declared[t].name.as_str().into())
+                .collect(),
+            outputs: outs
+                .iter()
+                .map(|&t| declared[t].name.as_str().into())
+                .collect(),
             flops: Some(flops),
         });
     }
@@ -166,11 +172,11 @@ fn lower(bytes: &[u8], name: &str) -> std::result::Result<super::Graph, String> 
             None
         };
         b.tensor(TensorSpec {
-            name: d.name.clone(),
+            name: d.name.clone().into(),
             bytes: d.bytes,
             kind,
             shape: Some(d.shape.clone()),
-            dtype: Some(d.dtype.to_string()),
+            dtype: Some(d.dtype.to_string().into()),
         });
     }
     for s in specs {

@@ -6,6 +6,7 @@
 
 use super::{topo, Graph, GraphBuilder, OpId, OpSpec, TensorKind, TensorSpec};
 use crate::{Error, Result};
+use compact_str::CompactString;
 use serde::{Deserialize, Serialize};
 
 use std::collections::HashMap;
@@ -147,7 +148,7 @@ pub fn fuse(g: &Graph) -> Result<(Graph, Vec<Fusion>)> {
                     .iter()
                     .map(|&o| g.ops[o].outputs[0])
                     .collect();
-                let mut inputs: Vec<String> = Vec::new();
+                let mut inputs: Vec<CompactString> = Vec::new();
                 for &o in chain {
                     for &t in &g.ops[o].inputs {
                         let name = &g.tensors[t].name;
@@ -167,8 +168,8 @@ pub fn fuse(g: &Graph) -> Result<(Graph, Vec<Fusion>)> {
                     .collect::<Vec<_>>()
                     .join("+");
                 ops.push(OpSpec {
-                    name: name.clone(),
-                    op_type,
+                    name: name.clone().into(),
+                    op_type: op_type.into(),
                     inputs,
                     outputs: g.ops[i]
                         .outputs
@@ -178,9 +179,12 @@ pub fn fuse(g: &Graph) -> Result<(Graph, Vec<Fusion>)> {
                     flops: Some(chain.iter().map(|&o| g.ops[o].flops).sum()),
                 });
                 fusions.push(Fusion {
-                    ops: chain.iter().map(|&o| g.ops[o].name.clone()).collect(),
+                    ops: chain.iter().map(|&o| g.ops[o].name.to_string()).collect(),
                     name,
-                    removed_tensors: inner.iter().map(|&t| g.tensors[t].name.clone()).collect(),
+                    removed_tensors: inner
+                        .iter()
+                        .map(|&t| g.tensors[t].name.to_string())
+                        .collect(),
                     removed_bytes: inner.iter().map(|&t| g.tensors[t].bytes).sum(),
                 });
             }

@@ -55,8 +55,8 @@ fn build(k: &Kernel, sol: &Solution, span: &[(u64, u64)], m: &Metrics) -> Trace 
                 .collect();
             ops.push(TraceOp {
                 id: ops.len(),
-                name: format!("{}#{i}", k.nodes[i].op),
-                op_type: k.nodes[i].op.clone(),
+                name: compact_str::format_compact!("{}#{i}", k.nodes[i].op),
+                op_type: k.nodes[i].op.clone().into(),
                 start_ns: span[i].0,
                 end_ns: span[i].1,
                 stall_ns: 0,
@@ -85,7 +85,7 @@ fn build(k: &Kernel, sol: &Solution, span: &[(u64, u64)], m: &Metrics) -> Trace 
             consumers.sort_unstable();
             TraceTensor {
                 id: bi,
-                name: format!("buf{}", b.id),
+                name: compact_str::format_compact!("buf{}", b.id),
                 bytes: b.size,
                 kind: if b.copy_in {
                     TensorKind::Input

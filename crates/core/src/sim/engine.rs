@@ -530,7 +530,7 @@ impl<'a> Sim<'a> {
             return Ok(());
         };
         Err(Error::Node {
-            node: self.g.ops[i].name.clone(),
+            node: self.g.ops[i].name.clone().into(),
             detail,
         })
     }
@@ -845,7 +845,7 @@ impl<'a> Sim<'a> {
             .cfg
             .measured_ns
             .as_ref()
-            .and_then(|m| m.get(&op.name).copied());
+            .and_then(|m| m.get(op.name.as_str()).copied());
         let compute = measured
             .unwrap_or(limits::ns_ceil(roof.time_ns))
             .max(1)
@@ -1127,7 +1127,7 @@ impl<'a> Sim<'a> {
                 name: t.name.clone(),
                 bytes: t.bytes,
                 kind: t.kind,
-                pool: self.pool_defs[self.pool_of[t.id]].name.clone(),
+                pool: self.pool_defs[self.pool_of[t.id]].name.clone().into(),
                 producer: t.producer,
                 consumers: t.consumers.clone(),
             })

@@ -160,7 +160,7 @@ impl TraceBuilder {
         self.by_name = self
             .tensors
             .iter()
-            .map(|t| (t.name.clone(), t.id))
+            .map(|t| (t.name.to_string(), t.id))
             .collect();
     }
 

@@ -439,7 +439,7 @@ impl<'a> Replay<'a> {
                 .unwrap_or_default();
             self.ledger
                 .per_pool
-                .entry(pool)
+                .entry(pool.into())
                 .or_default()
                 .add(p, d.bytes);
         }

@@ -103,10 +103,10 @@ pub struct Pool {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TraceTensor {
     pub id: usize,
-    pub name: String,
+    pub name: CompactString,
     pub bytes: u64,
     pub kind: TensorKind,
-    pub pool: String,
+    pub pool: CompactString,
     pub producer: Option<usize>,
     #[serde(default)]
     pub consumers: Vec<usize>,
@@ -115,8 +115,8 @@ pub struct TraceTensor {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TraceOp {
     pub id: usize,
-    pub name: String,
-    pub op_type: String,
+    pub name: CompactString,
+    pub op_type: CompactString,
     pub start_ns: u64,
     pub end_ns: u64,
     #[serde(default)]
@@ -154,8 +154,8 @@ impl TraceOp {
     /// An op known only by its name, type and time span (what runtime
     /// profilers record); operands and roofline data left empty.
     pub fn span(
-        name: impl Into<String>,
-        op_type: impl Into<String>,
+        name: impl Into<CompactString>,
+        op_type: impl Into<CompactString>,
         start_ns: u64,
         end_ns: u64,
     ) -> TraceOp {
@@ -555,7 +555,7 @@ impl Trace {
         for o in &mut self.ops {
             if let Some((t, p)) = o.op_type.rsplit_once('@') {
                 o.unit = Some(Unit(p.into()));
-                o.op_type = t.to_string();
+                o.op_type = t.to_string().into();
             }
         }
     }

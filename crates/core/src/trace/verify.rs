@@ -86,7 +86,7 @@ impl<'a> Replay<'a> {
         self.tr
             .tensors
             .get(t)
-            .map(|x| x.name.clone())
+            .map(|x| x.name.to_string())
             .unwrap_or_else(|| format!("#{t}"))
     }
     fn oname(&self, o: Option<usize>) -> String {

@@ -15,6 +15,7 @@
 use super::{Graph, GraphBuilder, OpSpec, TensorKind, TensorSpec};
 use crate::limits;
 use crate::{Error, Result};
+use compact_str::CompactString;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
@@ -28,19 +29,19 @@ pub struct GraphJson {
     pub tensors: Vec<TensorJson>,
     pub ops: Vec<OpJson>,
     #[serde(default)]
-    pub outputs: Vec<String>,
+    pub outputs: Vec<CompactString>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TensorJson {
-    pub name: String,
+    pub name: CompactString,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bytes: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shape: Option<Vec<u64>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub dtype: Option<String>,
+    pub dtype: Option<CompactString>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kind: Option<TensorKind>,
 }
@@ -48,18 +49,18 @@ pub struct TensorJson {
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct OpJson {
-    pub name: String,
+    pub name: CompactString,
     #[serde(default = "default_op_type")]
-    pub op_type: String,
+    pub op_type: CompactString,
     #[serde(default)]
-    pub inputs: Vec<String>,
+    pub inputs: Vec<CompactString>,
     #[serde(default)]
-    pub outputs: Vec<String>,
+    pub outputs: Vec<CompactString>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flops: Option<f64>,
 }
 
-fn default_op_type() -> String {
+fn default_op_type() -> CompactString {
     "Unknown".into()
 }
 
@@ -100,13 +101,13 @@ pub(crate) fn tensor_spec(t: TensorJson) -> Result<TensorSpec> {
         (None, Some(shape), dtype) => {
             let dt = dtype.as_deref().unwrap_or("f32");
             let size = dtype_size(dt).ok_or_else(|| Error::Tensor {
-                tensor: t.name.clone(),
+                tensor: t.name.clone().into(),
                 detail: format!("unsupported dtype {dt:?}"),
             })?;
             limits::elems_of(shape)
                 .and_then(|n| n.checked_mul(size))
                 .ok_or_else(|| Error::Tensor {
-                    tensor: t.name.clone(),
+                    tensor: t.name.clone().into(),
                     detail: format!(
                         "size overflows 64 bits (shape {} of {dt})",
                         limits::shape_text(shape)
@@ -115,7 +116,7 @@ pub(crate) fn tensor_spec(t: TensorJson) -> Result<TensorSpec> {
         }
         (None, None, _) => {
             return Err(Error::Tensor {
-                tensor: t.name.clone(),
+                tensor: t.name.clone().into(),
                 detail: "has neither `bytes` nor `shape`: its size is unknown".into(),
             })
         }
@@ -134,7 +135,7 @@ pub(crate) fn tensor_spec(t: TensorJson) -> Result<TensorSpec> {
 pub(crate) fn op_spec(o: OpJson) -> Result<OpSpec> {
     if let Some(f) = o.flops.filter(|f| f.is_nan() || *f < 0.0) {
         return Err(Error::Node {
-            node: o.name,
+            node: o.name.into(),
             detail: format!("flops must be zero or more, not {f}"),
         });
     }

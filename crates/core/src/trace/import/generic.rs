@@ -230,7 +230,7 @@ fn rebuild(path: &Path, meta: &ChromeEvent, events: &[ChromeEvent]) -> Result<Tr
         by_name.insert(name.clone(), i);
         tensors.push(TraceTensor {
             id: i,
-            name,
+            name: name.into(),
             bytes: t.get("bytes").and_then(|v| v.as_u64()).unwrap_or(0),
             kind: match t.get("kind") {
                 Some(k) => {
@@ -260,7 +260,7 @@ fn rebuild(path: &Path, meta: &ChromeEvent, events: &[ChromeEvent]) -> Result<Tr
         op_ids.entry(e.name.to_string()).or_insert(id);
         ops.push(TraceOp {
             id,
-            name: e.name.to_string(),
+            name: e.name.to_string().into(),
             op_type: g("op_type").and_then(|v| v.as_str()).unwrap_or("").into(),
             start_ns: g("start_ns")
                 .and_then(|v| v.as_u64())

@@ -169,7 +169,7 @@ pub fn import(path: &Path, opts: &ImportOptions) -> Result<(Trace, Vec<String>)>
             _ => {
                 let bytes = arg_u64(e, "output_size").unwrap_or(0);
                 (
-                    name.to_string(),
+                    name.into(),
                     Vec::new(),
                     vec![b.tensor(&format!("{name}:out"), bytes, TensorKind::Activation, pool)],
                 )
@@ -178,7 +178,7 @@ pub fn import(path: &Path, opts: &ImportOptions) -> Result<(Trace, Vec<String>)>
         let id = b.op(TraceOp {
             id: 0,
             name: op_name,
-            op_type,
+            op_type: op_type.into(),
             start_ns: start,
             end_ns: end.max(start),
             stall_ns: 0,
