@@ -70,7 +70,8 @@ fn specs_of(g: &Graph) -> GraphBuilder {
     specs_of_except(g, &Default::default())
 }
 
-fn op_spec(g: &Graph, i: OpId) -> OpSpec {
+/// Op `i` as a builder spec, its operands by name and its FLOPs as known.
+pub(crate) fn op_spec(g: &Graph, i: OpId) -> OpSpec {
     let o = &g.ops[i];
     OpSpec {
         name: o.name.clone(),

@@ -60,6 +60,19 @@ pub struct OpJson {
     pub flops: Option<f64>,
 }
 
+/// An op as the builder took it, written back as the file spells it.
+impl From<OpSpec> for OpJson {
+    fn from(s: OpSpec) -> OpJson {
+        OpJson {
+            name: s.name,
+            op_type: s.op_type,
+            inputs: s.inputs,
+            outputs: s.outputs,
+            flops: s.flops,
+        }
+    }
+}
+
 fn default_op_type() -> CompactString {
     "Unknown".into()
 }
@@ -185,24 +198,8 @@ pub fn graph_to_json(g: &Graph) -> GraphJson {
                 },
             })
             .collect(),
-        ops: g
-            .ops
-            .iter()
-            .map(|o| OpJson {
-                name: o.name.clone(),
-                op_type: o.op_type.clone(),
-                inputs: o
-                    .inputs
-                    .iter()
-                    .map(|&t| g.tensors[t].name.clone())
-                    .collect(),
-                outputs: o
-                    .outputs
-                    .iter()
-                    .map(|&t| g.tensors[t].name.clone())
-                    .collect(),
-                flops: Some(o.flops),
-            })
+        ops: (0..g.ops.len())
+            .map(|i| super::transform::op_spec(g, i).into())
             .collect(),
         outputs: g
             .tensors
