@@ -1,7 +1,9 @@
 //! Opens a trace the way `spillscope view` does (parse, quick analyses, App,
 //! first frame; then the complete analyses and a timeline frame) and prints
 //! the times and this process's peak and current RSS.
-//! Usage: cargo run --release --example open_rss -- TRACE.json
+//! Usage: cargo run --release --example open_rss -- TRACE.json [CACHE_DIR]
+//! (with CACHE_DIR, the trace is opened through the binary trace cache
+//! there, as `view` does: run twice to time the open from the cache).
 use spillscope_explorer::{app, data::Dataset, theme, ui};
 use std::sync::Arc;
 
@@ -17,7 +19,16 @@ fn status(key: &str) -> String {
 fn main() {
     let p = std::env::args().nth(1).expect("trace path");
     let t = std::time::Instant::now();
-    let tr = Arc::new(spillscope::trace::Trace::load(std::path::Path::new(&p)).unwrap());
+    let path = std::path::Path::new(&p);
+    let tr = match std::env::args().nth(2) {
+        Some(dir) => {
+            let store = spillscope::trace::store::TraceStore::at(dir);
+            let (tr, how) = store.open(path).unwrap();
+            println!("opened: {how:?}");
+            Arc::new(tr)
+        }
+        None => Arc::new(spillscope::trace::Trace::load(path).unwrap()),
+    };
     let parsed = t.elapsed();
     let mut a = app::App::new(vec![Dataset::quick("x", tr.clone())]);
     let th = theme::Theme::load(None, theme::ColorMode::TrueColor).unwrap();

@@ -404,7 +404,8 @@ pub struct SessionOpts {
     pub ilp_time: f64,
     /// Neither read nor write the result cache (bounds, plans, slow runs and
     /// suggestions kept by the content of their inputs in the user's cache
-    /// directory, or SPILLSCOPE_CACHE_DIR).
+    /// directory, or SPILLSCOPE_CACHE_DIR) nor the binary copies of large
+    /// traces kept there.
     #[arg(long)]
     pub no_cache: bool,
 }
@@ -431,6 +432,12 @@ impl SessionOpts {
             bound_s: self.ilp_time,
             ..Default::default()
         })
+    }
+
+    /// The binary trace cache (large spillscope traces kept as columns
+    /// beside the result cache), unless `--no-cache`.
+    pub fn trace_store(&self) -> Option<spillscope::trace::store::TraceStore> {
+        self.cache().map(|c| c.trace_store())
     }
 
     /// The result cache, unless `--no-cache`.
@@ -611,6 +618,17 @@ impl ImportOpts {
         path: &std::path::Path,
         shapes: &spillscope::graph::LoadOptions,
     ) -> spillscope::Result<(spillscope::trace::Trace, Vec<String>)> {
+        self.load_from(path, shapes, None)
+    }
+
+    /// As [`ImportOpts::load_with`], a spillscope trace read through the
+    /// binary trace cache `store` (see [`SessionOpts::trace_store`]).
+    pub fn load_from(
+        &self,
+        path: &std::path::Path,
+        shapes: &spillscope::graph::LoadOptions,
+        store: Option<spillscope::trace::store::TraceStore>,
+    ) -> spillscope::Result<(spillscope::trace::Trace, Vec<String>)> {
         use spillscope::trace::import;
         let format = match &self.from {
             Some(f) => Some(
@@ -628,6 +646,7 @@ impl ImportOpts {
             model,
             max_events: self.max_events,
             keep: self.keep.map(|k| k as usize),
+            store,
         };
         import::import(path, format, &opts)
     }
@@ -637,8 +656,9 @@ impl ImportOpts {
     pub fn load_at_level(
         &self,
         path: &std::path::Path,
+        store: Option<spillscope::trace::store::TraceStore>,
     ) -> spillscope::Result<(spillscope::trace::Trace, Vec<String>)> {
-        let (tr, w) = self.load(path)?;
+        let (tr, w) = self.load_from(path, &Default::default(), store)?;
         Ok((
             spillscope::trace::nesting::collapse(&tr, self.op_depth.unwrap_or(1)),
             w,

@@ -19,7 +19,7 @@ pub fn run(a: &ReportArgs) -> Result<String> {
         super::single_policy(&spec)?;
         Source::Model(Box::new(spec))
     } else {
-        let (tr, _) = a.import.load_at_level(&a.input)?;
+        let (tr, _) = a.import.load_at_level(&a.input, a.session.trace_store())?;
         let label = spillscope::session::source::label_of(&a.input);
         Source::Embedded(vec![(label, std::sync::Arc::new(tr))])
     };

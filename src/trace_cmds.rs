@@ -89,8 +89,8 @@ pub fn run_export(a: &ExportArgs) -> Result<String> {
 }
 
 pub fn run_diff(a: &DiffArgs) -> Result<String> {
-    let (ta, wa) = a.import.load_at_level(&a.a)?;
-    let (tb, wb) = a.import.load_at_level(&a.b)?;
+    let (ta, wa) = a.import.load_at_level(&a.a, None)?;
+    let (tb, wb) = a.import.load_at_level(&a.b, None)?;
     warn_all(&wa);
     warn_all(&wb);
     let d = diff(&ta, &tb);

@@ -51,6 +51,7 @@ pub fn source_for(a: &ViewArgs) -> Result<Source> {
                         .keep
                         .map_or(spillscope::limits::LIVE_WINDOW_EVENTS, |k| k as usize),
                 ),
+                store: a.session.trace_store(),
             },
             level: std::sync::Arc::new(std::sync::atomic::AtomicU32::new(
                 a.import.op_depth.unwrap_or(1),

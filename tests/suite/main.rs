@@ -30,6 +30,7 @@ mod sim_policies;
 mod sim_properties;
 mod stream_window;
 mod suggest;
+mod trace_cache;
 mod trace_mutation;
 mod tui_deep_names;
 mod tui_keys;

@@ -22,7 +22,7 @@ enum St {
 /// offsets (no overlap), evicted (with or without a write-back when DRAM
 /// already holds a copy), reloaded, streamed in and out, freed; in time
 /// order. Valid by construction, so the whole stream passes `verify`.
-fn stream(seed: u64, steps: usize) -> Vec<String> {
+pub(crate) fn stream(seed: u64, steps: usize) -> Vec<String> {
     let mut next = crate::common::xorshift(seed | 1);
     let n_t = 12usize;
     let mut st = vec![St::Gone; n_t];
@@ -93,7 +93,7 @@ fn stream(seed: u64, steps: usize) -> Vec<String> {
     out
 }
 
-fn read(lines: &[String], keep: Option<usize>) -> Trace {
+pub(crate) fn read(lines: &[String], keep: Option<usize>) -> Trace {
     let mut s = JsonlState::new("stream");
     if let Some(k) = keep {
         s.keep(k);

@@ -171,10 +171,12 @@ fn classify_impl(tr: &Trace, ledger: &Ledger, causes: bool) -> Classification {
         at: HashMap::new(),
     };
     let mut replayed = 0usize;
-    for (i, e) in tr.events.iter().enumerate() {
+    // Only evictions are classified: their rows alone are built.
+    for i in 0..tr.events.len() {
         if ledger.part(i) != Some(Part::EvictedOut) {
             continue;
         }
+        let e = tr.events.at(i);
         let written = Ledger::bytes(&e);
         let cap = tr
             .pools

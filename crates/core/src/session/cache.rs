@@ -144,6 +144,12 @@ impl Cache {
         &self.dir
     }
 
+    /// The binary trace cache beside the results (its own directory and
+    /// cap: an entry can be larger than this cache's whole cap).
+    pub fn trace_store(&self) -> crate::trace::store::TraceStore {
+        crate::trace::store::TraceStore::at(self.dir.join(crate::trace::store::DIR))
+    }
+
     fn path(&self, key: &Key) -> PathBuf {
         self.dir.join(key.kind).join(format!("{}.json", key.hex))
     }
@@ -197,6 +203,9 @@ impl Cache {
             return out;
         };
         for kind in kinds.flatten() {
+            if kind.file_name() == crate::trace::store::DIR {
+                continue;
+            }
             let Ok(files) = std::fs::read_dir(kind.path()) else {
                 continue;
             };

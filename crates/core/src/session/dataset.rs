@@ -16,8 +16,7 @@ use std::sync::Arc;
 /// The end of a trace's time axis (as the timeline index computes it).
 fn trace_end(tr: &Trace) -> u64 {
     let ops = tr.ops.iter().map(|o| o.end_ns);
-    let evs = tr.events.iter().map(|e| e.dma_end_ns.unwrap_or(e.t_ns));
-    ops.chain(evs)
+    ops.chain(std::iter::once(tr.events.max_end_ns()))
         .chain(std::iter::once(tr.summary.latency_ns))
         .max()
         .unwrap_or(0)

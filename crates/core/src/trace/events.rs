@@ -473,9 +473,54 @@ impl Events {
     pub fn t_ns(&self) -> &[u64] {
         &self.t_ns
     }
+    /// Every event's size.
+    pub fn bytes_col(&self) -> &[u64] {
+        &self.bytes
+    }
+    /// The latest time any event carries (its own, or its DMA's).
+    pub fn max_time_ns(&self) -> u64 {
+        let cols = [&self.t_ns, &self.dma_start_ns.vals, &self.dma_end_ns.vals];
+        cols.iter()
+            .flat_map(|c| c.iter().copied().max())
+            .max()
+            .unwrap_or(0)
+    }
+    /// The latest time an event ends: its DMA's end where it has one, else
+    /// its own time.
+    pub fn max_end_ns(&self) -> u64 {
+        let ends = &self.dma_end_ns;
+        if ends.vals.is_empty() {
+            return self.t_ns.iter().copied().max().unwrap_or(0);
+        }
+        (0..self.len())
+            .map(|i| ends.get(i).unwrap_or(self.t_ns[i]))
+            .max()
+            .unwrap_or(0)
+    }
+    /// The largest tensor id an event refers to.
+    pub fn max_tensor(&self) -> Option<usize> {
+        self.tensor.iter().max().map(|&t| t as usize)
+    }
+    /// The largest op id an event refers to.
+    pub fn max_op(&self) -> Option<usize> {
+        self.op
+            .iter()
+            .filter(|&&o| o != NO_OP)
+            .max()
+            .map(|&o| o as usize)
+    }
     /// The tensor of event `i`.
     pub fn tensor(&self, i: usize) -> usize {
         self.tensor[i] as usize
+    }
+    /// The id of event `i`'s pool name ([`Events::name_of`] spells it):
+    /// the same id for the same name, for loops that tally per pool.
+    pub fn pool_id(&self, i: usize) -> u32 {
+        self.pool[i]
+    }
+    /// The name with id `id` (pool names and reasons).
+    pub fn name_of(&self, id: u32) -> &str {
+        self.dict.name(id)
     }
     /// The pool name of event `i`.
     pub fn pool(&self, i: usize) -> &str {
@@ -562,6 +607,130 @@ impl PartialEq for Events {
 impl std::fmt::Debug for Events {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+/// The tag a kind is held as in the binary columns.
+fn kind_tag(k: EventKind) -> u8 {
+    match k {
+        EventKind::Alloc => 0,
+        EventKind::Free => 1,
+        EventKind::Evict => 2,
+        EventKind::Reload => 3,
+        EventKind::Recompute => 4,
+        EventKind::StreamIn => 5,
+        EventKind::StreamOut => 6,
+    }
+}
+
+fn kind_of(tag: u8) -> Option<EventKind> {
+    Some(match tag {
+        0 => EventKind::Alloc,
+        1 => EventKind::Free,
+        2 => EventKind::Evict,
+        3 => EventKind::Reload,
+        4 => EventKind::Recompute,
+        5 => EventKind::StreamIn,
+        6 => EventKind::StreamOut,
+        _ => return None,
+    })
+}
+
+/// The columns as bytes ([`super::columnar`]): each column as it is held,
+/// so writing and reading them is a copy.
+impl Events {
+    pub(super) fn encode<W: std::io::Write>(
+        &self,
+        w: &mut super::columnar::Writer<W>,
+    ) -> std::io::Result<()> {
+        let n = self.len();
+        w.u64s(1, std::iter::once(n as u64))?;
+        w.u64s(n, self.t_ns.iter().copied())?;
+        w.u8s(n, self.kind.iter().map(|&k| kind_tag(k)))?;
+        w.u32s(n, self.tensor.iter().copied())?;
+        w.u64s(n, self.bytes.iter().copied())?;
+        w.u32s(n, self.pool.iter().copied())?;
+        w.u32s(n, self.op.iter().copied())?;
+        w.u32s(n, self.reason.iter().copied())?;
+        for c in self.opt_cols() {
+            // Empty until some event has the field: written as no values.
+            let k = if c.vals.is_empty() { 0 } else { n };
+            w.u64s(k, c.vals.iter().copied())?;
+            w.u64s(k.div_ceil(64), c.present.iter().copied())?;
+        }
+        let names = &self.dict.names;
+        w.u64s(1, std::iter::once(names.len() as u64))?;
+        w.strs(names.len(), names.iter().map(|s| s.as_str()))
+    }
+
+    pub(super) fn decode(r: &mut super::columnar::Reader) -> Result<Events, String> {
+        let n = r.count("events")?;
+        let t_ns = r.u64s(n, "event times")?;
+        let kind = r
+            .u8s(n, "event kinds")?
+            .iter()
+            .map(|&k| kind_of(k).ok_or_else(|| format!("event kinds: unknown tag {k}")))
+            .collect::<Result<Vec<_>, String>>()?;
+        let tensor = r.u32s(n, "event tensors")?;
+        let bytes = r.u64s(n, "event sizes")?;
+        let pool = r.u32s(n, "event pools")?;
+        let op = r.u32s(n, "event ops")?;
+        let reason = r.u32s(n, "event reasons")?;
+        let mut opt = Vec::with_capacity(6);
+        for what in [
+            "offset",
+            "dma_start_ns",
+            "dma_end_ns",
+            "thread",
+            "live_bytes",
+            "written_bytes",
+        ] {
+            // A column is empty (no event has the field) or full.
+            let vals = r.u64s_any(what)?;
+            if !vals.is_empty() && vals.len() != n {
+                return Err(format!("event {what}: neither empty nor one per event"));
+            }
+            let present = r.u64s(vals.len().div_ceil(64), what)?;
+            opt.push(OptCol { vals, present });
+        }
+        let k = r.count("event names")?;
+        let strs = r.strs(k, "event names")?;
+        // `k` is bounded by the bytes just read (one offset per name).
+        let mut dict = Dictionary {
+            names: Vec::with_capacity(k),
+            ids: HashMap::with_capacity(k),
+        };
+        for i in 0..k {
+            let s = strs.get(i);
+            dict.names.push(s.into());
+            if i > 0 {
+                dict.ids.entry(s.into()).or_insert(i as u32);
+            }
+        }
+        if dict.names.first().is_none_or(|s| !s.is_empty()) {
+            return Err("event names: the first is not the empty name".into());
+        }
+        if let Some(bad) = pool.iter().chain(&reason).find(|&&i| i as usize >= k) {
+            return Err(format!("event pools or reasons: name {bad} of {k}"));
+        }
+        let mut opt = opt.into_iter();
+        let mut next = || opt.next().unwrap_or_default();
+        Ok(Events {
+            t_ns,
+            kind,
+            tensor,
+            bytes,
+            pool,
+            op,
+            reason,
+            offset: next(),
+            dma_start_ns: next(),
+            dma_end_ns: next(),
+            thread: next(),
+            live_bytes: next(),
+            written_bytes: next(),
+            dict,
+        })
     }
 }
 

@@ -263,10 +263,23 @@ impl Ledger {
             while let Some(d) = next.next_if(|d| d.t_ns < e.t_ns) {
                 replay.derived(d);
             }
-            replay.event(i, &e);
+            replay.event(i, &e, tr.events.pool_id(i));
         }
         for d in next {
             replay.derived(d);
+        }
+        // Per pool by the events' name ids while replaying (a map keyed by
+        // name per event cost more than the rest of the replay).
+        for (id, parts) in replay.by_pool.iter().enumerate() {
+            if let Some(p) = parts {
+                let name = tr.events.name_of(id as u32);
+                replay
+                    .ledger
+                    .per_pool
+                    .entry(name.to_string())
+                    .or_default()
+                    .merge(p);
+            }
         }
         replay.ledger.derived_streams = derived;
         replay.ledger
@@ -364,6 +377,8 @@ struct Replay<'a> {
     tr: &'a Trace,
     /// Has been evicted or streamed out: its DRAM copy comes from a spill.
     spilled: Vec<bool>,
+    /// The events' parts per pool, by the pool's name id in the events.
+    by_pool: Vec<Option<Parts>>,
     ledger: Ledger,
 }
 
@@ -372,6 +387,7 @@ impl<'a> Replay<'a> {
         Replay {
             tr,
             spilled: vec![false; tr.tensors.len()],
+            by_pool: Vec::new(),
             ledger: Ledger {
                 event_part: Vec::with_capacity(tr.events.len()),
                 ..Ledger::default()
@@ -396,7 +412,7 @@ impl<'a> Replay<'a> {
         )
     }
 
-    fn event(&mut self, i: usize, e: &Event) {
+    fn event(&mut self, i: usize, e: &Event, pool: u32) {
         let kind = self.kind(e.tensor);
         let mut unknown = false;
         let spilled = self.spilled.get_mut(e.tensor).unwrap_or(&mut unknown);
@@ -407,11 +423,11 @@ impl<'a> Replay<'a> {
         if let Some(p) = part {
             let bytes = Ledger::bytes(e);
             self.ledger.total.add(p, bytes);
-            self.ledger
-                .per_pool
-                .entry(e.pool.to_string())
-                .or_default()
-                .add(p, bytes);
+            let pool = pool as usize;
+            if self.by_pool.len() <= pool {
+                self.by_pool.resize(pool + 1, None);
+            }
+            self.by_pool[pool].get_or_insert_default().add(p, bytes);
         }
         debug_assert_eq!(self.ledger.event_part.len(), i);
         self.ledger.event_part.push(part);

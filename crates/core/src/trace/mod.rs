@@ -11,6 +11,7 @@
 
 pub mod build;
 pub mod caps;
+pub mod columnar;
 pub mod events;
 pub mod export;
 pub mod import;
@@ -18,6 +19,7 @@ pub mod ledger;
 pub mod nesting;
 mod ranges;
 pub mod residency;
+pub mod store;
 mod traffic;
 pub mod verify;
 pub mod window;
@@ -651,7 +653,11 @@ impl Trace {
         };
         let bad_o =
             |what: String, o: usize| format!("{what} refers to op {o}, but the trace has {no} ops");
-        for (i, e) in self.events.iter().enumerate() {
+        // The columns first; the rows only to name the first dangling one.
+        let ev = &self.events;
+        let refs_ok = ev.max_tensor().is_none_or(|t| t < nt) && ev.max_op().is_none_or(|o| o < no);
+        let rows = if refs_ok { ev.range(0..0) } else { ev.iter() };
+        for (i, e) in rows.enumerate() {
             if e.tensor >= nt {
                 return Err(bad_t(format!("event {i}"), e.tensor));
             }

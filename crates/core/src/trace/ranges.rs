@@ -9,32 +9,44 @@ use crate::limits::{MAX_GRAPH_BYTES, MAX_NS, MAX_TOTAL_BYTES};
 impl Trace {
     /// The first time or size out of range, as a sentence naming it.
     pub fn check_ranges(&self) -> Result<(), String> {
-        let late = |what: String, t: u64| {
+        // The sentence is only built for the value out of range (building
+        // one per tensor and op cost more than the whole check).
+        let late = |what: &dyn Fn() -> String, t: u64| {
             // The value itself may be a clamped conversion: name the limit only.
-            (t >= MAX_NS).then(|| format!("{what} lies past 2^62 ns (146 years into the trace)"))
+            (t >= MAX_NS)
+                .then(|| format!("{} lies past 2^62 ns (146 years into the trace)", what()))
         };
-        let big = |what: String, b: u64| {
-            (b > MAX_GRAPH_BYTES).then(|| format!("{what} has {b} bytes, past 8 PiB (2^53 bytes)"))
+        let big = |what: &dyn Fn() -> String, b: u64| {
+            (b > MAX_GRAPH_BYTES)
+                .then(|| format!("{} has {b} bytes, past 8 PiB (2^53 bytes)", what()))
         };
         for t in &self.tensors {
-            if let Some(m) = big(format!("tensor {:?}", t.name), t.bytes) {
+            if let Some(m) = big(&|| format!("tensor {:?}", t.name), t.bytes) {
                 return Err(m);
             }
         }
         for o in &self.ops {
             let what = || format!("op {:?}", o.name);
-            if let Some(m) = late(what(), o.end_ns.max(o.start_ns).max(o.stall_ns)) {
+            if let Some(m) = late(&what, o.end_ns.max(o.start_ns).max(o.stall_ns)) {
                 return Err(m);
             }
         }
+        // The columns first (a pass over three of them); the rows only to
+        // name the first event out of range.
+        let ev = &self.events;
+        let total: u128 = ev.bytes_col().iter().map(|&b| b as u128).sum();
+        let in_range = ev.max_time_ns() < MAX_NS
+            && ev.bytes_col().iter().all(|&b| b <= MAX_GRAPH_BYTES)
+            && total < MAX_TOTAL_BYTES as u128;
         let mut total = 0u64;
-        for (i, e) in self.events.iter().enumerate() {
+        let rows = if in_range { ev.range(0..0) } else { ev.iter() };
+        for (i, e) in rows.enumerate() {
             let what = || format!("event {i} ({})", e.kind.as_str());
             let times = [Some(e.t_ns), e.dma_start_ns, e.dma_end_ns];
-            if let Some(m) = late(what(), times.into_iter().flatten().max().unwrap_or(0)) {
+            if let Some(m) = late(&what, times.into_iter().flatten().max().unwrap_or(0)) {
                 return Err(m);
             }
-            if let Some(m) = big(what(), e.bytes) {
+            if let Some(m) = big(&what, e.bytes) {
                 return Err(m);
             }
             total = total.saturating_add(e.bytes);

@@ -36,6 +36,9 @@ pub struct ImportOptions {
     /// ([`crate::trace::window`]). `None`: hold them all (a live view
     /// defaults to [`crate::limits::LIVE_WINDOW_EVENTS`]).
     pub keep: Option<usize>,
+    /// Spillscope traces: the binary cache to read them from and keep them
+    /// in ([`crate::trace::store`]); `None` reads the JSON every time.
+    pub store: Option<crate::trace::store::TraceStore>,
 }
 
 impl ImportOptions {
@@ -85,7 +88,10 @@ pub fn import(
 fn import_as(path: &Path, format: Format, opts: &ImportOptions) -> Result<(Trace, Vec<String>)> {
     match format {
         Format::Spillscope => {
-            let tr = Trace::load(path)?;
+            let tr = match &opts.store {
+                Some(store) => store.open(path)?.0,
+                None => Trace::load(path)?,
+            };
             let notes = tr.recomputed_note().into_iter().collect();
             Ok((tr, notes))
         }

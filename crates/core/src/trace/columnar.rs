@@ -1,0 +1,553 @@
+//! The trace as columns in bytes: the body of the binary trace cache
+//! ([`super::store`]). Events, ops and tensors are written field by field
+//! (one little-endian array per field, strings as offsets into one blob,
+//! id lists as offsets into one array), so reading them back is a copy per
+//! column plus one pass that assembles rows, in parallel, instead of a JSON
+//! parse. The small parts (schema, source, meta, pools, counters, summary)
+//! are one JSON header: they are a few kilobytes and their JSON is the
+//! contract's.
+//!
+//! Every array is preceded by its byte length and padded to 8 bytes; a
+//! reader checks every length, every offset and every enum tag, so a damaged
+//! body is an error, never a panic or an out-of-range id (the trace's own
+//! checks run again after decoding, as for JSON).
+
+use super::{
+    Bound, CompactString, Counter, Events, Meta, Pool, Source, Summary, Trace, TraceOp,
+    TraceTensor, Unit,
+};
+use crate::graph::TensorKind;
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+use std::io::{self, Write};
+
+/// `None` in a `u64` id column.
+const NONE: u64 = u64::MAX;
+
+/// Writes arrays as the reader expects them: a `u64` byte length, the
+/// values, zero padding to 8 bytes. Counts the bytes written.
+pub struct Writer<W: Write> {
+    w: W,
+    written: u64,
+}
+
+impl<W: Write> Writer<W> {
+    pub fn new(w: W) -> Writer<W> {
+        Writer { w, written: 0 }
+    }
+
+    pub fn into_inner(self) -> W {
+        self.w
+    }
+
+    fn raw(&mut self, b: &[u8]) -> io::Result<()> {
+        self.written += b.len() as u64;
+        self.w.write_all(b)
+    }
+
+    /// One array of `len` bytes filled by `fill`, which must write exactly
+    /// that many.
+    fn array(
+        &mut self,
+        len: u64,
+        fill: impl FnOnce(&mut Self) -> io::Result<()>,
+    ) -> io::Result<()> {
+        self.raw(&len.to_le_bytes())?;
+        let start = self.written;
+        fill(self)?;
+        if self.written - start != len {
+            return Err(io::Error::other("column length miscounted"));
+        }
+        let pad = (8 - len % 8) % 8;
+        self.raw(&[0u8; 8][..pad as usize])
+    }
+
+    pub fn bytes(&mut self, b: &[u8]) -> io::Result<()> {
+        self.array(b.len() as u64, |w| w.raw(b))
+    }
+
+    /// A column of `u64`s (written through a buffer: one call per value
+    /// would cost more than the copy).
+    pub fn u64s(&mut self, n: usize, vals: impl Iterator<Item = u64>) -> io::Result<()> {
+        self.fixed(n, 8, vals.map(u64::to_le_bytes))
+    }
+
+    pub fn u32s(&mut self, n: usize, vals: impl Iterator<Item = u32>) -> io::Result<()> {
+        self.fixed(n, 4, vals.map(u32::to_le_bytes))
+    }
+
+    pub fn u8s(&mut self, n: usize, vals: impl Iterator<Item = u8>) -> io::Result<()> {
+        self.fixed(n, 1, vals.map(|v| [v]))
+    }
+
+    fn fixed<const K: usize>(
+        &mut self,
+        n: usize,
+        k: usize,
+        vals: impl Iterator<Item = [u8; K]>,
+    ) -> io::Result<()> {
+        self.array((n * k) as u64, |w| {
+            let mut buf = Vec::with_capacity(1 << 16);
+            for v in vals {
+                buf.extend_from_slice(&v);
+                if buf.len() >= 1 << 16 {
+                    w.raw(&buf)?;
+                    buf.clear();
+                }
+            }
+            w.raw(&buf)
+        })
+    }
+
+    /// Strings as `n + 1` offsets into one blob, then the blob.
+    pub fn strs<'a>(
+        &mut self,
+        n: usize,
+        it: impl Iterator<Item = &'a str> + Clone,
+    ) -> io::Result<()> {
+        let mut at = 0u64;
+        let offsets = std::iter::once(0).chain(it.clone().map(|s| {
+            at += s.len() as u64;
+            at
+        }));
+        self.u64s(n + 1, offsets)?;
+        let total: usize = it.clone().map(str::len).sum();
+        self.array(total as u64, |w| {
+            let mut buf = Vec::with_capacity(1 << 16);
+            for s in it {
+                buf.extend_from_slice(s.as_bytes());
+                if buf.len() >= 1 << 16 {
+                    w.raw(&buf)?;
+                    buf.clear();
+                }
+            }
+            w.raw(&buf)
+        })
+    }
+
+    /// Lists of ids as `n + 1` offsets into one array of values.
+    pub fn lists<'a>(
+        &mut self,
+        n: usize,
+        it: impl Iterator<Item = &'a [usize]> + Clone,
+    ) -> io::Result<()> {
+        let mut at = 0u64;
+        let offsets = std::iter::once(0).chain(it.clone().map(|l| {
+            at += l.len() as u64;
+            at
+        }));
+        self.u64s(n + 1, offsets)?;
+        let total: usize = it.clone().map(<[usize]>::len).sum();
+        self.u64s(total, it.flat_map(|l| l.iter().map(|&v| v as u64)))
+    }
+}
+
+/// Reads what a [`Writer`] wrote, checking every length against the bytes
+/// left.
+pub struct Reader<'a> {
+    b: &'a [u8],
+    at: usize,
+}
+
+pub type Fail = String;
+
+impl<'a> Reader<'a> {
+    pub fn new(b: &'a [u8]) -> Reader<'a> {
+        Reader { b, at: 0 }
+    }
+
+    pub fn at_end(&self) -> bool {
+        self.at == self.b.len()
+    }
+
+    fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8], Fail> {
+        let end = self
+            .at
+            .checked_add(n)
+            .filter(|&e| e <= self.b.len())
+            .ok_or_else(|| format!("{what}: runs past the end of the file"))?;
+        let s = &self.b[self.at..end];
+        self.at = end;
+        Ok(s)
+    }
+
+    /// One array's bytes (its padding skipped).
+    pub fn bytes(&mut self, what: &str) -> Result<&'a [u8], Fail> {
+        let len = self.take(8, what)?;
+        let len = u64::from_le_bytes(len.try_into().map_err(|_| what.to_string())?);
+        let len = usize::try_from(len).map_err(|_| format!("{what}: length {len}"))?;
+        let s = self.take(len, what)?;
+        self.take((8 - len % 8) % 8, what)?;
+        Ok(s)
+    }
+
+    fn fixed<const K: usize>(&mut self, n: usize, what: &str) -> Result<&'a [u8], Fail> {
+        let b = self.bytes(what)?;
+        if Some(b.len()) != n.checked_mul(K) {
+            return Err(format!(
+                "{what}: {} bytes, expected {n} values of {K}",
+                b.len()
+            ));
+        }
+        Ok(b)
+    }
+
+    pub fn u64s(&mut self, n: usize, what: &str) -> Result<Vec<u64>, Fail> {
+        let b = self.fixed::<8>(n, what)?;
+        Ok(b.chunks_exact(8)
+            .map(|c| u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
+            .collect())
+    }
+
+    /// A column of `u64`s of any length.
+    pub fn u64s_any(&mut self, what: &str) -> Result<Vec<u64>, Fail> {
+        let n = self.peek_len(what)? / 8;
+        self.u64s(n, what)
+    }
+
+    /// The byte length of the next array.
+    fn peek_len(&self, what: &str) -> Result<usize, Fail> {
+        let b = self
+            .b
+            .get(self.at..self.at + 8)
+            .ok_or_else(|| format!("{what}: runs past the end of the file"))?;
+        let len = u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]);
+        usize::try_from(len).map_err(|_| format!("{what}: length {len}"))
+    }
+
+    pub fn u32s(&mut self, n: usize, what: &str) -> Result<Vec<u32>, Fail> {
+        let b = self.fixed::<4>(n, what)?;
+        Ok(b.chunks_exact(4)
+            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect())
+    }
+
+    pub fn u8s(&mut self, n: usize, what: &str) -> Result<&'a [u8], Fail> {
+        self.fixed::<1>(n, what)
+    }
+
+    /// `n` strings, each checked to be UTF-8.
+    pub fn strs(&mut self, n: usize, what: &str) -> Result<Strs<'a>, Fail> {
+        let offsets = self.offsets(n, what)?;
+        let blob = self.bytes(what)?;
+        let blob = std::str::from_utf8(blob).map_err(|e| format!("{what}: not UTF-8 ({e})"))?;
+        if offsets.last().copied().unwrap_or(0) as usize != blob.len() {
+            return Err(format!("{what}: offsets do not end at the text's end"));
+        }
+        // Every cut must fall between characters.
+        if let Some(&bad) = offsets
+            .iter()
+            .find(|&&o| !blob.is_char_boundary(o as usize))
+        {
+            return Err(format!("{what}: offset {bad} splits a character"));
+        }
+        Ok(Strs { offsets, blob })
+    }
+
+    /// `n` lists of ids.
+    pub fn lists(&mut self, n: usize, what: &str) -> Result<Lists, Fail> {
+        let offsets = self.offsets(n, what)?;
+        let total = offsets.last().copied().unwrap_or(0) as usize;
+        let vals = self.u64s(total, what)?;
+        Ok(Lists { offsets, vals })
+    }
+
+    /// `n + 1` offsets from 0, never decreasing.
+    fn offsets(&mut self, n: usize, what: &str) -> Result<Vec<u64>, Fail> {
+        let n1 = n
+            .checked_add(1)
+            .ok_or_else(|| format!("{what}: count {n}"))?;
+        let o = self.u64s(n1, what)?;
+        if o.first() != Some(&0) || !o.is_sorted() {
+            return Err(format!("{what}: offsets out of order"));
+        }
+        Ok(o)
+    }
+
+    pub fn count(&mut self, what: &str) -> Result<usize, Fail> {
+        let v = self.u64s(1, what)?[0];
+        usize::try_from(v).map_err(|_| format!("{what}: count {v}"))
+    }
+}
+
+/// A string column as read.
+pub struct Strs<'a> {
+    offsets: Vec<u64>,
+    blob: &'a str,
+}
+
+impl Strs<'_> {
+    pub fn get(&self, i: usize) -> &str {
+        &self.blob[self.offsets[i] as usize..self.offsets[i + 1] as usize]
+    }
+}
+
+/// An id-list column as read.
+pub struct Lists {
+    offsets: Vec<u64>,
+    vals: Vec<u64>,
+}
+
+impl Lists {
+    pub fn get(&self, i: usize) -> Vec<usize> {
+        self.vals[self.offsets[i] as usize..self.offsets[i + 1] as usize]
+            .iter()
+            .map(|&v| v as usize)
+            .collect()
+    }
+}
+
+/// The small parts of a trace, as one JSON document.
+#[derive(Serialize, Deserialize)]
+struct Header {
+    schema: String,
+    source: Source,
+    meta: Meta,
+    pools: Vec<Pool>,
+    counters: Vec<Counter>,
+    summary: Summary,
+}
+
+/// Writes `tr` as columns.
+pub fn encode<W: Write>(tr: &Trace, w: &mut Writer<W>) -> io::Result<()> {
+    let header = Header {
+        schema: tr.schema.clone(),
+        source: tr.source,
+        meta: tr.meta.clone(),
+        pools: tr.pools.clone(),
+        counters: tr.counters.clone(),
+        summary: tr.summary.clone(),
+    };
+    w.bytes(&serde_json::to_vec(&header).map_err(io::Error::other)?)?;
+    encode_tensors(&tr.tensors, w)?;
+    encode_ops(&tr.ops, w)?;
+    tr.events.encode(w)
+}
+
+/// Reads a trace [`encode`] wrote; every reference and range is checked
+/// as a JSON trace's are.
+pub fn decode(b: &[u8]) -> Result<Trace, Fail> {
+    let mut r = Reader::new(b);
+    let header: Header =
+        serde_json::from_slice(r.bytes("header")?).map_err(|e| format!("header: {e}"))?;
+    let tensors = decode_tensors(&mut r)?;
+    let ops = decode_ops(&mut r)?;
+    let events = Events::decode(&mut r)?;
+    if !r.at_end() {
+        return Err("bytes after the last column".into());
+    }
+    let tr = Trace {
+        schema: header.schema,
+        source: header.source,
+        meta: header.meta,
+        pools: header.pools,
+        tensors,
+        ops,
+        events,
+        counters: header.counters,
+        summary: header.summary,
+        recomputed: Vec::new(),
+    };
+    tr.check_refs()?;
+    tr.check_ranges()?;
+    Ok(tr)
+}
+
+fn kind_tag(k: TensorKind) -> u8 {
+    match k {
+        TensorKind::Input => 0,
+        TensorKind::Activation => 1,
+        TensorKind::Weight => 2,
+        TensorKind::Output => 3,
+    }
+}
+
+fn kind_of(tag: u8) -> Option<TensorKind> {
+    Some(match tag {
+        0 => TensorKind::Input,
+        1 => TensorKind::Activation,
+        2 => TensorKind::Weight,
+        3 => TensorKind::Output,
+        _ => return None,
+    })
+}
+
+fn opt(v: Option<usize>) -> u64 {
+    v.map_or(NONE, |v| v as u64)
+}
+
+fn unopt(v: u64) -> Option<usize> {
+    (v != NONE).then_some(v as usize)
+}
+
+fn encode_tensors<W: Write>(ts: &[TraceTensor], w: &mut Writer<W>) -> io::Result<()> {
+    let n = ts.len();
+    w.u64s(1, std::iter::once(n as u64))?;
+    w.u64s(n, ts.iter().map(|t| t.id as u64))?;
+    w.strs(n, ts.iter().map(|t| t.name.as_str()))?;
+    w.u64s(n, ts.iter().map(|t| t.bytes))?;
+    w.u8s(n, ts.iter().map(|t| kind_tag(t.kind)))?;
+    w.strs(n, ts.iter().map(|t| t.pool.as_str()))?;
+    w.u64s(n, ts.iter().map(|t| opt(t.producer)))?;
+    w.lists(n, ts.iter().map(|t| t.consumers.as_slice()))
+}
+
+fn decode_tensors(r: &mut Reader) -> Result<Vec<TraceTensor>, Fail> {
+    let n = r.count("tensors")?;
+    let id = r.u64s(n, "tensor ids")?;
+    let name = r.strs(n, "tensor names")?;
+    let bytes = r.u64s(n, "tensor sizes")?;
+    let kind = r.u8s(n, "tensor kinds")?;
+    if let Some(bad) = kind.iter().find(|&&k| kind_of(k).is_none()) {
+        return Err(format!("tensor kinds: unknown tag {bad}"));
+    }
+    let pool = r.strs(n, "tensor pools")?;
+    let producer = r.u64s(n, "tensor producers")?;
+    let consumers = r.lists(n, "tensor consumers")?;
+    Ok((0..n)
+        .into_par_iter()
+        .map(|i| TraceTensor {
+            id: id[i] as usize,
+            name: CompactString::from(name.get(i)),
+            bytes: bytes[i],
+            kind: kind_of(kind[i]).unwrap_or(TensorKind::Activation),
+            pool: CompactString::from(pool.get(i)),
+            producer: unopt(producer[i]),
+            consumers: consumers.get(i),
+        })
+        .collect())
+}
+
+fn bound_tag(b: Option<Bound>) -> u8 {
+    match b {
+        None => 0,
+        Some(Bound::Compute) => 1,
+        Some(Bound::Memory) => 2,
+    }
+}
+
+fn bound_of(tag: u8) -> Option<Option<Bound>> {
+    match tag {
+        0 => Some(None),
+        1 => Some(Some(Bound::Compute)),
+        2 => Some(Some(Bound::Memory)),
+        _ => None,
+    }
+}
+
+/// Which of an op's optional fields are present, one bit each.
+const HAS_FLOPS: u8 = 1;
+const HAS_UNIT: u8 = 2;
+const HAS_SELF: u8 = 4;
+
+fn encode_ops<W: Write>(os: &[TraceOp], w: &mut Writer<W>) -> io::Result<()> {
+    let n = os.len();
+    w.u64s(1, std::iter::once(n as u64))?;
+    w.u64s(n, os.iter().map(|o| o.id as u64))?;
+    w.strs(n, os.iter().map(|o| o.name.as_str()))?;
+    w.strs(n, os.iter().map(|o| o.op_type.as_str()))?;
+    w.u64s(n, os.iter().map(|o| o.start_ns))?;
+    w.u64s(n, os.iter().map(|o| o.end_ns))?;
+    w.u64s(n, os.iter().map(|o| o.stall_ns))?;
+    w.lists(n, os.iter().map(|o| o.inputs.as_slice()))?;
+    w.lists(n, os.iter().map(|o| o.outputs.as_slice()))?;
+    w.lists(n, os.iter().map(|o| o.streamed.as_slice()))?;
+    let has = |o: &TraceOp| {
+        let bit = |on: bool, b: u8| if on { b } else { 0 };
+        bit(o.flops.is_some(), HAS_FLOPS)
+            | bit(o.unit.is_some(), HAS_UNIT)
+            | bit(o.self_ns.is_some(), HAS_SELF)
+    };
+    w.u8s(n, os.iter().map(has))?;
+    w.u64s(n, os.iter().map(|o| o.flops.unwrap_or(0.0).to_bits()))?;
+    w.u8s(n, os.iter().map(|o| bound_tag(o.bound)))?;
+    w.strs(
+        n,
+        os.iter()
+            .map(|o| o.unit.as_ref().map_or("", |u| u.as_str())),
+    )?;
+    w.u64s(n, os.iter().map(|o| opt(o.parent)))?;
+    w.u64s(n, os.iter().map(|o| o.self_ns.unwrap_or(0)))
+}
+
+fn decode_ops(r: &mut Reader) -> Result<Vec<TraceOp>, Fail> {
+    let n = r.count("ops")?;
+    let id = r.u64s(n, "op ids")?;
+    let name = r.strs(n, "op names")?;
+    let op_type = r.strs(n, "op types")?;
+    let start = r.u64s(n, "op starts")?;
+    let end = r.u64s(n, "op ends")?;
+    let stall = r.u64s(n, "op stalls")?;
+    let inputs = r.lists(n, "op inputs")?;
+    let outputs = r.lists(n, "op outputs")?;
+    let streamed = r.lists(n, "op streamed operands")?;
+    let has = r.u8s(n, "op fields present")?;
+    let flops = r.u64s(n, "op flops")?;
+    let bound = r.u8s(n, "op bounds")?;
+    if let Some(bad) = bound.iter().find(|&&b| bound_of(b).is_none()) {
+        return Err(format!("op bounds: unknown tag {bad}"));
+    }
+    let unit = r.strs(n, "op units")?;
+    let parent = r.u64s(n, "op parents")?;
+    let self_ns = r.u64s(n, "op self times")?;
+    Ok((0..n)
+        .into_par_iter()
+        .map(|i| TraceOp {
+            id: id[i] as usize,
+            name: CompactString::from(name.get(i)),
+            op_type: CompactString::from(op_type.get(i)),
+            start_ns: start[i],
+            end_ns: end[i],
+            stall_ns: stall[i],
+            inputs: inputs.get(i),
+            outputs: outputs.get(i),
+            streamed: streamed.get(i),
+            flops: (has[i] & HAS_FLOPS != 0).then(|| f64::from_bits(flops[i])),
+            bound: bound_of(bound[i]).flatten(),
+            unit: (has[i] & HAS_UNIT != 0).then(|| Unit(unit.get(i).into())),
+            parent: unopt(parent[i]),
+            self_ns: (has[i] & HAS_SELF != 0).then_some(self_ns[i]),
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn encoded() -> Vec<u8> {
+        let p = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../sample-traces/encdec-1mib.lru.json");
+        let tr = Trace::load(&p).unwrap();
+        let mut w = Writer::new(Vec::new());
+        encode(&tr, &mut w).unwrap();
+        w.into_inner()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        /// Damaged bytes are an error or a trace that passes the checks,
+        /// never a panic (the checksum is not all that stands between a
+        /// damaged file and the analyses).
+        #[test]
+        fn damaged_columns_are_an_error_never_a_panic(
+            flips in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..8),
+            cut in prop::option::of(any::<prop::sample::Index>()),
+        ) {
+            let mut b = encoded();
+            for (at, v) in flips {
+                let i = at.index(b.len());
+                b[i] = v;
+            }
+            if let Some(c) = cut {
+                b.truncate(c.index(b.len()));
+            }
+            if let Ok(tr) = decode(&b) {
+                prop_assert!(tr.check_refs().is_ok());
+                prop_assert!(tr.check_ranges().is_ok());
+            }
+        }
+    }
+}

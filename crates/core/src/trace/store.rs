@@ -1,0 +1,581 @@
+//! The binary trace cache: a large spillscope trace, once read from its
+//! JSON, is kept as columns ([`super::columnar`]) in the user's cache
+//! directory, so the next open of the same file maps that instead of
+//! parsing it again (a 1M-event trace: seconds of JSON, a fraction of a
+//! second from the cache; docs/memory.md has the figures).
+//!
+//! An entry names its source by the source's canonical path (the file name
+//! is a hash of it) and holds the source's stamp as it was read: size,
+//! modification and change times (ns), inode, and a hash of its first and
+//! last 64 KiB. An entry whose stamp differs from the file's now is never
+//! used: it is rewritten from the JSON. (An edit that keeps the size, lands
+//! in the same tick of the file system's clock as the write before it and
+//! leaves both ends alone is the one change a stamp cannot see; hashing the
+//! whole source would cost as much as reading it.) The body carries a BLAKE3 checksum (checked,
+//! on all cores, before a byte is decoded) and the format and version that
+//! wrote it; the decoded trace is checked as a JSON trace is. A cache never
+//! fails a run: a damaged, foreign or stale entry is a miss and is removed;
+//! a failed write is skipped. Entries are written to a temporary file and
+//! renamed into place (a reader sees a whole entry or none); past the cap
+//! the entries used longest ago go.
+
+use super::{columnar, Trace};
+use crate::{Error, Result};
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+/// The sub-directory of the user's cache directory the entries live in
+/// (the result cache leaves it alone).
+pub const DIR: &str = "traces";
+
+/// Bumped whenever the layout of an entry changes.
+const FORMAT: u32 = 1;
+
+const MAGIC: &[u8; 8] = b"SPLTRACE";
+
+/// Bytes of the source hashed at each end for its stamp.
+const HEAD_BYTES: u64 = 64 << 10;
+
+/// Traces smaller than this parse faster than a cache would pay back.
+pub const DEFAULT_MIN_BYTES: u64 = 8 << 20;
+
+/// The cache's size cap by default (entries are about the size of the
+/// trace in memory: 1M events take about 150 MB).
+pub const DEFAULT_CAP_BYTES: u64 = 4 << 30;
+
+/// A directory of binary traces.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TraceStore {
+    dir: PathBuf,
+    min_bytes: u64,
+    cap_bytes: u64,
+}
+
+/// What opening a trace through the store did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Opened {
+    /// Read from the cache.
+    Cached,
+    /// Read from its JSON, and cached for the next open.
+    Stored,
+    /// Read from its JSON and not cached (small, its summary recomputed on
+    /// reading, or the write failed).
+    Parsed,
+}
+
+/// What identifies the source's contents as it was read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stamp {
+    size: u64,
+    mtime_ns: u64,
+    /// The inode's change time: moved by every write and by setting the
+    /// modification time back, which no user can set.
+    ctime_ns: u64,
+    inode: u64,
+    ends: [u8; 32],
+}
+
+impl Stamp {
+    fn of(path: &Path) -> std::io::Result<Stamp> {
+        let mut f = File::open(path)?;
+        let m = f.metadata()?;
+        let mtime_ns = m
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(u64::MAX, |d| d.as_nanos().min(u64::MAX as u128 - 1) as u64);
+        #[cfg(unix)]
+        let (inode, ctime_ns) = {
+            use std::os::unix::fs::MetadataExt;
+            let ns = (m.ctime() as i128) * 1_000_000_000 + m.ctime_nsec() as i128;
+            (m.ino(), ns.clamp(0, u64::MAX as i128) as u64)
+        };
+        #[cfg(not(unix))]
+        let (inode, ctime_ns) = (0, 0);
+        let size = m.len();
+        let mut h = blake3::Hasher::new();
+        let mut buf = vec![0u8; HEAD_BYTES as usize];
+        let n = read_full(&mut f, &mut buf)?;
+        h.update(&buf[..n]);
+        let tail_at = size.saturating_sub(HEAD_BYTES);
+        f.seek(SeekFrom::Start(tail_at))?;
+        let n = read_full(&mut f, &mut buf)?;
+        h.update(&buf[..n]);
+        Ok(Stamp {
+            size,
+            mtime_ns,
+            ctime_ns,
+            inode,
+            ends: *h.finalize().as_bytes(),
+        })
+    }
+
+    fn bytes(&self) -> Vec<u8> {
+        let mut v = Vec::with_capacity(STAMP_LEN);
+        v.extend_from_slice(&self.size.to_le_bytes());
+        v.extend_from_slice(&self.mtime_ns.to_le_bytes());
+        v.extend_from_slice(&self.ctime_ns.to_le_bytes());
+        v.extend_from_slice(&self.inode.to_le_bytes());
+        v.extend_from_slice(&self.ends);
+        v
+    }
+}
+
+fn read_full(f: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match f.read(&mut buf[n..])? {
+            0 => break,
+            k => n += k,
+        }
+    }
+    Ok(n)
+}
+
+/// The fixed part of an entry: magic, format, version, the source's
+/// stamp, the body's length and checksum.
+const VERSION_BYTES: usize = 32;
+const STAMP_LEN: usize = 4 * 8 + 32;
+const HEAD_LEN: usize = 8 + 4 + 4 + VERSION_BYTES + STAMP_LEN + 8 + 32;
+
+fn version_bytes() -> [u8; VERSION_BYTES] {
+    let mut v = [0u8; VERSION_BYTES];
+    let s = env!("CARGO_PKG_VERSION").as_bytes();
+    let n = s.len().min(VERSION_BYTES);
+    v[..n].copy_from_slice(&s[..n]);
+    v
+}
+
+fn head(stamp: &Stamp, body_len: u64, sum: &[u8; 32]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(HEAD_LEN);
+    v.extend_from_slice(MAGIC);
+    v.extend_from_slice(&FORMAT.to_le_bytes());
+    v.extend_from_slice(&0u32.to_le_bytes());
+    v.extend_from_slice(&version_bytes());
+    v.extend_from_slice(&stamp.bytes());
+    v.extend_from_slice(&body_len.to_le_bytes());
+    v.extend_from_slice(sum);
+    v
+}
+
+/// A writer that hashes what passes through it.
+struct Hashing<W: Write> {
+    w: W,
+    h: blake3::Hasher,
+}
+
+impl<W: Write> Write for Hashing<W> {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        let n = self.w.write(b)?;
+        self.h.update(&b[..n]);
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.w.flush()
+    }
+}
+
+impl TraceStore {
+    pub fn at(dir: impl Into<PathBuf>) -> TraceStore {
+        TraceStore {
+            dir: dir.into(),
+            min_bytes: DEFAULT_MIN_BYTES,
+            cap_bytes: DEFAULT_CAP_BYTES,
+        }
+    }
+
+    /// Caches traces from this size up (tests cache small ones).
+    pub fn with_min_bytes(mut self, bytes: u64) -> TraceStore {
+        self.min_bytes = bytes;
+        self
+    }
+
+    pub fn with_cap(mut self, bytes: u64) -> TraceStore {
+        self.cap_bytes = bytes;
+        self
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Where the entry for `source` lives.
+    pub fn entry_path(&self, source: &Path) -> PathBuf {
+        let canon = std::fs::canonicalize(source).unwrap_or_else(|_| source.to_path_buf());
+        let hash = blake3::hash(canon.as_os_str().as_encoded_bytes());
+        self.dir.join(format!("{}.trace", &hash.to_hex()[..32]))
+    }
+
+    /// The trace at `path` (a spillscope trace's JSON): from the cache when
+    /// it holds the file as it is now, else read from the JSON
+    /// ([`Trace::load`]) and cached for the next open.
+    pub fn open(&self, path: &Path) -> Result<(Trace, Opened)> {
+        let size = crate::input::check_size(path)?;
+        let stamp = Stamp::of(path).map_err(|e| Error::io(path, e))?;
+        let entry = self.entry_path(path);
+        if size >= self.min_bytes {
+            if let Some(tr) = self.get(&entry, &stamp) {
+                return Ok((tr, Opened::Cached));
+            }
+        }
+        let tr = Trace::load(path)?;
+        // Only a file that did not change while it was read is cached under
+        // the stamp taken before reading it.
+        let unchanged = Stamp::of(path).is_ok_and(|s| s == stamp);
+        if size < self.min_bytes || !tr.recomputed.is_empty() || !unchanged {
+            return Ok((tr, Opened::Parsed));
+        }
+        match self.put(&entry, &stamp, &tr) {
+            Ok(()) => {
+                self.trim(&entry);
+                Ok((tr, Opened::Stored))
+            }
+            Err(_) => Ok((tr, Opened::Parsed)),
+        }
+    }
+
+    /// The entry at `entry` if it is whole, of this format and version, and
+    /// of the source as stamped; anything else is removed.
+    fn get(&self, entry: &Path, stamp: &Stamp) -> Option<Trace> {
+        let f = File::open(entry).ok()?;
+        // SAFETY: the entry is this cache's own file, written once to a
+        // temporary name and renamed into place, never written in place; a
+        // reader that another process truncated under it could fault, which
+        // is why entries are only ever replaced by rename.
+        let map = unsafe { memmap2::Mmap::map(&f) }.ok()?;
+        match Self::check(&map, stamp) {
+            Some(body) => match columnar::decode(body) {
+                Ok(tr) => {
+                    let _ = f.set_modified(std::time::SystemTime::now());
+                    Some(tr)
+                }
+                Err(_) => {
+                    drop(map);
+                    let _ = std::fs::remove_file(entry);
+                    None
+                }
+            },
+            None => {
+                drop(map);
+                let _ = std::fs::remove_file(entry);
+                None
+            }
+        }
+    }
+
+    /// The body of `map` when its head matches this format, this version
+    /// and `stamp`, and its checksum holds.
+    fn check<'a>(map: &'a [u8], stamp: &Stamp) -> Option<&'a [u8]> {
+        let (h, body) = (map.get(..HEAD_LEN)?, map.get(HEAD_LEN..)?);
+        let expect = head(stamp, body.len() as u64, &[0u8; 32]);
+        if h[..HEAD_LEN - 32] != expect[..HEAD_LEN - 32] {
+            return None;
+        }
+        let mut hasher = blake3::Hasher::new();
+        hasher.update_rayon(body);
+        (hasher.finalize().as_bytes() == &h[HEAD_LEN - 32..]).then_some(body)
+    }
+
+    /// Writes `tr` as the entry at `entry` (a temporary file renamed into
+    /// place).
+    fn put(&self, entry: &Path, stamp: &Stamp, tr: &Trace) -> std::io::Result<()> {
+        std::fs::create_dir_all(&self.dir)?;
+        let mut tmp = tempfile::Builder::new()
+            .prefix(".entry")
+            .suffix(".tmp")
+            .tempfile_in(&self.dir)?;
+        let f = tmp.as_file_mut();
+        f.write_all(&head(stamp, 0, &[0u8; 32]))?;
+        let mut w = columnar::Writer::new(Hashing {
+            w: std::io::BufWriter::with_capacity(1 << 20, &mut *f),
+            h: blake3::Hasher::new(),
+        });
+        columnar::encode(tr, &mut w)?;
+        let mut hw = w.into_inner();
+        hw.flush()?;
+        let sum = *hw.h.finalize().as_bytes();
+        drop(hw);
+        let body_len = f.seek(SeekFrom::End(0))? - HEAD_LEN as u64;
+        f.seek(SeekFrom::Start(0))?;
+        f.write_all(&head(stamp, body_len, &sum))?;
+        f.flush()?;
+        tmp.persist(entry).map_err(|e| e.error)?;
+        Ok(())
+    }
+
+    /// Past the cap, removes the entries used longest ago (never `keep`,
+    /// the one just written) and temporary files a killed run left.
+    fn trim(&self, keep: &Path) {
+        let Ok(files) = std::fs::read_dir(&self.dir) else {
+            return;
+        };
+        let mut entries = Vec::new();
+        let hour = std::time::Duration::from_secs(3600);
+        for f in files.flatten() {
+            let (Ok(m), path) = (f.metadata(), f.path()) else {
+                continue;
+            };
+            let used = m.modified().unwrap_or(std::time::UNIX_EPOCH);
+            let is_tmp = path.extension().is_some_and(|e| e == "tmp");
+            if is_tmp && used.elapsed().is_ok_and(|a| a > hour) {
+                let _ = std::fs::remove_file(&path);
+            } else if m.is_file() && !is_tmp && path != keep {
+                entries.push((path, m.len(), used));
+            }
+        }
+        let kept = std::fs::metadata(keep).map_or(0, |m| m.len());
+        let mut total: u64 = kept + entries.iter().map(|e| e.1).sum::<u64>();
+        entries.sort_by_key(|e| e.2);
+        for (path, size, _) in entries {
+            if total <= self.cap_bytes {
+                break;
+            }
+            if std::fs::remove_file(&path).is_ok() {
+                total -= size;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::{Bound, Counter, Event, EventKind, Unit};
+    use std::time::{Duration, SystemTime};
+
+    fn sample(name: &str) -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../sample-traces")
+            .join(name)
+    }
+
+    /// A simulator trace with every optional field some op, tensor or
+    /// event can carry.
+    fn rich() -> Trace {
+        let mut tr = Trace::load(&sample("encdec-1mib.lru.json")).unwrap();
+        let n = tr.ops.len();
+        for (i, o) in tr.ops.iter_mut().enumerate() {
+            o.unit = (i % 3 == 0).then(|| Unit(format!("pipe{}", i % 2).into()));
+            o.parent = (i % 5 == 4).then(|| i - 1);
+            o.self_ns = (i % 4 == 1).then_some(i as u64 * 7);
+            o.bound = [None, Some(Bound::Compute), Some(Bound::Memory)][i % 3];
+            if i % 6 == 0 {
+                o.flops = None;
+            }
+            if i % 7 == 0 {
+                o.streamed = o.inputs.clone();
+            }
+        }
+        tr.tensors[0].name = "a name past twenty-four bytes, with ünïcode".into();
+        let mut e = Event::plain(5, EventKind::StreamIn, 1, 64, "dram-side pool name");
+        e.reason = Some("prefetch".into());
+        e.thread = Some(3);
+        e.op = Some(n - 1);
+        tr.events.push(e);
+        tr.counters.push(Counter {
+            name: "bus".into(),
+            unit: "%".into(),
+            pool: Some("sram".into()),
+            samples: vec![(0, 0.5), (10, 1.0 / 3.0)],
+        });
+        // The summary as the events now say (the file must agree with them).
+        tr.reconcile();
+        tr.recomputed.clear();
+        tr
+    }
+
+    fn round_trip(tr: &Trace) -> Trace {
+        let mut w = columnar::Writer::new(Vec::new());
+        columnar::encode(tr, &mut w).unwrap();
+        columnar::decode(&w.into_inner()).unwrap()
+    }
+
+    #[test]
+    fn every_field_reads_back_from_the_columns() {
+        let tr = rich();
+        assert_eq!(round_trip(&tr), tr);
+        let empty = tr.clone_header();
+        assert_eq!(round_trip(&empty), empty);
+    }
+
+    fn store(dir: &Path) -> TraceStore {
+        TraceStore::at(dir.join("cache")).with_min_bytes(0)
+    }
+
+    fn write(path: &Path, tr: &Trace) {
+        std::fs::write(path, tr.to_json()).unwrap();
+    }
+
+    #[test]
+    fn the_second_open_comes_from_the_cache_and_equals_the_json() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.json");
+        write(&p, &rich());
+        let s = store(dir.path());
+        let (a, how) = s.open(&p).unwrap();
+        assert_eq!(how, Opened::Stored);
+        let (b, how) = s.open(&p).unwrap();
+        assert_eq!(how, Opened::Cached);
+        assert_eq!(a, b);
+        assert_eq!(b, Trace::load(&p).unwrap());
+        // Below the size threshold nothing is kept.
+        let small = TraceStore::at(dir.path().join("other"));
+        assert_eq!(small.open(&p).unwrap().1, Opened::Parsed);
+        assert!(!small.dir().exists());
+    }
+
+    /// Replaces bytes of `path` in place (same size, same inode).
+    fn patch(path: &Path, at: u64, bytes: &[u8]) {
+        let mut f = File::options().write(true).open(path).unwrap();
+        f.seek(SeekFrom::Start(at)).unwrap();
+        f.write_all(bytes).unwrap();
+    }
+
+    /// The byte offset of `needle` in the file.
+    fn find(path: &Path, needle: &str) -> u64 {
+        let text = std::fs::read_to_string(path).unwrap();
+        text.find(needle).expect("needle in the file") as u64
+    }
+
+    /// A simulated trace of a few hundred kilobytes: room for a middle
+    /// far from both hashed ends.
+    fn big() -> Trace {
+        let g = crate::graph::gen::transformer_like(60, 64, 128);
+        let hw = crate::cost::HardwareProfile::preset("seed-npu")
+            .unwrap()
+            .with_capacity(160 * 1024)
+            .unwrap();
+        crate::sim::simulate(&g, &hw, &crate::sim::SimConfig::default()).unwrap()
+    }
+
+    #[test]
+    fn an_edit_in_place_of_the_same_size_is_never_served_from_the_cache() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.json");
+        let tr = big();
+        write(&p, &tr);
+        let s = store(dir.path());
+        s.open(&p).unwrap();
+        let before = std::fs::metadata(&p).unwrap().modified().unwrap();
+        // Past the file system clock's tick, as a person editing later is.
+        std::thread::sleep(Duration::from_millis(30));
+
+        // Its head, with the modification time set back as it was.
+        let at = find(&p, "\"model\":\"") + 9;
+        patch(&p, at, b"X");
+        File::options()
+            .write(true)
+            .open(&p)
+            .unwrap()
+            .set_modified(before)
+            .unwrap();
+        assert_eq!(std::fs::metadata(&p).unwrap().modified().unwrap(), before);
+        let (t, how) = s.open(&p).unwrap();
+        assert_eq!(how, Opened::Stored, "a changed head must not be served");
+        assert!(t.meta.model.starts_with('X'));
+        assert_eq!(s.open(&p).unwrap().1, Opened::Cached);
+
+        // Its middle (an op's time, far from both ends), mtime set back too:
+        // the change time still moves.
+        std::thread::sleep(Duration::from_millis(30));
+        let before = std::fs::metadata(&p).unwrap().modified().unwrap();
+        let len = std::fs::metadata(&p).unwrap().len();
+        let name = &tr.ops[tr.ops.len() / 2].name;
+        let at = find(&p, &format!("\"name\":\"{name}\",\"op_type\""));
+        assert!(at > HEAD_BYTES && at < len - HEAD_BYTES, "a middle edit");
+        let text = std::fs::read_to_string(&p).unwrap();
+        let start = at as usize + text[at as usize..].find("\"start_ns\":").unwrap() + 11;
+        let old = text.as_bytes()[start];
+        let new = if old == b'1' { b'2' } else { b'1' };
+        patch(&p, start as u64, &[new]);
+        File::options()
+            .write(true)
+            .open(&p)
+            .unwrap()
+            .set_modified(before)
+            .unwrap();
+        let (t, how) = s.open(&p).unwrap();
+        assert_eq!(how, Opened::Stored, "a changed middle must not be served");
+        assert_eq!(t, Trace::load(&p).unwrap());
+        assert_ne!(t.ops, tr.ops);
+    }
+
+    #[test]
+    fn a_damaged_or_foreign_entry_is_a_miss_and_is_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.json");
+        write(&p, &rich());
+        let s = store(dir.path());
+        s.open(&p).unwrap();
+        let entry = s.entry_path(&p);
+        let good = std::fs::read(&entry).unwrap();
+        type Damage = Box<dyn Fn(&mut Vec<u8>)>;
+        let damages: Vec<Damage> = vec![
+            // A flipped bit in the body: the checksum.
+            Box::new(|b| {
+                let i = b.len() / 2;
+                b[i] ^= 1
+            }),
+            // Cut short.
+            Box::new(|b| b.truncate(b.len() - 100)),
+            Box::new(|b| b.truncate(10)),
+            // Another format.
+            Box::new(|b| b[8] = b[8].wrapping_add(1)),
+            // Another version.
+            Box::new(|b| b[16] = b'9'),
+            Box::new(|b| b.clear()),
+        ];
+        for d in damages {
+            let mut bad = good.clone();
+            d(&mut bad);
+            std::fs::write(&entry, &bad).unwrap();
+            let (t, how) = s.open(&p).unwrap();
+            assert_eq!(how, Opened::Stored);
+            assert_eq!(t, Trace::load(&p).unwrap());
+            assert_eq!(std::fs::read(&entry).unwrap().len(), good.len());
+        }
+    }
+
+    #[test]
+    fn a_trace_whose_summary_was_recomputed_is_not_cached() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.json");
+        let mut tr = rich();
+        tr.summary.traffic.traffic_bytes += 1;
+        std::fs::write(&p, serde_json::to_string(&tr).unwrap()).unwrap();
+        let s = store(dir.path());
+        let (t, how) = s.open(&p).unwrap();
+        assert_eq!(how, Opened::Parsed);
+        assert!(t.recomputed_note().is_some());
+    }
+
+    #[test]
+    fn past_the_cap_the_entries_used_longest_ago_go() {
+        let dir = tempfile::tempdir().unwrap();
+        let tr = rich();
+        let paths: Vec<PathBuf> = (0..3)
+            .map(|i| dir.path().join(format!("t{i}.json")))
+            .collect();
+        let probe = store(dir.path());
+        for p in &paths {
+            write(p, &tr);
+        }
+        probe.open(&paths[0]).unwrap();
+        let one = std::fs::metadata(probe.entry_path(&paths[0]))
+            .unwrap()
+            .len();
+        let s = probe.with_cap(one * 2 + one / 2);
+        let old = SystemTime::now() - Duration::from_secs(60);
+        File::options()
+            .write(true)
+            .open(s.entry_path(&paths[0]))
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+        s.open(&paths[1]).unwrap();
+        s.open(&paths[2]).unwrap();
+        assert!(!s.entry_path(&paths[0]).exists(), "the oldest went");
+        assert!(s.entry_path(&paths[1]).exists() && s.entry_path(&paths[2]).exists());
+    }
+}
