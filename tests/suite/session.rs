@@ -375,3 +375,66 @@ fn a_trace_is_shown_before_its_analyses_and_its_bound() {
         ["loaded", "analysing", "analysed", "refining", "bounded"]
     );
 }
+
+/// A trace read from its JSON is kept in the binary trace cache after its
+/// first dataset is posted (writing it first would hold the first frame
+/// back), and the next request reads it from there: the same trace.
+#[test]
+fn a_trace_is_cached_after_its_first_frame_and_read_from_the_cache_next() {
+    use spillscope::session::source::TraceOpts;
+    use spillscope::trace::store::TraceStore;
+    let dir = tempfile::tempdir().unwrap();
+    let g = spillscope::graph::gen::densenet_like(&[6, 12]);
+    let mut hw = spillscope::cost::HardwareProfile::preset("seed-npu").unwrap();
+    hw.memory.capacity.0 = 2 << 20;
+    let tr = spillscope::sim::simulate(&g, &hw, &spillscope::sim::SimConfig::default()).unwrap();
+    let p = dir.path().join("t.json");
+    tr.write(&p, true).unwrap();
+    let store = TraceStore::at(dir.path().join("traces")).with_min_bytes(0);
+    let entry = store.entry_path(&p);
+    let mut opts = TraceOpts::default();
+    opts.import.store = Some(store);
+    let request = Request {
+        source: Source::Traces(vec![p.clone()], opts),
+        wants: Wants {
+            datasets: true,
+            ..Default::default()
+        },
+        budgets: Budgets::default(),
+        cache: None,
+    };
+    let mut shown = Vec::new();
+    let mut inodes = Vec::new();
+    // A new session each time: one session keeps what it read in memory.
+    for _ in 0..2 {
+        let (tx, rx) = channel();
+        let session = Session::spawn(move |p| {
+            let _ = tx.send(p);
+        });
+        session.submit(request.clone());
+        loop {
+            match next(&rx).update {
+                Update::Loaded { slot: 0, data } => {
+                    if shown.is_empty() {
+                        assert!(!entry.exists(), "kept before the first frame was posted");
+                    }
+                    shown.push(data.trace.clone());
+                }
+                Update::Failed(e) => panic!("{e}"),
+                Update::Done => break,
+                _ => {}
+            }
+        }
+        assert!(entry.exists(), "kept once the job is done");
+        inodes.push(std::os::unix::fs::MetadataExt::ino(
+            &std::fs::metadata(&entry).unwrap(),
+        ));
+    }
+    assert_eq!(
+        inodes[0], inodes[1],
+        "the second run read the entry, not rewrote it"
+    );
+    assert_eq!(shown.len(), 2);
+    assert_eq!(*shown[0], *shown[1]);
+    assert_eq!(*shown[1], spillscope::trace::Trace::load(&p).unwrap());
+}

@@ -76,6 +76,8 @@ impl<'a> Job<'a> {
             super::Source::Model(spec) => self.model(req, spec)?,
             source => self.traces(req, source)?,
         }
+        // A calibration profile read on a model's run is kept here.
+        self.tails.keep_traces();
         (self.post)(Update::Done);
         Ok(self.out)
     }
@@ -278,6 +280,7 @@ impl<'a> Job<'a> {
         for (slot, l) in loaded.iter().enumerate().take(2) {
             self.show_loaded(slot, l);
         }
+        self.tails.keep_traces();
         let mut runs: Vec<Run> = Vec::with_capacity(loaded.len());
         let mut inputs: Vec<Option<(Graph, HardwareProfile, SimConfig)>> = Vec::new();
         for l in &loaded {

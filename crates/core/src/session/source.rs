@@ -8,6 +8,7 @@ use super::dataset::Dataset;
 use crate::graph::Graph;
 use crate::run::RunSpec;
 use crate::trace::import::{self, jsonl::JsonlTail};
+use crate::trace::store::Lookup;
 use crate::trace::Trace;
 use crate::Result;
 use std::collections::HashMap;
@@ -188,6 +189,9 @@ pub struct Tails {
     /// What recovering a dead recorder's ring file added to a stream, said
     /// with every later load of it.
     recovered: HashMap<PathBuf, String>,
+    /// Traces read from their JSON, to be kept in the binary trace cache
+    /// once their first frame is out ([`Tails::keep_traces`]).
+    to_keep: Vec<(crate::trace::store::Pending, Arc<Trace>)>,
 }
 
 impl Tails {
@@ -239,13 +243,46 @@ impl Tails {
                 return Ok((t.clone(), w.clone()));
             }
         }
-        let (tr, w) = import::import(p, Some(format), &opts.import)?;
+        // A spillscope trace through the binary cache: read from it, or
+        // from the JSON and kept after the first frame (writing it first
+        // would hold the first frame back by about a sixth).
+        let cache = match (&opts.import.store, format) {
+            (Some(store), import::Format::Spillscope) => Some(store.lookup(p)?),
+            _ => None,
+        };
+        let (tr, w, pending) = match cache {
+            Some(Lookup::Hit(tr)) => (*tr, Vec::new(), None),
+            miss => {
+                let uncached = import::ImportOptions {
+                    store: None,
+                    ..opts.import.clone()
+                };
+                let (tr, w) = import::import(p, Some(format), &uncached)?;
+                let pending = match miss {
+                    Some(Lookup::Miss(pending)) => Some(pending),
+                    _ => None,
+                };
+                (tr, w, pending)
+            }
+        };
         let tr = Arc::new(tr);
+        if let Some(pending) = pending {
+            self.to_keep.push((pending, tr.clone()));
+        }
         if let Some(st) = stamp {
             self.traces
                 .insert(p.to_path_buf(), (st, tr.clone(), w.clone()));
         }
         Ok((tr, w))
+    }
+
+    /// Writes the traces read from their JSON since the last call into the
+    /// binary trace cache (the session calls it once their first frame is
+    /// posted).
+    pub(crate) fn keep_traces(&mut self) {
+        for (pending, tr) in self.to_keep.drain(..) {
+            pending.keep(&tr);
+        }
     }
 
     /// The spec's model, loaded again only when its file changed.

@@ -64,6 +64,41 @@ pub enum Opened {
     Parsed,
 }
 
+/// What [`TraceStore::lookup`] found.
+pub enum Lookup {
+    Hit(Box<Trace>),
+    Miss(Pending),
+}
+
+/// A trace to keep once it has been read from its JSON.
+#[derive(Debug)]
+pub struct Pending {
+    store: TraceStore,
+    source: PathBuf,
+    entry: PathBuf,
+    stamp: Stamp,
+}
+
+impl Pending {
+    /// Writes `tr`, read from the source, as its entry, when it is worth
+    /// it and still true: the source at least the store's threshold, its
+    /// summary not recomputed on reading (its note must be said at every
+    /// open), and the file unchanged since the stamp was taken.
+    pub fn keep(self, tr: &Trace) -> Opened {
+        let unchanged = Stamp::of(&self.source).is_ok_and(|s| s == self.stamp);
+        if self.stamp.size < self.store.min_bytes || !tr.recomputed.is_empty() || !unchanged {
+            return Opened::Parsed;
+        }
+        match self.store.put(&self.entry, &self.stamp, tr) {
+            Ok(()) => {
+                self.store.trim(&self.entry);
+                Opened::Stored
+            }
+            Err(_) => Opened::Parsed,
+        }
+    }
+}
+
 /// What identifies the source's contents as it was read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Stamp {
@@ -211,28 +246,34 @@ impl TraceStore {
     /// it holds the file as it is now, else read from the JSON
     /// ([`Trace::load`]) and cached for the next open.
     pub fn open(&self, path: &Path) -> Result<(Trace, Opened)> {
+        match self.lookup(path)? {
+            Lookup::Hit(tr) => Ok((*tr, Opened::Cached)),
+            Lookup::Miss(pending) => {
+                let tr = Trace::load(path)?;
+                let how = pending.keep(&tr);
+                Ok((tr, how))
+            }
+        }
+    }
+
+    /// The cached trace of `path` as it is now, or what keeping it after
+    /// the caller has read it takes (the stamp taken before the read): a
+    /// caller that shows the trace first keeps it after.
+    pub fn lookup(&self, path: &Path) -> Result<Lookup> {
         let size = crate::input::check_size(path)?;
         let stamp = Stamp::of(path).map_err(|e| Error::io(path, e))?;
         let entry = self.entry_path(path);
         if size >= self.min_bytes {
             if let Some(tr) = self.get(&entry, &stamp) {
-                return Ok((tr, Opened::Cached));
+                return Ok(Lookup::Hit(Box::new(tr)));
             }
         }
-        let tr = Trace::load(path)?;
-        // Only a file that did not change while it was read is cached under
-        // the stamp taken before reading it.
-        let unchanged = Stamp::of(path).is_ok_and(|s| s == stamp);
-        if size < self.min_bytes || !tr.recomputed.is_empty() || !unchanged {
-            return Ok((tr, Opened::Parsed));
-        }
-        match self.put(&entry, &stamp, &tr) {
-            Ok(()) => {
-                self.trim(&entry);
-                Ok((tr, Opened::Stored))
-            }
-            Err(_) => Ok((tr, Opened::Parsed)),
-        }
+        Ok(Lookup::Miss(Pending {
+            store: self.clone(),
+            source: path.to_path_buf(),
+            entry,
+            stamp,
+        }))
     }
 
     /// The entry at `entry` if it is whole, of this format and version, and
