@@ -377,6 +377,9 @@ struct Replay<'a> {
     tr: &'a Trace,
     /// Has been evicted or streamed out: its DRAM copy comes from a spill.
     spilled: Vec<bool>,
+    /// Each tensor's kind, a byte apiece: read per event, where the tensor
+    /// structs (a cache miss each on a large trace) cost most of the replay.
+    kinds: Vec<TensorKind>,
     /// The events' parts per pool, by the pool's name id in the events.
     by_pool: Vec<Option<Parts>>,
     ledger: Ledger,
@@ -387,6 +390,7 @@ impl<'a> Replay<'a> {
         Replay {
             tr,
             spilled: vec![false; tr.tensors.len()],
+            kinds: tr.tensors.iter().map(|t| t.kind).collect(),
             by_pool: Vec::new(),
             ledger: Ledger {
                 event_part: Vec::with_capacity(tr.events.len()),
@@ -396,11 +400,7 @@ impl<'a> Replay<'a> {
     }
 
     fn kind(&self, t: usize) -> TensorKind {
-        self.tr
-            .tensors
-            .get(t)
-            .map(|x| x.kind)
-            .unwrap_or(TensorKind::Activation)
+        self.kinds.get(t).copied().unwrap_or(TensorKind::Activation)
     }
 
     /// The part a transfer from DRAM of `t` belongs to.
