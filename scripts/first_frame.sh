@@ -27,10 +27,12 @@ trace=$1
 shift
 bin=${SPILLSCOPE_BIN:-$(dirname "$0")/../target/release/spillscope}
 command -v tmux >/dev/null || { echo "tmux is not installed" >&2; exit 2; }
-sock="first-frame-$$"
-trap 'tmux -L "$sock" kill-server 2>/dev/null || true' EXIT
 times=()
 for i in $(seq "$runs"); do
+  # A server of its own per run: a new session on a server still shutting
+  # down from the run before can fail.
+  sock="first-frame-$$-$i"
+  trap 'tmux -L "$sock" kill-server 2>/dev/null || true' EXIT
   start=$(date +%s%N)
   tmux -L "$sock" new-session -d -x 120 -y 40 "exec $bin view $(printf '%q' "$trace") $*"
   until tmux -L "$sock" capture-pane -p -t 0 2>/dev/null | grep -q latency; do
