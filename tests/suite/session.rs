@@ -321,6 +321,17 @@ fn one_spec_shows_one_bound_and_one_gap_in_sim_and_report() {
     println!("bound {cell}, gap {gap}, solved in {solve:?}");
 }
 
+/// A DenseNet-style simulator trace at 2 MiB (it spills), written to `dir`.
+fn spilling_trace(dir: &Path) -> PathBuf {
+    let g = spillscope::graph::gen::densenet_like(&[6, 12]);
+    let mut hw = spillscope::cost::HardwareProfile::preset("seed-npu").unwrap();
+    hw.memory.capacity.0 = 2 << 20;
+    let tr = spillscope::sim::simulate(&g, &hw, &spillscope::sim::SimConfig::default()).unwrap();
+    let p = dir.join("t.json");
+    tr.write(&p, true).unwrap();
+    p
+}
+
 /// A simulator trace opened in the explorer: the first frame's quick
 /// dataset is posted before the complete analyses and before the graph is
 /// rebuilt for the bound (which each cost about what the load did), and a
@@ -328,12 +339,7 @@ fn one_spec_shows_one_bound_and_one_gap_in_sim_and_report() {
 #[test]
 fn a_trace_is_shown_before_its_analyses_and_its_bound() {
     let dir = tempfile::tempdir().unwrap();
-    let g = spillscope::graph::gen::densenet_like(&[6, 12]);
-    let mut hw = spillscope::cost::HardwareProfile::preset("seed-npu").unwrap();
-    hw.memory.capacity.0 = 2 << 20;
-    let tr = spillscope::sim::simulate(&g, &hw, &spillscope::sim::SimConfig::default()).unwrap();
-    let p = dir.path().join("t.json");
-    tr.write(&p, true).unwrap();
+    let p = spilling_trace(dir.path());
     let (tx, rx) = channel();
     let session = Session::spawn(move |p| {
         let _ = tx.send(p);
@@ -384,12 +390,7 @@ fn a_trace_is_cached_after_its_first_frame_and_read_from_the_cache_next() {
     use spillscope::session::source::TraceOpts;
     use spillscope::trace::store::TraceStore;
     let dir = tempfile::tempdir().unwrap();
-    let g = spillscope::graph::gen::densenet_like(&[6, 12]);
-    let mut hw = spillscope::cost::HardwareProfile::preset("seed-npu").unwrap();
-    hw.memory.capacity.0 = 2 << 20;
-    let tr = spillscope::sim::simulate(&g, &hw, &spillscope::sim::SimConfig::default()).unwrap();
-    let p = dir.path().join("t.json");
-    tr.write(&p, true).unwrap();
+    let p = spilling_trace(dir.path());
     let store = TraceStore::at(dir.path().join("traces")).with_min_bytes(0);
     let entry = store.entry_path(&p);
     let mut opts = TraceOpts::default();

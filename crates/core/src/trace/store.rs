@@ -448,12 +448,19 @@ mod tests {
         std::fs::write(path, tr.to_json()).unwrap();
     }
 
-    #[test]
-    fn the_second_open_comes_from_the_cache_and_equals_the_json() {
+    /// [`rich`] written in a fresh directory, and a store there that keeps
+    /// traces of any size.
+    fn rich_in_store() -> (tempfile::TempDir, PathBuf, TraceStore) {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("t.json");
         write(&p, &rich());
         let s = store(dir.path());
+        (dir, p, s)
+    }
+
+    #[test]
+    fn the_second_open_comes_from_the_cache_and_equals_the_json() {
+        let (dir, p, s) = rich_in_store();
         let (a, how) = s.open(&p).unwrap();
         assert_eq!(how, Opened::Stored);
         let (b, how) = s.open(&p).unwrap();
@@ -544,10 +551,7 @@ mod tests {
 
     #[test]
     fn a_damaged_or_foreign_entry_is_a_miss_and_is_replaced() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("t.json");
-        write(&p, &rich());
-        let s = store(dir.path());
+        let (_dir, p, s) = rich_in_store();
         s.open(&p).unwrap();
         let entry = s.entry_path(&p);
         let good = std::fs::read(&entry).unwrap();
