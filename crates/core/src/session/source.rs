@@ -246,23 +246,27 @@ impl Tails {
         // A spillscope trace through the binary cache: read from it, or
         // from the JSON and kept after the first frame (writing it first
         // would hold the first frame back by about a sixth).
-        let cache = match (&opts.import.store, format) {
-            (Some(store), import::Format::Spillscope) => Some(store.lookup(p)?),
+        let mut pending = None;
+        let cached = match (&opts.import.store, format) {
+            (Some(store), import::Format::Spillscope) => match store.lookup(p)? {
+                Lookup::Hit(tr) => Some(*tr),
+                Lookup::Miss(m) => {
+                    pending = Some(m);
+                    None
+                }
+                Lookup::Small => None,
+            },
             _ => None,
         };
-        let (tr, w, pending) = match cache {
-            Some(Lookup::Hit(tr)) => (*tr, Vec::new(), None),
-            miss => {
+        let (tr, w) = match cached {
+            Some(tr) => (tr, Vec::new()),
+            // The cache is done with here: the importer reads the JSON.
+            None => {
                 let uncached = import::ImportOptions {
                     store: None,
                     ..opts.import.clone()
                 };
-                let (tr, w) = import::import(p, Some(format), &uncached)?;
-                let pending = match miss {
-                    Some(Lookup::Miss(pending)) => Some(pending),
-                    _ => None,
-                };
-                (tr, w, pending)
+                import::import(p, Some(format), &uncached)?
             }
         };
         let tr = Arc::new(tr);

@@ -38,23 +38,24 @@ impl Trace {
         let in_range = ev.max_time_ns() < MAX_NS
             && ev.bytes_col().iter().all(|&b| b <= MAX_GRAPH_BYTES)
             && total < MAX_TOTAL_BYTES as u128;
-        let mut total = 0u64;
-        let rows = if in_range { ev.range(0..0) } else { ev.iter() };
-        for (i, e) in rows.enumerate() {
-            let what = || format!("event {i} ({})", e.kind.as_str());
-            let times = [Some(e.t_ns), e.dma_start_ns, e.dma_end_ns];
-            if let Some(m) = late(&what, times.into_iter().flatten().max().unwrap_or(0)) {
-                return Err(m);
-            }
-            if let Some(m) = big(&what, e.bytes) {
-                return Err(m);
-            }
-            total = total.saturating_add(e.bytes);
-            if total >= MAX_TOTAL_BYTES {
-                return Err(format!(
-                    "{}: the trace's event bytes pass 2^62 bytes here",
-                    what()
-                ));
+        if !in_range {
+            let mut total = 0u64;
+            for (i, e) in ev.iter().enumerate() {
+                let what = || format!("event {i} ({})", e.kind.as_str());
+                let times = [Some(e.t_ns), e.dma_start_ns, e.dma_end_ns];
+                if let Some(m) = late(&what, times.into_iter().flatten().max().unwrap_or(0)) {
+                    return Err(m);
+                }
+                if let Some(m) = big(&what, e.bytes) {
+                    return Err(m);
+                }
+                total = total.saturating_add(e.bytes);
+                if total >= MAX_TOTAL_BYTES {
+                    return Err(format!(
+                        "{}: the trace's event bytes pass 2^62 bytes here",
+                        what()
+                    ));
+                }
             }
         }
         for c in &self.counters {

@@ -11,11 +11,11 @@
 //! used: it is rewritten from the JSON. (An edit that keeps the size, lands
 //! in the same tick of the file system's clock as the write before it and
 //! leaves both ends alone is the one change a stamp cannot see; hashing the
-//! whole source would cost as much as reading it.) The body carries a BLAKE3 checksum (checked,
-//! on all cores, before a byte is decoded) and the format and version that
-//! wrote it; the decoded trace is checked as a JSON trace is. A cache never
-//! fails a run: a damaged, foreign or stale entry is a miss and is removed;
-//! a failed write is skipped. Entries are written to a temporary file and
+//! whole source would cost as much as reading it.) The body carries a
+//! BLAKE3 checksum (checked, on all cores, before a byte is decoded) and the
+//! format and version that wrote it; the decoded trace is checked as a JSON
+//! trace is. A cache never fails a run: a damaged, foreign or stale entry is
+//! a miss and is removed; a failed write is skipped. Entries are written to a temporary file and
 //! renamed into place (a reader sees a whole entry or none); past the cap
 //! the entries used longest ago go.
 
@@ -40,8 +40,8 @@ const HEAD_BYTES: u64 = 64 << 10;
 /// Traces smaller than this parse faster than a cache would pay back.
 pub const DEFAULT_MIN_BYTES: u64 = 8 << 20;
 
-/// The cache's size cap by default (entries are about the size of the
-/// trace in memory: 1M events take about 150 MB).
+/// The cache's size cap by default (an entry is about 60 % of its JSON:
+/// 187 MiB for a 1M-event trace).
 pub const DEFAULT_CAP_BYTES: u64 = 4 << 30;
 
 /// A directory of binary traces.
@@ -67,7 +67,11 @@ pub enum Opened {
 /// What [`TraceStore::lookup`] found.
 pub enum Lookup {
     Hit(Box<Trace>),
+    /// Not cached: read the JSON, then [`Pending::keep`] it.
     Miss(Pending),
+    /// Too small to be worth a cache: read the JSON, keep nothing (no stamp
+    /// is taken).
+    Small,
 }
 
 /// A trace to keep once it has been read from its JSON.
@@ -80,13 +84,12 @@ pub struct Pending {
 }
 
 impl Pending {
-    /// Writes `tr`, read from the source, as its entry, when it is worth
-    /// it and still true: the source at least the store's threshold, its
-    /// summary not recomputed on reading (its note must be said at every
-    /// open), and the file unchanged since the stamp was taken.
+    /// Writes `tr`, read from the source, as its entry, when it is still
+    /// true: its summary not recomputed on reading (its note must be said
+    /// at every open), and the file unchanged since the stamp was taken.
     pub fn keep(self, tr: &Trace) -> Opened {
         let unchanged = Stamp::of(&self.source).is_ok_and(|s| s == self.stamp);
-        if self.stamp.size < self.store.min_bytes || !tr.recomputed.is_empty() || !unchanged {
+        if !tr.recomputed.is_empty() || !unchanged {
             return Opened::Parsed;
         }
         match self.store.put(&self.entry, &self.stamp, tr) {
@@ -130,13 +133,13 @@ impl Stamp {
         let (inode, ctime_ns) = (0, 0);
         let size = m.len();
         let mut h = blake3::Hasher::new();
-        let mut buf = vec![0u8; HEAD_BYTES as usize];
-        let n = read_full(&mut f, &mut buf)?;
-        h.update(&buf[..n]);
-        let tail_at = size.saturating_sub(HEAD_BYTES);
-        f.seek(SeekFrom::Start(tail_at))?;
-        let n = read_full(&mut f, &mut buf)?;
-        h.update(&buf[..n]);
+        let mut buf = Vec::with_capacity(HEAD_BYTES as usize);
+        for at in [0, size.saturating_sub(HEAD_BYTES)] {
+            buf.clear();
+            f.seek(SeekFrom::Start(at))?;
+            (&mut f).take(HEAD_BYTES).read_to_end(&mut buf)?;
+            h.update(&buf);
+        }
         Ok(Stamp {
             size,
             mtime_ns,
@@ -155,17 +158,6 @@ impl Stamp {
         v.extend_from_slice(&self.ends);
         v
     }
-}
-
-fn read_full(f: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {
-    let mut n = 0;
-    while n < buf.len() {
-        match f.read(&mut buf[n..])? {
-            0 => break,
-            k => n += k,
-        }
-    }
-    Ok(n)
 }
 
 /// The fixed part of an entry: magic, format, version, the source's
@@ -253,6 +245,7 @@ impl TraceStore {
                 let how = pending.keep(&tr);
                 Ok((tr, how))
             }
+            Lookup::Small => Ok((Trace::load(path)?, Opened::Parsed)),
         }
     }
 
@@ -260,13 +253,13 @@ impl TraceStore {
     /// the caller has read it takes (the stamp taken before the read): a
     /// caller that shows the trace first keeps it after.
     pub fn lookup(&self, path: &Path) -> Result<Lookup> {
-        let size = crate::input::check_size(path)?;
+        if crate::input::check_size(path)? < self.min_bytes {
+            return Ok(Lookup::Small);
+        }
         let stamp = Stamp::of(path).map_err(|e| Error::io(path, e))?;
         let entry = self.entry_path(path);
-        if size >= self.min_bytes {
-            if let Some(tr) = self.get(&entry, &stamp) {
-                return Ok(Lookup::Hit(Box::new(tr)));
-            }
+        if let Some(tr) = self.get(&entry, &stamp) {
+            return Ok(Lookup::Hit(Box::new(tr)));
         }
         Ok(Lookup::Miss(Pending {
             store: self.clone(),
@@ -285,24 +278,14 @@ impl TraceStore {
         // reader that another process truncated under it could fault, which
         // is why entries are only ever replaced by rename.
         let map = unsafe { memmap2::Mmap::map(&f) }.ok()?;
-        match Self::check(&map, stamp) {
-            Some(body) => match columnar::decode(body) {
-                Ok(tr) => {
-                    let _ = f.set_modified(std::time::SystemTime::now());
-                    Some(tr)
-                }
-                Err(_) => {
-                    drop(map);
-                    let _ = std::fs::remove_file(entry);
-                    None
-                }
-            },
-            None => {
-                drop(map);
-                let _ = std::fs::remove_file(entry);
-                None
-            }
+        let tr = Self::check(&map, stamp).and_then(|body| columnar::decode(body).ok());
+        drop(map);
+        match tr {
+            // Touched: trimming removes what was used longest ago.
+            Some(_) => drop(f.set_modified(std::time::SystemTime::now())),
+            None => drop(std::fs::remove_file(entry)),
         }
+        tr
     }
 
     /// The body of `map` when its head matches this format, this version
@@ -473,6 +456,15 @@ mod tests {
         assert!(!small.dir().exists());
     }
 
+    fn set_mtime(path: &Path, t: SystemTime) {
+        File::options()
+            .write(true)
+            .open(path)
+            .unwrap()
+            .set_modified(t)
+            .unwrap();
+    }
+
     /// Replaces bytes of `path` in place (same size, same inode).
     fn patch(path: &Path, at: u64, bytes: &[u8]) {
         let mut f = File::options().write(true).open(path).unwrap();
@@ -512,12 +504,7 @@ mod tests {
         // Its head, with the modification time set back as it was.
         let at = find(&p, "\"model\":\"") + 9;
         patch(&p, at, b"X");
-        File::options()
-            .write(true)
-            .open(&p)
-            .unwrap()
-            .set_modified(before)
-            .unwrap();
+        set_mtime(&p, before);
         assert_eq!(std::fs::metadata(&p).unwrap().modified().unwrap(), before);
         let (t, how) = s.open(&p).unwrap();
         assert_eq!(how, Opened::Stored, "a changed head must not be served");
@@ -537,12 +524,7 @@ mod tests {
         let old = text.as_bytes()[start];
         let new = if old == b'1' { b'2' } else { b'1' };
         patch(&p, start as u64, &[new]);
-        File::options()
-            .write(true)
-            .open(&p)
-            .unwrap()
-            .set_modified(before)
-            .unwrap();
+        set_mtime(&p, before);
         let (t, how) = s.open(&p).unwrap();
         assert_eq!(how, Opened::Stored, "a changed middle must not be served");
         assert_eq!(t, Trace::load(&p).unwrap());
@@ -612,12 +594,7 @@ mod tests {
             .len();
         let s = probe.with_cap(one * 2 + one / 2);
         let old = SystemTime::now() - Duration::from_secs(60);
-        File::options()
-            .write(true)
-            .open(s.entry_path(&paths[0]))
-            .unwrap()
-            .set_modified(old)
-            .unwrap();
+        set_mtime(&s.entry_path(&paths[0]), old);
         s.open(&paths[1]).unwrap();
         s.open(&paths[2]).unwrap();
         assert!(!s.entry_path(&paths[0]).exists(), "the oldest went");
