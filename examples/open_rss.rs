@@ -30,11 +30,13 @@ fn main() {
         None => Arc::new(spillscope::trace::Trace::load(path).unwrap()),
     };
     let parsed = t.elapsed();
+    println!("after parse: {}", status("VmRSS"));
     let mut a = app::App::new(vec![Dataset::quick("x", tr.clone())]);
     let th = theme::Theme::load(None, theme::ColorMode::TrueColor).unwrap();
     let mut term = ratatui::Terminal::new(ratatui::backend::TestBackend::new(120, 40)).unwrap();
     term.draw(|f| ui::draw(f, &a, &th)).unwrap();
     let first = t.elapsed();
+    println!("after first frame: {}", status("VmRSS"));
     app::update(
         &mut a,
         app::Msg::Analysed {

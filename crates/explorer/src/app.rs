@@ -396,7 +396,7 @@ impl App {
         if self.view == View::Hotspots
             && self
                 .primary()
-                .is_some_and(|d| d.hotspots_by_name.len() < d.hotspots.len())
+                .is_some_and(|d| !d.hotspots_by_name.is_empty())
         {
             v.push(Scope::Names);
         }
@@ -598,7 +598,7 @@ impl App {
         };
         // A trace without spill events ranks by time and memory.
         // Grouping needs a name called more than once.
-        self.hot.grouped &= d.hotspots_by_name.len() < d.hotspots.len();
+        self.hot.grouped &= !d.hotspots_by_name.is_empty();
         let keys = crate::views::hotspots::keys_for(d.caps.spill_events, self.hot.grouped);
         if !keys.contains(&self.hot.key) {
             self.hot.key = keys[0];
@@ -760,7 +760,7 @@ impl App {
     pub fn selected_name(&self) -> Option<String> {
         let d = self.primary()?;
         match self.view {
-            View::Hotspots => self.hot.selected(d).map(|h| h.name.clone()),
+            View::Hotspots => self.hot.selected(d).map(|h| h.name.to_string()),
             View::Tensor => (self
                 .tensors
                 .tensor

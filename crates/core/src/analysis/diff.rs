@@ -94,7 +94,7 @@ pub fn diff_with(a: &Trace, la: &Ledger, b: &Trace, lb: &Ledger) -> TraceDiff {
             Some(&j) => {
                 let g = &hb[j];
                 ops.push(OpDelta {
-                    name: h.name.clone(),
+                    name: h.name.to_string(),
                     a_traffic_bytes: h.traffic_bytes,
                     b_traffic_bytes: g.traffic_bytes,
                     a_stall_ns: h.stall_ns,
@@ -103,13 +103,13 @@ pub fn diff_with(a: &Trace, la: &Ledger, b: &Trace, lb: &Ledger) -> TraceDiff {
                     b_duration_ns: g.duration_ns,
                 });
             }
-            None => only_in_a.push(h.name.clone()),
+            None => only_in_a.push(h.name.to_string()),
         }
     }
     let only_in_b = hb
         .iter()
         .filter(|h| !ia.contains_key(h.name.as_str()))
-        .map(|h| h.name.clone())
+        .map(|h| h.name.to_string())
         .collect();
     // Largest |traffic B-A| first, then largest |duration B-A|: the order
     // the tables' titles name. Against a profile without spill events, time

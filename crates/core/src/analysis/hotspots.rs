@@ -12,8 +12,10 @@ use serde::Serialize;
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Hotspot {
     pub op: usize,
-    pub name: String,
-    pub op_type: String,
+    /// The op's name and type (inline up to 24 bytes: a row per op, so a
+    /// heap string each would cost a million allocations at 10^6 ops).
+    pub name: compact_str::CompactString,
+    pub op_type: compact_str::CompactString,
     /// Evictions it caused, and what they wrote back.
     pub evictions: u64,
     pub evicted_bytes: u64,
@@ -223,6 +225,17 @@ pub fn hotspots(tr: &Trace, ledger: &Ledger) -> Vec<Hotspot> {
         .collect()
 }
 
+/// [`by_name`] when some name is called more than once; empty when every
+/// name is called once (the grouping would copy every row: at a million
+/// ops, 100 MB for nothing).
+pub fn by_name_if_repeated(hs: &[Hotspot]) -> Vec<Hotspot> {
+    let mut seen: std::collections::HashSet<&str> = Default::default();
+    match hs.iter().any(|h| !seen.insert(h.name.as_str())) {
+        true => by_name(hs),
+        false => Vec::new(),
+    }
+}
+
 /// One row per op name, in order of first call: counts, bytes, times and
 /// shares summed over the name's calls; `op` and `start_ns` are the first
 /// call's; `bound` is kept when every call has the same one; `intensity`
@@ -263,7 +276,7 @@ pub fn by_name(hs: &[Hotspot]) -> Vec<Hotspot> {
             g.bound = None;
         }
         if h.op_type != g.op_type {
-            g.op_type = "mixed".to_string();
+            g.op_type = "mixed".into();
         }
     }
     out
@@ -393,7 +406,7 @@ pub fn by_op_type(hs: &[Hotspot]) -> Vec<TypeHotspot> {
     let mut m: std::collections::BTreeMap<&str, TypeHotspot> = Default::default();
     for h in hs {
         let e = m.entry(h.op_type.as_str()).or_insert_with(|| TypeHotspot {
-            op_type: h.op_type.clone(),
+            op_type: h.op_type.to_string(),
             ops: 0,
             evicted_bytes: 0,
             reloaded_bytes: 0,

@@ -55,6 +55,7 @@ pub fn placements(tr: &Trace) -> Vec<Placement> {
     }
     out.extend(open.into_values());
     out.sort_by_key(|p| (p.t0, p.offset));
+    out.shrink_to_fit(); // kept for the whole session: no growth slack
     out
 }
 

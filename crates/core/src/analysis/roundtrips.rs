@@ -66,46 +66,54 @@ pub const OSCILLATION_TRIPS: usize = 3;
 type Move = (u64, usize, Option<usize>, Part, u64);
 
 /// The spill parts' movements in time order: events, then the streams a
-/// trace without stream events implies.
-fn moves(tr: &Trace, ledger: &Ledger) -> Vec<Move> {
-    let mut v: Vec<Move> = tr
-        .events
-        .iter()
-        .enumerate()
-        .filter_map(|(i, e)| {
-            let part = ledger.part(i)?;
-            part.is_spill()
-                .then(|| (e.t_ns, e.tensor, e.op, part, Ledger::bytes(&e)))
-        })
-        .collect();
-    if !ledger.derived_streams.is_empty() {
-        v.extend(
-            ledger
-                .derived_streams
-                .iter()
-                .map(|d| (d.t_ns, d.tensor, Some(d.op), d.part, d.bytes)),
-        );
-        v.sort_by_key(|m| m.0);
+/// trace without stream events implies. Read straight from the events when
+/// there are no implied streams (a million-event trace would otherwise
+/// copy 56 MB of moves first).
+fn for_each_move(tr: &Trace, ledger: &Ledger, mut f: impl FnMut(Move)) {
+    let of_events = tr.events.iter().enumerate().filter_map(|(i, e)| {
+        let part = ledger.part(i)?;
+        part.is_spill()
+            .then(|| (e.t_ns, e.tensor, e.op, part, Ledger::bytes(&e)))
+    });
+    if ledger.derived_streams.is_empty() {
+        return of_events.for_each(f);
     }
-    v
+    let mut v: Vec<Move> = of_events.collect();
+    v.extend(
+        ledger
+            .derived_streams
+            .iter()
+            .map(|d| (d.t_ns, d.tensor, Some(d.op), d.part, d.bytes)),
+    );
+    v.sort_by_key(|m| m.0);
+    v.into_iter().for_each(&mut f);
 }
+
+/// No trip open for this tensor (in [`round_trips`]' index of open trips).
+const NONE_OPEN: u32 = u32::MAX;
 
 /// All round trips, grouped per tensor, sorted by bytes moved (largest first).
 pub fn round_trips(tr: &Trace, ledger: &Ledger) -> Vec<TensorTrips> {
     let n = tr.tensors.len();
-    let mut open: Vec<Option<RoundTrip>> = vec![None; n];
-    let mut per: Vec<Vec<RoundTrip>> = vec![Vec::new(); n];
+    // Every trip in the order it went out, and per tensor the index of the
+    // one still out: a tensor has one trip open at a time, so its trips
+    // are in `all` in the order they closed. (A `Vec<Option<RoundTrip>>`
+    // per tensor and a `Vec` of trips per tensor grown one push at a time
+    // cost 10x the trips' own bytes on a large trace.)
+    let mut all: Vec<RoundTrip> = Vec::new();
+    let mut open: Vec<u32> = vec![NONE_OPEN; n];
     let mut moved = vec![0u64; n];
-    for (t_ns, t, op, part, bytes) in moves(tr, ledger) {
+    for_each_move(tr, ledger, |(t_ns, t, op, part, bytes)| {
         if t >= n {
-            continue;
+            return;
         }
         moved[t] += bytes;
         let out = match part {
             Part::EvictedOut => Out::Evicted,
             Part::StreamedOut => Out::StreamedOut,
             Part::Reloaded | Part::StreamedIn => {
-                if let Some(mut rt) = open[t].take() {
+                let i = std::mem::replace(&mut open[t], NONE_OPEN);
+                if let Some(rt) = all.get_mut(i as usize) {
                     rt.back = Some(if part == Part::Reloaded {
                         Back::Reloaded
                     } else {
@@ -117,16 +125,13 @@ pub fn round_trips(tr: &Trace, ledger: &Ledger) -> Vec<TensorTrips> {
                         (Some(a), Some(b)) if b > a => b - a - 1,
                         _ => 0,
                     };
-                    per[t].push(rt);
                 }
-                continue;
+                return;
             }
-            _ => continue,
+            _ => return,
         };
-        if let Some(rt) = open[t].take() {
-            per[t].push(rt);
-        }
-        open[t] = Some(RoundTrip {
+        open[t] = u32::try_from(all.len()).unwrap_or(NONE_OPEN);
+        all.push(RoundTrip {
             tensor: t,
             bytes: tr.tensors[t].bytes,
             out,
@@ -138,17 +143,13 @@ pub fn round_trips(tr: &Trace, ledger: &Ledger) -> Vec<TensorTrips> {
             back_op: None,
             ops_skipped: 0,
         });
-    }
-    for (t, rt) in open.into_iter().enumerate() {
-        if let Some(rt) = rt {
-            per[t].push(rt);
-        }
-    }
-    let mut out: Vec<TensorTrips> = per
-        .into_iter()
-        .enumerate()
-        .filter(|(_, v)| !v.is_empty())
-        .map(|(t, trips)| tensor_trips(tr, t, trips, moved[t]))
+    });
+    drop(open);
+    let mut out: Vec<TensorTrips> = per_tensor(all)
+        .map(|trips| {
+            let t = trips[0].tensor;
+            tensor_trips(tr, t, trips, moved[t])
+        })
         .collect();
     out.sort_by(|a, b| {
         b.bytes_moved
@@ -157,6 +158,23 @@ pub fn round_trips(tr: &Trace, ledger: &Ledger) -> Vec<TensorTrips> {
             .then(a.tensor.cmp(&b.tensor))
     });
     out
+}
+
+/// `all` split into one exactly sized, non-empty list per tensor, each in
+/// `all`'s order.
+fn per_tensor(mut all: Vec<RoundTrip>) -> impl Iterator<Item = Vec<RoundTrip>> {
+    all.sort_by_key(|r| r.tensor); // stable: each tensor's trips keep their order
+    let mut rest = all.into_iter().peekable();
+    std::iter::from_fn(move || {
+        let first = rest.next()?;
+        let t = first.tensor;
+        let mut trips = vec![first];
+        while let Some(r) = rest.next_if(|r| r.tensor == t) {
+            trips.push(r);
+        }
+        trips.shrink_to_fit();
+        Some(trips)
+    })
 }
 
 /// A tensor's trips with their totals.

@@ -184,8 +184,8 @@ pub fn sections(r: &Report) -> Vec<Section> {
                 .iter()
                 .map(|h| {
                     vec![
-                        h.name.clone(),
-                        h.op_type.clone(),
+                        h.name.to_string(),
+                        h.op_type.to_string(),
                         fmt_bytes(h.traffic_bytes),
                         fmt_bytes(h.evicted_bytes),
                         fmt_bytes(h.reloaded_bytes),
@@ -394,8 +394,8 @@ fn measured_sections(
     let frees = r.capabilities.frees;
     let time_row = |h: &crate::analysis::hotspots::Hotspot| {
         let mut row = vec![
-            h.name.clone(),
-            h.op_type.clone(),
+            h.name.to_string(),
+            h.op_type.to_string(),
             fmt_ms(h.start_ns),
             fmt_ms(h.self_ns),
             fmt_ms(h.duration_ns),

@@ -4,7 +4,7 @@
 
 use crate::analysis::classify::{classify, classify_with_causes, Classification};
 use crate::analysis::diff::{diff_with, TraceDiff};
-use crate::analysis::hotspots::{by_name, hotspots, Hotspot};
+use crate::analysis::hotspots::{by_name_if_repeated, hotspots, Hotspot};
 use crate::analysis::memmap::{placements, OccupancyIndex, Placement};
 use crate::analysis::residency::first_pool_resident_by_step;
 use crate::analysis::roundtrips::{round_trips, TensorTrips};
@@ -80,7 +80,7 @@ pub struct Dataset {
     pub bus: Option<SeriesIndex>,
     pub hotspots: Vec<Hotspot>,
     /// The hotspots grouped by op name (Hotspots' `g`; `report`'s table of
-    /// the same for runtime profiles).
+    /// the same for runtime profiles); empty when no name is called twice.
     pub hotspots_by_name: Vec<Hotspot>,
     pub trips: Vec<TensorTrips>,
     pub class: Classification,
@@ -368,7 +368,7 @@ impl Dataset {
             built_at: std::time::SystemTime::now(),
             complete: depth == Depth::Complete,
             end_ns,
-            hotspots_by_name: by_name(&h.hotspots),
+            hotspots_by_name: by_name_if_repeated(&h.hotspots),
             hotspots: h.hotspots,
             trips: h.trips,
             class: h.class,

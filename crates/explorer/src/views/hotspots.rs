@@ -139,7 +139,7 @@ fn cell(k: HotspotKey, h: &Hotspot, clock: spillscope::units::Clock) -> String {
         }
     };
     match k {
-        HotspotKey::OpType => h.op_type.clone(),
+        HotspotKey::OpType => h.op_type.to_string(),
         HotspotKey::Traffic => bytes(h.traffic_bytes),
         HotspotKey::Evicted => bytes(h.evicted_bytes),
         HotspotKey::Reloaded => bytes(h.reloaded_bytes),
