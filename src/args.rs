@@ -218,6 +218,14 @@ pub struct ImportArgs {
     /// The shapes the `--model` is read at (a profile's batch and dims).
     #[command(flatten)]
     pub model_opts: ModelOpts,
+    /// ExecuTorch programs: time the plan's ops by this ETDump profile of
+    /// the program (`--run N` picks the run; default the last).
+    #[arg(long, value_name = "RUN.etdp")]
+    pub etdump: Option<PathBuf>,
+    /// ExecuTorch programs: the on-chip pool's size (default: arena 1's,
+    /// from the program).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size_arg)]
+    pub capacity: Option<u64>,
     /// Write the spillscope trace here (atomically).
     #[arg(short = 'o', long = "output", value_name = "TRACE.json")]
     pub output: Option<PathBuf>,
@@ -629,26 +637,53 @@ impl ImportOpts {
         shapes: &spillscope::graph::LoadOptions,
         store: Option<spillscope::trace::store::TraceStore>,
     ) -> spillscope::Result<(spillscope::trace::Trace, Vec<String>)> {
-        use spillscope::trace::import;
-        let format = match &self.from {
-            Some(f) => Some(
-                f.parse::<import::Format>()
-                    .map_err(spillscope::Error::Config)?,
-            ),
-            None => None,
-        };
-        let model = match &self.model {
-            Some(m) => Some(std::sync::Arc::new(spillscope::graph::load(m, shapes)?)),
-            None => None,
-        };
-        let opts = import::ImportOptions {
+        self.load_as(path, self.options(shapes, store)?)
+    }
+
+    /// Imports `path` with `opts` (made by [`ImportOpts::options`], then
+    /// adjusted by the command), in the `--from` format or detected.
+    pub fn load_as(
+        &self,
+        path: &std::path::Path,
+        opts: spillscope::trace::import::ImportOptions,
+    ) -> spillscope::Result<(spillscope::trace::Trace, Vec<String>)> {
+        spillscope::trace::import::import(path, self.format()?, &opts)
+    }
+
+    /// The `--from` format, if given.
+    pub fn format(&self) -> spillscope::Result<Option<spillscope::input::Format>> {
+        self.from
+            .as_deref()
+            .map(|f| f.parse().map_err(spillscope::Error::Config))
+            .transpose()
+    }
+
+    /// The importers' options these flags give: `--model` read at `shapes`
+    /// (an ExecuTorch program is passed by path: its plan, not its graph,
+    /// is what a profile of it is linked to).
+    pub fn options(
+        &self,
+        shapes: &spillscope::graph::LoadOptions,
+        store: Option<spillscope::trace::store::TraceStore>,
+    ) -> spillscope::Result<spillscope::trace::import::ImportOptions> {
+        use spillscope::input::{detect, Format as In};
+        let (mut model, mut program) = (None, None);
+        if let Some(m) = &self.model {
+            if detect(m).ok() == Some(In::Pte) {
+                program = Some(m.clone());
+            } else {
+                model = Some(std::sync::Arc::new(spillscope::graph::load(m, shapes)?));
+            }
+        }
+        Ok(spillscope::trace::import::ImportOptions {
             run: self.run,
             model,
             max_events: self.max_events,
             keep: self.keep.map(|k| k as usize),
             store,
-        };
-        import::import(path, format, &opts)
+            program,
+            ..Default::default()
+        })
     }
 
     /// As [`ImportOpts::load`], nested ops folded to `--op-depth` (the top

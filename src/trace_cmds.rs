@@ -12,7 +12,12 @@ use spillscope::Result;
 use super::out::warn_all;
 
 pub fn run_import(a: &ImportArgs) -> Result<String> {
-    let (tr, warnings) = a.import.load_with(&a.file, &a.model_opts.load_options())?;
+    let opts = spillscope::trace::import::ImportOptions {
+        etdump: a.etdump.clone(),
+        capacity: a.capacity,
+        ..a.import.options(&a.model_opts.load_options(), None)?
+    };
+    let (tr, warnings) = a.import.load_as(&a.file, opts)?;
     // Every level of nested calls is kept unless --op-depth says which.
     let tr = match a.import.op_depth {
         Some(d) => spillscope::trace::nesting::collapse(&tr, d),
@@ -67,7 +72,7 @@ pub fn render_measured(
         }
         Format::Table => {
             let w = m.rows().iter().map(|r| r.0.len()).max().unwrap_or(0);
-            let mut s = format!("measured: {}\n", m.model);
+            let mut s = format!("{}: {}\n", m.heading(), m.model);
             for (k, v) in m.rows() {
                 s += &format!("  {k:<w$}  {v}\n");
             }

@@ -26,32 +26,16 @@ pub fn source_for(a: &ViewArgs) -> Result<Source> {
                 hint: "compare needs two traces; `spillscope sim MODEL -o t.json` makes one".into(),
             });
         }
-        let format = match &a.import.from {
-            Some(f) => Some(
-                f.parse::<spillscope::input::Format>()
-                    .map_err(Error::Config)?,
-            ),
-            None => None,
-        };
-        let model = match &a.import.model {
-            Some(m) => Some(std::sync::Arc::new(spillscope::graph::load(
-                m,
-                &a.model_opts.load_options(),
-            )?)),
-            None => None,
-        };
         let opts = TraceOpts {
-            format,
+            format: a.import.format()?,
             import: spillscope::trace::import::ImportOptions {
-                run: a.import.run,
-                model,
-                max_events: a.import.max_events,
                 keep: Some(
                     a.import
                         .keep
                         .map_or(spillscope::limits::LIVE_WINDOW_EVENTS, |k| k as usize),
                 ),
-                store: a.session.trace_store(),
+                ..a.import
+                    .options(&a.model_opts.load_options(), a.session.trace_store())?
             },
             level: std::sync::Arc::new(std::sync::atomic::AtomicU32::new(
                 a.import.op_depth.unwrap_or(1),

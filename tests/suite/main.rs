@@ -8,6 +8,7 @@ mod analysis;
 mod calibrate;
 mod cli_errors;
 mod docs;
+mod executorch;
 mod graph_liveness;
 mod import_export;
 mod ledger;

@@ -129,7 +129,7 @@ fn foreign_kind_of(h: &[u8]) -> Option<&'static str> {
         (b"%PDF", "a PDF document"),
         (
             b"PK\x03\x04",
-            "a zip archive (a .pte, .npz or .zip: unpack what is inside)",
+            "a zip archive (an ETRecord, .npz or .zip: unpack what is inside)",
         ),
         (b"\x1f\x8b", "a gzip file (decompress it first)"),
         (b"\x7fELF", "an executable"),
@@ -184,6 +184,11 @@ pub enum Format {
     Vela,
     /// A kernel DAG of the NPU scheduling benchmark (`{"Nodes", "Edges"}`).
     Kernel,
+    /// An ExecuTorch program (flatbuffer, `ET12`): a model, whose own
+    /// memory plan `import` reads as a trace.
+    Pte,
+    /// An ExecuTorch ETDump profile (flatbuffer, `ED00`).
+    Etdump,
 }
 
 impl Format {
@@ -191,7 +196,7 @@ impl Format {
     pub fn is_model(self) -> bool {
         matches!(
             self,
-            Format::Onnx | Format::GraphJson | Format::Tflite | Format::Kernel
+            Format::Onnx | Format::GraphJson | Format::Tflite | Format::Kernel | Format::Pte
         )
     }
 
@@ -208,6 +213,8 @@ impl Format {
             Format::Tflite => "TFLite model",
             Format::Vela => "Vela output directory",
             Format::Kernel => "NPU kernel DAG",
+            Format::Pte => "ExecuTorch program",
+            Format::Etdump => "ExecuTorch ETDump profile",
         }
     }
 
@@ -224,6 +231,8 @@ impl Format {
             Format::Tflite => "tflite",
             Format::Vela => "vela",
             Format::Kernel => "npu-kernel",
+            Format::Pte => "pte",
+            Format::Etdump => "etdump",
         }
     }
 }
@@ -247,9 +256,11 @@ impl std::str::FromStr for Format {
             "graph-json" | "graph" => Format::GraphJson,
             "tflite" => Format::Tflite,
             "vela" => Format::Vela,
+            "pte" | "executorch" => Format::Pte,
+            "etdump" | "etdp" => Format::Etdump,
             _ => {
                 return Err(format!(
-                    "unknown format {s:?} (use ort, torch, chrome, jsonl, vela)"
+                    "unknown format {s:?} (use ort, torch, chrome, jsonl, vela, pte, etdump)"
                 ))
             }
         })
@@ -286,6 +297,8 @@ pub fn detect_why(path: &Path) -> Result<(Format, Option<&'static str>)> {
         Some("onnx") => return Ok((Format::Onnx, None)),
         Some("jsonl") | Some("ndjson") => return Ok((Format::Jsonl, None)),
         Some("tflite") => return Ok((Format::Tflite, None)),
+        Some("pte") => return Ok((Format::Pte, None)),
+        Some("etdp") | Some("etdump") => return Ok((Format::Etdump, None)),
         _ => {}
     }
     let mut head = vec![0u8; DETECT_PREFIX_BYTES];
@@ -294,6 +307,19 @@ pub fn detect_why(path: &Path) -> Result<(Format, Option<&'static str>)> {
         return Ok((
             Format::Tflite,
             Some("it carries the TFL3 flatbuffer identifier"),
+        ));
+    }
+    if n >= 8 && &head[4..8] == b"ET12" {
+        return Ok((
+            Format::Pte,
+            Some("it carries the ET12 flatbuffer identifier"),
+        ));
+    }
+    // ExecuTorch writes ETDump size-prefixed (the identifier after the size).
+    if (n >= 8 && &head[4..8] == b"ED00") || (n >= 12 && &head[8..12] == b"ED00") {
+        return Ok((
+            Format::Etdump,
+            Some("it carries the ED00 flatbuffer identifier"),
         ));
     }
     let (found, why) = detect_bytes_why(&head[..n]).ok_or_else(|| match foreign_kind_of(&head[..n]) {

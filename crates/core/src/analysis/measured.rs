@@ -43,6 +43,83 @@ pub struct MeasuredSummary {
     pub missing: Vec<Missing>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub linked: Option<LinkSummary>,
+    /// An ExecuTorch program's plan: its arenas and where its buffers went.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plan: Option<PlanSummary>,
+}
+
+/// What an ExecuTorch memory plan put where (from the trace's meta).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PlanSummary {
+    /// Bytes of each arena by `mem_id`.
+    pub arena_bytes: Vec<u64>,
+    pub on_chip_buffers: usize,
+    pub dram_buffers: usize,
+    /// Bytes of the buffers planned outside arena 1 (each written once).
+    pub dram_bytes: u64,
+    /// Of those, graph inputs the caller writes (no op streams them out).
+    pub dram_input_bytes: u64,
+    /// Planned values sharing another's memory (static views).
+    pub shared_values: usize,
+    /// The ETDump run the op times come from and how many it held; none:
+    /// the cost model timed the ops.
+    pub run: Option<(usize, usize)>,
+}
+
+impl PlanSummary {
+    fn of(i: &crate::trace::import::executorch::ExecutorchInfo) -> PlanSummary {
+        use crate::trace::import::executorch::plan::ON_CHIP_ARENA;
+        let on_chip = i
+            .buffers
+            .iter()
+            .filter(|b| b.arena == ON_CHIP_ARENA)
+            .count();
+        PlanSummary {
+            arena_bytes: i.arena_bytes.clone(),
+            on_chip_buffers: on_chip,
+            dram_buffers: i.buffers.len() - on_chip,
+            dram_bytes: i.dram_bytes(),
+            dram_input_bytes: i.dram_input_bytes,
+            shared_values: i.shared_values,
+            run: i.run.zip(i.runs),
+        }
+    }
+
+    fn rows(&self) -> Vec<(String, String)> {
+        let arenas: Vec<String> = self
+            .arena_bytes
+            .iter()
+            .enumerate()
+            .skip(1)
+            .map(|(k, &b)| format!("{k}: {}", fmt_bytes(b)))
+            .collect();
+        let mut v = vec![
+            ("arenas".to_string(), arenas.join(", ")),
+            (
+                "buffers".to_string(),
+                format!(
+                    "{} in arena 1 (on chip), {} in DRAM ({}{}); {} views share memory",
+                    self.on_chip_buffers,
+                    self.dram_buffers,
+                    fmt_bytes(self.dram_bytes),
+                    if self.dram_input_bytes > 0 {
+                        format!(", {} of it graph inputs", fmt_bytes(self.dram_input_bytes))
+                    } else {
+                        String::new()
+                    },
+                    self.shared_values
+                ),
+            ),
+        ];
+        v.push((
+            "op times".to_string(),
+            match self.run {
+                Some((k, n)) => format!("measured: ETDump run {k} of {n}"),
+                None => "the cost model's (default profile): no ETDump given".to_string(),
+            },
+        ));
+        v
+    }
 }
 
 /// Counters that are the allocator's view, not live tensors.
@@ -69,9 +146,13 @@ pub fn summary(tr: &Trace, caps: &Capabilities) -> MeasuredSummary {
     });
     let (allocations, allocated_bytes) =
         allocs.fold((0u64, 0u64), |(n, b), e| (n + 1, b + e.bytes));
-    let (importer, linked) = match &tr.meta.producer {
-        Producer::Instrumented(i) => (Some(i.importer), i.linked.clone()),
-        _ => (None, None),
+    let (importer, linked, plan) = match &tr.meta.producer {
+        Producer::Instrumented(i) => (
+            Some(i.importer),
+            i.linked.clone(),
+            i.executorch.as_deref().map(PlanSummary::of),
+        ),
+        _ => (None, None, None),
     };
     MeasuredSummary {
         model: tr.meta.model.clone(),
@@ -96,11 +177,22 @@ pub fn summary(tr: &Trace, caps: &Capabilities) -> MeasuredSummary {
         capabilities: *caps,
         missing: caps.missing(tr),
         linked,
+        plan,
     }
 }
 
 impl MeasuredSummary {
     /// `(label, value)` rows for text output.
+    /// What the figures are: `measured`, or `planned` for a compiler's
+    /// plan timed by the cost model (an ExecuTorch program without a
+    /// profile).
+    pub fn heading(&self) -> &'static str {
+        match &self.plan {
+            Some(p) if p.run.is_none() => "planned",
+            _ => "measured",
+        }
+    }
+
     pub fn rows(&self) -> Vec<(String, String)> {
         let mut v = vec![
             ("latency".to_string(), fmt_ms(self.latency_ns)),
@@ -155,6 +247,9 @@ impl MeasuredSummary {
         }
         if let Some(l) = &self.linked {
             v.push(("model".to_string(), l.line()));
+        }
+        if let Some(p) = &self.plan {
+            v.extend(p.rows());
         }
         for m in &self.missing {
             v.push((

@@ -10,6 +10,7 @@
 
 pub mod bounds;
 pub mod builder;
+pub mod executorch;
 pub mod flops;
 pub mod gen;
 pub mod json;
@@ -184,6 +185,9 @@ pub fn load(path: &Path, opts: &LoadOptions) -> crate::Result<Graph> {
             )));
         }
     }
+    if detected == Some(crate::input::Format::Pte) {
+        return executorch::load(path, opts);
+    }
     if detected == Some(crate::input::Format::Kernel) {
         return kernel::Kernel::load(path)?.to_graph();
     }
@@ -191,7 +195,7 @@ pub fn load(path: &Path, opts: &LoadOptions) -> crate::Result<Graph> {
         return Err(crate::Error::WrongInput {
             path: path.to_path_buf(),
             what: format!("{kind}, not a model"),
-            hint: "spillscope reads ONNX (.onnx), TFLite (.tflite), graph JSON and NPU kernel DAGs"
+            hint: "spillscope reads ONNX (.onnx), TFLite (.tflite), ExecuTorch (.pte), graph JSON and NPU kernel DAGs"
                 .into(),
         });
     }

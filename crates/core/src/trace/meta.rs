@@ -72,6 +72,11 @@ pub enum Importer {
     Jsonl,
     /// Arm Vela's compiled plan (its output directory).
     Vela,
+    /// An ExecuTorch program's memory plan (`.pte`), timed by the cost
+    /// model or by an ETDump profile.
+    Executorch,
+    /// An ExecuTorch ETDump profile alone (op times, no memory).
+    Etdump,
 }
 
 /// An import's record: the importer and what it chose.
@@ -103,6 +108,10 @@ pub struct Instrumented {
     /// Vela: its configuration and its own summary figures.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vela: Option<Box<crate::trace::import::vela::VelaInfo>>,
+    /// ExecuTorch: the program's plan (arenas, every planned buffer) and
+    /// the profile run the times come from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub executorch: Option<Box<crate::trace::import::executorch::ExecutorchInfo>>,
     /// JSONL tailed with a bound (`--keep`): the trace holds the recent
     /// part of the stream, and this says what fell out of it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -120,6 +129,7 @@ impl Instrumented {
             model: None,
             linked: None,
             vela: None,
+            executorch: None,
             window: None,
         }
     }

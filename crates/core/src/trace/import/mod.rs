@@ -6,6 +6,7 @@
 //! tensors) and the trace model.
 
 pub mod chrome;
+pub mod executorch;
 pub mod generic;
 pub mod jsonl;
 pub mod ort;
@@ -39,6 +40,12 @@ pub struct ImportOptions {
     /// Spillscope traces: the binary cache to read them from and keep them
     /// in ([`crate::trace::store`]); `None` reads the JSON every time.
     pub store: Option<crate::trace::store::TraceStore>,
+    /// ExecuTorch programs: arena 1's size (default: the program's).
+    pub capacity: Option<u64>,
+    /// ExecuTorch programs: time the plan's ops by this ETDump profile.
+    pub etdump: Option<std::path::PathBuf>,
+    /// ETDump profiles: the program whose plan gives them memory.
+    pub program: Option<std::path::PathBuf>,
 }
 
 impl ImportOptions {
@@ -100,6 +107,8 @@ fn import_as(path: &Path, format: Format, opts: &ImportOptions) -> Result<(Trace
         Format::Chrome => generic::import(path, opts),
         Format::Jsonl => jsonl::import(path, opts),
         Format::Vela => vela::import(path, opts),
+        Format::Pte => executorch::import_program(path, opts),
+        Format::Etdump => executorch::import_etdump(path, opts),
         Format::Onnx | Format::GraphJson | Format::Tflite => Err(Error::WrongInput {
             path: path.to_path_buf(),
             what: "a model, not a trace".into(),
