@@ -8,7 +8,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../fuzz"
 RUNS=${FUZZ_RUNS:-10000}
-TARGETS=${FUZZ_TARGETS:-"graph_json trace_json trace_columns trace_import npu_case toml_configs"}
+TARGETS=${FUZZ_TARGETS:-"graph_json trace_json trace_columns trace_import npu_case toml_configs executorch_program etdump"}
 
 if ! command -v rustup >/dev/null 2>&1 || ! rustup toolchain list | grep -q '^nightly'; then
   echo "fuzz smoke: skipped (no nightly toolchain; rustup toolchain install nightly enables it)"

@@ -69,6 +69,12 @@ def script(path):
     return gen
 
 
+def executorch(which):
+    """One of the ExecuTorch tables (scripts/executorch_table.sh)."""
+    return lambda: table_lines(run(["bash", "scripts/executorch_table.sh",
+                                    str(ROOT.parent / "shared/data/executorch"), which]))
+
+
 def build_release():
     if not Path(BIN).exists():
         run(["cargo", "build", "-q", "--release"])
@@ -148,6 +154,8 @@ GENERATORS = {
     "npu-ttq": (script("scripts/npu-time-to-quality.sh"), "scripts/npu-time-to-quality.sh"),
     "speed": (speed, "cargo bench --bench sim/explorer/import/whatif/scale/onnx_scale/stream (criterion medians)"),
     "keys": (keys, "cargo run --example key_table"),
+    "executorch-arenas": (executorch("arenas"), "scripts/executorch_table.sh DATA arenas"),
+    "executorch-banked": (executorch("banked"), "scripts/executorch_table.sh DATA banked"),
 }
 
 

@@ -241,5 +241,16 @@ pub fn run_suggest(a: &super::args::SuggestArgs) -> Result<String> {
             spillscope::report::change::how(&x.change)
         );
     }
+    // An ExecuTorch program with a banked plan: its own plan beside the
+    // planner's at the same on-chip size.
+    let is_pte = spillscope::input::detect(&a.model).ok() == Some(spillscope::input::Format::Pte);
+    if let (true, Some(g), Some(r)) = (is_pte, &outcome.graph, &outcome.resolved) {
+        let cfg = r.first_config();
+        if let Some(c) =
+            spillscope::analysis::executorch::against_plan(&a.model, g, &r.hardware, &cfg)?
+        {
+            out += &format!("\n{}\n", c.line());
+        }
+    }
     Ok(out)
 }

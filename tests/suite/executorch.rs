@@ -273,3 +273,47 @@ fn hostile_programs_and_profiles_fail_in_one_line() {
     }
     one_line_error(&["import", &short.to_string_lossy()], &["ETDump"]);
 }
+
+#[test]
+fn suggest_on_a_banked_program_says_what_the_planner_saves() {
+    let Some(root) = common::shared_data("executorch") else {
+        return;
+    };
+    let banked = root.join("squeezenet1_1/squeezenet1_1.banked_1540k.pte");
+    let o = common::run_ok(&["suggest", &banked.to_string_lossy()]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("ExecuTorch's plan in this program"))
+        .unwrap_or_else(|| panic!("{out}"));
+    // Its figures are import's and sim's at arena 1's size.
+    let plan = import(&banked, &Default::default());
+    let sram = info(&plan).arena_bytes[1];
+    let sim = common::run_ok(&[
+        "sim",
+        &banked.to_string_lossy(),
+        "--policy",
+        "planned",
+        "--capacity",
+        &sram.to_string(),
+        "--format",
+        "json",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&sim.stdout).unwrap();
+    let planned = v["runs"][0]["traffic_bytes"].as_u64().unwrap();
+    assert!(planned < plan.summary.traffic_bytes, "{line}");
+    let fmt = spillscope::units::fmt_bytes;
+    assert!(
+        line.contains(&format!(
+            "moves {} through DRAM; spillscope's planned policy at that size moves {}: {} less",
+            fmt(plan.summary.traffic_bytes),
+            fmt(planned),
+            fmt(plan.summary.traffic_bytes - planned)
+        )),
+        "{line}"
+    );
+    // A plan all in arena 1 has nothing to compare.
+    let greedy = root.join("squeezenet1_1/squeezenet1_1.greedy.pte");
+    let o = common::run_ok(&["suggest", &greedy.to_string_lossy()]);
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("ExecuTorch's plan"));
+}

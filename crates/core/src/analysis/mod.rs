@@ -10,6 +10,7 @@
 pub mod calibrate;
 pub mod classify;
 pub mod diff;
+pub mod executorch;
 pub mod figures;
 pub mod hotspots;
 pub mod measured;
