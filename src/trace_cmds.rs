@@ -104,6 +104,10 @@ pub fn run_diff(a: &DiffArgs) -> Result<String> {
     let vela = spillscope::analysis::vela::compare(&ta, &tb)
         .map(|c| ('A', c))
         .or_else(|| spillscope::analysis::vela::compare(&tb, &ta).map(|c| ('B', c)));
+    // ExecuTorch's plan on either side: its spilled set against the run.
+    let plan = spillscope::analysis::executorch::compare(&ta, &tb)
+        .map(|c| ('A', c))
+        .or_else(|| spillscope::analysis::executorch::compare(&tb, &ta).map(|c| ('B', c)));
     let (ca, cb) = (Capabilities::of(&ta), Capabilities::of(&tb));
     // Spill figures only where both sides record spills: against a runtime
     // profile, ops compare by time.
@@ -126,6 +130,16 @@ pub fn run_diff(a: &DiffArgs) -> Result<String> {
         if let (Some((side, c)), Some(m)) = (&vela, v.as_object_mut()) {
             m.insert("vela_side".into(), serde_json::json!(side.to_string()));
             m.insert("vela".into(), serde_json::to_value(c).unwrap_or_default());
+        }
+        if let (Some((side, c)), Some(m)) = (&plan, v.as_object_mut()) {
+            m.insert(
+                "executorch_side".into(),
+                serde_json::json!(side.to_string()),
+            );
+            m.insert(
+                "executorch".into(),
+                serde_json::to_value(c).unwrap_or_default(),
+            );
         }
         return Ok(serde_json::to_string_pretty(&v).unwrap_or_default() + "\n");
     }
@@ -255,5 +269,48 @@ pub fn run_diff(a: &DiffArgs) -> Result<String> {
             s += &format!("  {side} {k} {t} @ {o}\n");
         }
     }
+    if let Some((which, c)) = &plan {
+        s += &plan_text(*which, c, a.limit);
+    }
     Ok(s)
+}
+
+/// ExecuTorch's plan (on side `side`) against the spillscope run: the
+/// spilled-set agreement, the traffic with the bound, and the tensors only
+/// one side keeps in DRAM.
+fn plan_text(
+    side: char,
+    c: &spillscope::analysis::executorch::PlanComparison,
+    limit: usize,
+) -> String {
+    let other = if side == 'A' { 'B' } else { 'A' };
+    let mut s = format!(
+        "\nExecuTorch's plan ({side}): arena 1 {}; spillscope ({other}): {} at {}\n",
+        fmt_bytes(c.sram_bytes),
+        c.sim_policy,
+        fmt_bytes(c.sim_capacity_bytes)
+    );
+    if c.sram_bytes != c.sim_capacity_bytes {
+        s += &format!(
+            "  note: the on-chip sizes differ; simulate with --capacity {} to compare like for like\n",
+            c.sram_bytes
+        );
+    }
+    for l in c.lines() {
+        s += &format!("{l}\n");
+    }
+    for (label, names) in [
+        ("in DRAM only in ExecuTorch's plan", &c.only_plan_spilled),
+        ("in DRAM only in spillscope's run", &c.only_sim_spilled),
+    ] {
+        if !names.is_empty() {
+            let shown: Vec<&str> = names.iter().take(limit).map(String::as_str).collect();
+            s += &format!("  {label}: {}", shown.join(", "));
+            if names.len() > shown.len() {
+                s += &format!(" and {} more", names.len() - shown.len());
+            }
+            s.push('\n');
+        }
+    }
+    s
 }

@@ -317,3 +317,114 @@ fn suggest_on_a_banked_program_says_what_the_planner_saves() {
     let o = common::run_ok(&["suggest", &greedy.to_string_lossy()]);
     assert!(!String::from_utf8_lossy(&o.stdout).contains("ExecuTorch's plan"));
 }
+
+/// ExecuTorch's BankedGreedy plan of SqueezeNet at 1.5 MiB and spillscope's
+/// planned run of the same program at arena 1's size, as trace files.
+fn plan_and_run(root: &Path, dir: &Path) -> (PathBuf, PathBuf, Trace, Trace) {
+    let pte = root.join("squeezenet1_1/squeezenet1_1.banked_1540k.pte");
+    let plan = import(&pte, &Default::default());
+    let sram = info(&plan).arena_bytes[1];
+    let (a, b) = (dir.join("banked.json"), dir.join("planned.json"));
+    plan.write(&a, true).unwrap();
+    common::run_ok(&[
+        "sim",
+        &pte.to_string_lossy(),
+        "--policy",
+        "planned",
+        "--capacity",
+        &sram.to_string(),
+        "-o",
+        &b.to_string_lossy(),
+    ]);
+    let run = Trace::load(&b).unwrap();
+    (a, b, plan, run)
+}
+
+#[test]
+fn diff_and_compare_show_the_plan_against_the_run() {
+    let Some(root) = common::shared_data("executorch") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b, plan, run) = plan_and_run(&root, tmp.path());
+    // The spilled sets, independently: arena-2 intermediates of the plan,
+    // intermediates the run evicts or streams out.
+    use spillscope::trace::TensorKind;
+    let dram: std::collections::BTreeSet<&str> = info(&plan)
+        .buffers
+        .iter()
+        .filter(|x| x.arena != 1 && plan.tensors[x.tensor].kind == TensorKind::Activation)
+        .map(|x| plan.tensors[x.tensor].name.as_str())
+        .collect();
+    let spilled: std::collections::BTreeSet<&str> = run
+        .events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::Evict | EventKind::StreamOut))
+        .map(|e| &run.tensors[e.tensor])
+        .filter(|t| t.kind == TensorKind::Activation)
+        .map(|t| t.name.as_str())
+        .collect();
+    let inter = plan
+        .tensors
+        .iter()
+        .filter(|t| t.kind == TensorKind::Activation)
+        .count();
+    let only_plan = dram.difference(&spilled).count();
+    let only_run = spilled.difference(&dram).count();
+    let agree = 100.0 * (inter - only_plan - only_run) as f64 / inter as f64;
+    let fmt = spillscope::units::fmt_bytes;
+    let want = [
+        format!(
+            "spilled set: {agree:.1}% of {inter} agree ({} both, {only_plan} only ExecuTorch, {only_run} only spillscope)",
+            dram.intersection(&spilled).count()
+        ),
+        format!(
+            "DRAM traffic: ExecuTorch {}, spillscope {}; bound {} (ilp)",
+            fmt(plan.summary.traffic_bytes),
+            fmt(run.summary.traffic_bytes),
+            fmt(run.summary.lower_bound_traffic_bytes)
+        ),
+    ];
+    assert!(
+        only_plan > 0,
+        "the planner keeps some of BankedGreedy's DRAM tensors on chip"
+    );
+    let out = common::run_ok(&["diff", &a.to_string_lossy(), &b.to_string_lossy()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    for w in &want {
+        assert!(text.contains(w.as_str()), "{w}\n{text}");
+    }
+    let json = common::run_ok(&[
+        "diff",
+        &b.to_string_lossy(),
+        &a.to_string_lossy(),
+        "--format",
+        "json",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(v["executorch_side"], "B");
+    assert_eq!(
+        v["executorch"]["only_plan_spilled"]
+            .as_array()
+            .unwrap()
+            .len(),
+        only_plan
+    );
+    // The Compare view shows the same two lines, at both sizes.
+    use spillscope_explorer::app::{App, View};
+    use spillscope_explorer::data::Dataset;
+    let mut app = App::new(vec![
+        Dataset::build("banked_1540k", plan),
+        Dataset::build("planned", run),
+    ]);
+    app.view = View::Compare;
+    let small = common::screen::render(&app, 80, 24);
+    for w in &want {
+        assert!(small.contains(w.as_str()), "{w}\n{small}");
+    }
+    insta::assert_snapshot!("executorch_compare_80x24", small);
+    insta::assert_snapshot!(
+        "executorch_compare_120x40",
+        common::screen::render(&app, 120, 40)
+    );
+}

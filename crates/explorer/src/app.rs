@@ -194,6 +194,9 @@ pub struct App {
     /// Vela's plan against the spillscope run beside it (Compare), when
     /// one side is an imported Vela plan.
     pub vela: Option<spillscope::analysis::vela::VelaComparison>,
+    /// ExecuTorch's plan against the spillscope run beside it (Compare),
+    /// when one side is an imported `.pte`.
+    pub plan: Option<spillscope::analysis::executorch::PlanComparison>,
     pub view: View,
     /// Which trace views 1-5 show when two are open: 0 = A, 1 = B.
     pub side: usize,
@@ -321,6 +324,7 @@ impl App {
             diff: None,
             changed: Vec::new(),
             vela: None,
+            plan: None,
             view: View::Overview,
             side: 0,
             window: (0, 1),
@@ -566,6 +570,11 @@ impl App {
         self.vela = match self.data.as_slice() {
             [a, b, ..] => spillscope::analysis::vela::compare(&a.trace, &b.trace)
                 .or_else(|| spillscope::analysis::vela::compare(&b.trace, &a.trace)),
+            _ => None,
+        };
+        self.plan = match self.data.as_slice() {
+            [a, b, ..] => spillscope::analysis::executorch::compare(&a.trace, &b.trace)
+                .or_else(|| spillscope::analysis::executorch::compare(&b.trace, &a.trace)),
             _ => None,
         };
         self.resort_hotspots();

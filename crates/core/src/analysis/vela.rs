@@ -109,7 +109,7 @@ pub fn vela_info(tr: &Trace) -> Option<&VelaInfo> {
 /// input loads count as the summary counts them) and whether it ever lived
 /// in DRAM while live (evicted or streamed out); per op the bytes of its
 /// intermediates.
-fn dram_use(tr: &Trace) -> (Vec<u64>, Vec<bool>, Vec<u64>) {
+pub(crate) fn dram_use(tr: &Trace) -> (Vec<u64>, Vec<bool>, Vec<u64>) {
     let n = tr.tensors.len();
     let (mut bytes, mut spilled, mut per_op) =
         (vec![0u64; n], vec![false; n], vec![0u64; tr.ops.len()]);

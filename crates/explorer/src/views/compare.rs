@@ -105,11 +105,21 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
         };
         draw_strip(f, app, theme, g, d, r, tag, window, own);
     }
-    let table = match &app.vela {
-        Some(v) if table.height >= 8 => {
+    let table = match (&app.vela, &app.plan) {
+        (Some(v), _) if table.height >= 8 => {
             let [vela_area, rest] =
                 Layout::vertical([Constraint::Length(4), Constraint::Min(3)]).areas(table);
             draw_vela(f, theme, g, v, vela_area);
+            rest
+        }
+        (None, Some(p)) if table.height >= 8 => {
+            let [plan_area, rest] =
+                Layout::vertical([Constraint::Length(4), Constraint::Min(3)]).areas(table);
+            let lines: Vec<Line> = p.lines().into_iter().map(Line::raw).collect();
+            f.render_widget(
+                Paragraph::new(lines).block(block(" ExecuTorch's plan vs spillscope ", theme, g)),
+                plan_area,
+            );
             rest
         }
         _ => table,
