@@ -428,3 +428,37 @@ fn diff_and_compare_show_the_plan_against_the_run() {
         common::screen::render(&app, 120, 40)
     );
 }
+
+#[test]
+fn an_etdump_alone_points_to_its_program_and_calibrates_it() {
+    let Some(root) = common::shared_data("executorch") else {
+        return;
+    };
+    let etdp = root.join("squeezenet1_1/squeezenet1_1.etdp");
+    let pte = root.join("squeezenet1_1/squeezenet1_1.greedy.pte");
+    let tmp = tempfile::tempdir().unwrap();
+    let md = tmp.path().join("r.md");
+    common::run_ok(&[
+        "report",
+        &etdp.to_string_lossy(),
+        "-o",
+        &md.to_string_lossy(),
+    ]);
+    let text = std::fs::read_to_string(&md).unwrap();
+    assert!(text.contains("view RUN.etdp --model MODEL.pte"), "{text}");
+    assert!(
+        !text.contains(".onnx"),
+        "an ETDump's program is a .pte: {text}"
+    );
+    // Its op names are the program's: every call is calibrated.
+    let o = common::run_ok(&[
+        "sim",
+        &pte.to_string_lossy(),
+        "--calibrate",
+        &etdp.to_string_lossy(),
+        "--policy",
+        "lru",
+    ]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("65 of 65 ops measured"), "{out}");
+}

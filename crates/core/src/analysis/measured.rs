@@ -264,11 +264,14 @@ impl MeasuredSummary {
 /// The command that simulates `model` with the op times measured in
 /// `profile` (shown once by `view` and `report` of a runtime profile).
 pub fn calibrate_command(profile: &std::path::Path, model: Option<&str>) -> String {
+    // An ETDump profiles an ExecuTorch program; the others an ONNX model.
+    let etdump = crate::input::detect(profile).ok() == Some(crate::input::Format::Etdump);
+    let ext = if etdump { "pte" } else { "onnx" };
     format!(
         "spillscope view {} --calibrate {}",
         model
-            .map(|m| format!("{m}.onnx"))
-            .unwrap_or_else(|| "MODEL.onnx".into()),
+            .map(|m| format!("{m}.{ext}"))
+            .unwrap_or_else(|| format!("MODEL.{ext}")),
         profile.display()
     )
 }

@@ -491,11 +491,16 @@ pub fn inputs_of_trace(tr: &crate::trace::Trace) -> Result<(Graph, HardwareProfi
         Producer::Instrumented(i) => {
             // Say what is missing: the run's hardware and schedule, which a
             // measured profile does not record, linked model or not.
+            // An ExecuTorch plan or profile comes from a program (.pte).
+            let ext = match i.importer {
+                crate::trace::Importer::Executorch | crate::trace::Importer::Etdump => "pte",
+                _ => "onnx",
+            };
             let model = i
                 .model
                 .as_deref()
-                .map(|m| format!("{m}.onnx"))
-                .unwrap_or_else(|| "MODEL.onnx".into());
+                .map(|m| format!("{m}.{ext}"))
+                .unwrap_or_else(|| format!("MODEL.{ext}"));
             return Err(Error::Unsupported(format!(
                 "a measured profile records no hardware or schedule to re-simulate; simulate the model with its measured op times: spillscope view {model} --capacity SIZE --calibrate PROFILE"
             )));

@@ -120,6 +120,7 @@ impl Capabilities {
                         "ONNX Runtime records none; link the model for lifetimes from its graph: --model MODEL.onnx".into()
                     }
                     Some(Importer::Jsonl) => "report them from the runtime (spill_probe_free)".into(),
+                    Some(Importer::Etdump) => "the program's plan has them: view RUN.etdp --model MODEL.pte".into(),
                     _ => "the runtime recorded none".into(),
                 },
             });
@@ -131,6 +132,9 @@ impl Capabilities {
                 how: match importer {
                     Some(Importer::Jsonl) => {
                         "declare the pool (spill_probe_pool(name, capacity, alignment))".into()
+                    }
+                    Some(Importer::Etdump) => {
+                        "the program's plan has it: view RUN.etdp --model MODEL.pte".into()
                     }
                     _ => "profilers record no limit; simulate the model with --capacity".into(),
                 },
@@ -150,7 +154,10 @@ impl Capabilities {
             v.push(Missing {
                 what: "spill events",
                 hides: "spill figures (ops are ranked by time and memory instead)",
-                how: "this runtime reports none; simulate the model with its op times: view MODEL.onnx --calibrate PROFILE".into(),
+                how: match importer {
+                    Some(Importer::Etdump) => "an ETDump has none; ExecuTorch's plan timed by it: view RUN.etdp --model MODEL.pte; the program simulated with its op times: view MODEL.pte --calibrate RUN.etdp".into(),
+                    _ => "this runtime reports none; simulate the model with its op times: view MODEL.onnx --calibrate PROFILE".into(),
+                },
             });
         }
         v
