@@ -129,7 +129,7 @@ pub enum SweepFormat {
 
 #[derive(Debug, Args)]
 pub struct WhatifArgs {
-    /// Model: ONNX (`.onnx`), TFLite (`.tflite`), graph JSON or an NPU kernel DAG.
+    /// Model: ONNX (`.onnx`), TFLite (`.tflite`), ExecuTorch (`.pte`), graph JSON or an NPU kernel DAG.
     pub model: PathBuf,
     /// Capacities: `16MiB..64MiB:4MiB` (inclusive, with step) or `8MiB,16MiB`;
     /// default the profile's.
@@ -183,7 +183,7 @@ pub struct MergeArgs {
 /// How a trace file is read (spillscope traces load directly; others are imported).
 #[derive(Debug, Args, Clone)]
 pub struct ImportOpts {
-    /// Input format: ort, torch, chrome, jsonl (auto-detected when omitted).
+    /// Input format: ort, torch, chrome, jsonl, vela, pte, etdump (auto-detected when omitted).
     #[arg(long = "from", value_name = "FORMAT")]
     pub from: Option<String>,
     /// ONNX Runtime: which run to take (1 = the first, warm-up run); default the last.
@@ -210,7 +210,8 @@ pub struct ImportOpts {
 #[derive(Debug, Args)]
 pub struct ImportArgs {
     /// The trace to import: an ONNX Runtime, PyTorch or Chrome/Perfetto
-    /// profile, a spillscope JSONL stream, a Vela output directory, or a
+    /// profile, a spillscope JSONL stream, a Vela output directory, an
+    /// ExecuTorch program (its memory plan) or ETDump profile, or a
     /// spillscope trace.
     pub file: PathBuf,
     #[command(flatten)]
@@ -269,8 +270,9 @@ pub struct DiffArgs {
 #[derive(Debug, Args)]
 pub struct ViewArgs {
     /// `TRACE [TRACE2]`: spillscope traces, ONNX Runtime, PyTorch or Chrome
-    /// profiles, JSONL streams or Vela output directories; or one model:
-    /// ONNX (`.onnx`), TFLite (`.tflite`), graph JSON or an NPU kernel DAG.
+    /// profiles, JSONL streams, Vela output directories or ETDump profiles;
+    /// or one model: ONNX (`.onnx`), TFLite (`.tflite`), ExecuTorch
+    /// (`.pte`), graph JSON or an NPU kernel DAG.
     #[arg(num_args = 1..=2, required = true)]
     pub inputs: Vec<PathBuf>,
     #[command(flatten)]
@@ -521,7 +523,7 @@ pub struct ModelOpts {
 #[derive(Debug, Args)]
 pub struct SimArgs {
     /// Model: ONNX (`.onnx`; external weight files need not exist), TFLite
-    /// (`.tflite`), graph JSON or an NPU kernel DAG.
+    /// (`.tflite`), ExecuTorch (`.pte`), graph JSON or an NPU kernel DAG.
     pub model: PathBuf,
     #[command(flatten)]
     pub hw: HwOpts,
