@@ -60,7 +60,7 @@ pub enum Command {
 
 #[derive(Debug, Args)]
 pub struct SuggestArgs {
-    /// Model (ONNX, TFLite, graph JSON or an NPU kernel DAG), or a simulator trace (its graph,
+    /// Model (ONNX, TFLite, ExecuTorch, graph JSON or an NPU kernel DAG), or a simulator trace (its graph,
     /// hardware and config are taken from it; the flags below are then ignored).
     pub model: PathBuf,
     #[command(flatten)]
