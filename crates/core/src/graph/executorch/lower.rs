@@ -3,6 +3,8 @@
 //! owns memory. ExecuTorch's emitter lists a call's arguments as its
 //! inputs, then its `out` arguments, then its return value, which names
 //! the `out` tensors again: the last argument says what the call writes.
+//! A delegate call (a backend, an NPU's, running a lowered subgraph) is
+//! one op writing the tensors it names that nothing wrote before.
 //! A static view (`view_copy` turned into an alias by ExecuTorch's
 //! passes) is a planned value no call writes, sharing the memory of the
 //! value last written at its arena offset: it is read as that value, so
@@ -20,8 +22,8 @@ pub struct Lowered {
     pub tensor_of_value: Vec<Option<usize>>,
 }
 
-/// The values call `c` writes: its return value, flattened.
-pub fn written(p: &Program, c: &Call) -> Vec<usize> {
+/// The values a kernel call writes: its return value, flattened.
+fn returned(p: &Program, c: &Call) -> Vec<usize> {
     match c.args.last().map(|&a| (a, &p.values[a])) {
         Some((a, Value::Tensor(_))) => vec![a],
         Some((_, Value::List(items))) => items.clone(),
@@ -29,9 +31,41 @@ pub fn written(p: &Program, c: &Call) -> Vec<usize> {
     }
 }
 
+/// Per call, the values it writes. A kernel call writes what its return
+/// value names. A delegate call (a backend running a whole subgraph) lists
+/// its inputs, then its outputs, with no return value repeated: it writes
+/// the tensors it names that nothing wrote before (not a plan input, not a
+/// constant, not written by an earlier call).
+pub fn writes(p: &Program) -> Vec<Vec<usize>> {
+    let mut seen = vec![false; p.values.len()];
+    for &i in &p.inputs {
+        seen[i] = true;
+    }
+    p.calls
+        .iter()
+        .map(|c| {
+            let w: Vec<usize> = if c.op.starts_with(DELEGATE) {
+                p.tensor_args(c)
+                    .into_iter()
+                    .filter(|&v| !seen[v] && p.tensor(v).is_some_and(|t| !t.constant))
+                    .collect()
+            } else {
+                returned(p, c)
+            };
+            for v in p.tensor_args(c).into_iter().chain(w.iter().copied()) {
+                seen[v] = true;
+            }
+            w
+        })
+        .collect()
+}
+
+/// How a delegate call's op is named (`delegate:XnnpackBackend`).
+pub const DELEGATE: &str = "delegate:";
+
 /// The value each program value's memory belongs to (itself, or for a
 /// static view the value last written at its slot before it is read).
-pub fn owners(p: &Program) -> Vec<usize> {
+pub fn owners(p: &Program, writes: &[Vec<usize>]) -> Vec<usize> {
     let mut owner: Vec<usize> = (0..p.values.len()).collect();
     // Seen: written by a call, a plan input, or already resolved.
     let mut seen = vec![false; p.values.len()];
@@ -42,19 +76,19 @@ pub fn owners(p: &Program) -> Vec<usize> {
             at_slot.insert(s, i);
         }
     }
-    for c in &p.calls {
+    for (c, written) in p.calls.iter().zip(writes) {
         for v in p.tensor_args(c) {
             let Some(slot) = p.tensor(v).and_then(|t| t.slot) else {
                 continue;
             };
-            if !seen[v] && !written(p, c).contains(&v) {
+            if !seen[v] && !written.contains(&v) {
                 seen[v] = true;
                 if let Some(&base) = at_slot.get(&slot) {
                     owner[v] = owner[base];
                 }
             }
         }
-        for v in written(p, c) {
+        for &v in written {
             seen[v] = true;
             if let Some(s) = p.tensor(v).and_then(|t| t.slot) {
                 at_slot.insert(s, v);
@@ -69,13 +103,15 @@ pub fn lower(p: &Program, name: &str) -> Result<Lowered, String> {
     if p.calls.is_empty() {
         return Err("the plan has no kernel calls".into());
     }
-    let owner = owners(p);
+    let writes = writes(p);
+    let owner = owners(p, &writes);
     let mut specs = Vec::with_capacity(p.calls.len());
     let mut used = vec![false; p.values.len()];
     let mut produced = vec![false; p.values.len()];
-    for c in &p.calls {
-        let outs: Vec<usize> = written(p, c)
-            .into_iter()
+    for (c, written) in p.calls.iter().zip(&writes) {
+        let outs: Vec<usize> = written
+            .iter()
+            .copied()
             .filter(|&v| p.tensor(v).is_some())
             .map(|v| owner[v])
             .collect();
@@ -153,8 +189,11 @@ pub fn value_name(v: usize) -> String {
 }
 
 /// `aten::convolution.out` -> `convolution`; `dim_order_ops::_clone_dim_order.out`
-/// -> `_clone_dim_order`; a delegate keeps its backend.
+/// -> `_clone_dim_order`; a delegate is named by its backend.
 pub fn short_name(op: &str) -> &str {
+    if let Some(backend) = op.strip_prefix(DELEGATE) {
+        return backend;
+    }
     let base = op.rsplit("::").next().unwrap_or(op);
     base.split('.').next().unwrap_or(base)
 }
@@ -220,4 +259,74 @@ fn is_data_movement(s: &str) -> bool {
                 | "embedding"
                 | "stack"
         )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::graph::executorch::pte::PteTensor;
+
+    fn tensor(slot: Option<(u32, u64)>, constant: bool) -> Value {
+        Value::Tensor(PteTensor {
+            shape: vec![1, 4],
+            dtype: "float32",
+            bytes: 16,
+            slot: slot.map(|(arena, offset)| Slot { arena, offset }),
+            constant,
+        })
+    }
+
+    /// A delegate writing v2 from input v0 and weight v1; a static view v3
+    /// of v2 read by a kernel writing v4 (args: input, out, return).
+    fn program() -> Program {
+        Program {
+            method: "forward".into(),
+            values: vec![
+                tensor(Some((1, 0)), false),
+                tensor(None, true),
+                tensor(Some((1, 16)), false),
+                tensor(Some((1, 16)), false),
+                tensor(Some((1, 32)), false),
+            ],
+            calls: vec![
+                Call {
+                    instruction: 0,
+                    op: format!("{DELEGATE}NpuBackend"),
+                    args: vec![0, 1, 2],
+                },
+                Call {
+                    instruction: 1,
+                    op: "aten::relu.out".into(),
+                    args: vec![3, 4, 4],
+                },
+            ],
+            inputs: vec![0],
+            outputs: vec![4],
+            arena_bytes: vec![0, 48],
+            instructions: 2,
+        }
+    }
+
+    #[test]
+    fn delegates_write_what_is_new_and_views_read_their_base() {
+        let p = program();
+        assert_eq!(writes(&p), vec![vec![2], vec![4]]);
+        let l = lower(&p, "m").unwrap();
+        let g = &l.graph;
+        let names = |ids: &[usize]| -> Vec<String> {
+            ids.iter().map(|&t| g.tensors[t].name.to_string()).collect()
+        };
+        assert_eq!(g.ops.len(), 2);
+        assert_eq!(g.ops[0].name, "NpuBackend_0");
+        assert_eq!(names(&g.ops[0].inputs), ["v0", "v1"]);
+        assert_eq!(names(&g.ops[0].outputs), ["v2"]);
+        // The view is its base: no tensor of its own, read as v2.
+        assert_eq!(names(&g.ops[1].inputs), ["v2"]);
+        assert_eq!(names(&g.ops[1].outputs), ["v4"]);
+        assert!(g.tensor_by_name("v3").is_none());
+        assert_eq!(l.tensor_of_value[3], l.tensor_of_value[2]);
+        assert_eq!(g.tensor_by_name("v1").unwrap().kind, TensorKind::Weight);
+        assert_eq!(g.tensor_by_name("v0").unwrap().kind, TensorKind::Input);
+        assert_eq!(g.tensor_by_name("v4").unwrap().kind, TensorKind::Output);
+    }
 }

@@ -242,7 +242,10 @@ fn read_plan(plan: fb::ExecutionPlan) -> Result<Program, String> {
                         dc.delegate_index()
                     )
                 })?;
-            (format!("delegate:{d}"), ids(dc.args(), &what)?)
+            (
+                format!("{}{d}", super::lower::DELEGATE),
+                ids(dc.args(), &what)?,
+            )
         } else {
             continue;
         };
