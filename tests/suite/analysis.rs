@@ -460,3 +460,22 @@ fn the_by_name_sort_keys_extend_their_twins_with_calls() {
     assert_eq!(HotspotKey::SPILL_BY_NAME[8], HotspotKey::Calls);
     assert_eq!(HotspotKey::MEASURED_BY_NAME[7], HotspotKey::Calls);
 }
+
+#[test]
+fn hotspots_group_by_name_only_when_a_name_repeats() {
+    let g = oscillating_graph(4);
+    let tr = run(&g, 3 * K, EvictionPolicy::Lru);
+    let hs = hotspots::hotspots(&tr, &Ledger::of(&tr));
+    // A simulation's ops have distinct names: grouping would copy every row.
+    assert!(hs.len() > 3);
+    assert!(hotspots::by_name_if_repeated(&hs).is_empty());
+    let d = spillscope::session::dataset::Dataset::build("x", tr);
+    assert!(d.hotspots_by_name.is_empty() && !d.hotspots.is_empty());
+    // Two rows sharing a name: grouped, every call in one row.
+    let mut twice = hs.clone();
+    twice[1].name = twice[0].name.clone();
+    let grouped = hotspots::by_name_if_repeated(&twice);
+    assert_eq!(grouped.len(), hs.len() - 1);
+    assert_eq!(grouped[0].calls, 2);
+    assert_eq!(grouped, hotspots::by_name(&twice));
+}
