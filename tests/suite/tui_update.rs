@@ -877,3 +877,37 @@ fn in_compare_t_gives_the_list_keys_to_the_tensor_table_and_back() {
     key(&mut app, KeyCode::Char('k'));
     assert_eq!(app.compare.sel, 0);
 }
+
+#[test]
+fn a_capacity_equal_to_the_peak_is_one_label_on_the_chart() {
+    use spillscope::sim::{simulate, EvictionPolicy, SimConfig};
+    // A chain whose peak live is 3 units: at exactly that capacity the
+    // capacity line is the chart's top row, where the peak is labelled.
+    let g = common::graph(
+        &[
+            ("a", &["x"], &["y"]),
+            ("b", &["y"], &["z"]),
+            ("c", &["z", "y"], &["out"]),
+        ],
+        1024,
+        &[],
+        &["out"],
+    );
+    let cfg = SimConfig {
+        policy: EvictionPolicy::Lru,
+        ..Default::default()
+    };
+    let ideal = simulate(&g, &common::test_hw(1 << 30), &cfg).unwrap();
+    let peak = ideal.summary.peak_live_bytes;
+    let tr = simulate(&g, &common::test_hw(peak), &cfg).unwrap();
+    assert_eq!(tr.summary.capacity_bytes, tr.summary.peak_live_bytes);
+    let app = App::new(vec![Dataset::build("chain", tr)]);
+    let screen = render(&app, 80, 24);
+    let row = screen
+        .lines()
+        .find(|l| l.contains("peak = cap"))
+        .unwrap_or_else(|| panic!("{screen}"));
+    let label = format!("peak = cap {}", spillscope::units::fmt_bytes_precise(peak));
+    assert!(row.contains(&format!("{label} ")), "{row}");
+    assert!(!screen.contains("cap 3.0 KiBB"), "{screen}");
+}

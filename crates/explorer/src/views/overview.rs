@@ -422,27 +422,46 @@ fn draw_live_chart(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Re
     // figure: "8.4 MiB" beside "peak live 8.0 MiB").
     let top = peak.max(cap).max(1) as f64;
     let n = live.len();
-    let top_label = if peak >= cap {
-        format!("peak {}", spillscope::units::fmt_bytes_precise(peak))
+    let h = inner.height;
+    // No capacity: no line (u16::MAX is below every row).
+    let exact_row = if with_cap {
+        ((1.0 - cap as f64 / top) * h as f64)
+            .floor()
+            .min(h as f64 - 1.0) as u16
     } else {
-        String::new() // the capacity line is the top row, labelled below
+        u16::MAX
+    };
+    // One label per row (two written over each other read "cap 1.4
+    // MiBB"): a capacity equal to the peak shares the top row's label; one
+    // just under the peak takes the row below it, where it rounds to.
+    let shared_row = with_cap && peak == cap && exact_row == 0;
+    let cap_row = if with_cap && peak > cap && exact_row == 0 && h > 2 {
+        1
+    } else {
+        exact_row
+    };
+    let top_label = match (peak >= cap, shared_row) {
+        (true, true) => format!("peak = cap {}", spillscope::units::fmt_bytes_precise(peak)),
+        (true, false) => format!("peak {}", spillscope::units::fmt_bytes_precise(peak)),
+        (false, _) => String::new(), // the capacity line is the top row, labelled below
+    };
+    // The top row holds the peak's label whenever the peak is the top.
+    let cap_label = if with_cap && !(cap_row == 0 && peak >= cap) {
+        format!("cap {}", spillscope::units::fmt_bytes_precise(cap))
+    } else {
+        String::new()
     };
     // Labels whole: as wide as the longest of them.
     let labels = [
         top_label.clone(),
         format!("0..{}", n.saturating_sub(1)),
-        if with_cap {
-            format!("cap {}", spillscope::units::fmt_bytes_precise(cap))
-        } else {
-            String::new()
-        },
+        cap_label.clone(),
     ];
     let label_w = (labels.iter().map(|l| l.chars().count()).max().unwrap_or(8) + 1) as u16;
     if inner.width <= label_w + 4 {
         return;
     }
     let w = inner.width - label_w;
-    let h = inner.height;
     let buf = f.buffer_mut();
     let muted = theme.fg(theme.c.muted);
     buf.set_stringn(inner.x, inner.y, &top_label, label_w as usize - 1, muted);
@@ -453,14 +472,6 @@ fn draw_live_chart(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Re
         label_w as usize - 1,
         muted,
     );
-    // No capacity: no line (u16::MAX is below every row).
-    let cap_row = if with_cap {
-        ((1.0 - cap as f64 / top) * h as f64)
-            .floor()
-            .min(h as f64 - 1.0) as u16
-    } else {
-        u16::MAX
-    };
     for c in 0..w {
         let a = (c as usize * n) / w as usize;
         let b = (((c as usize + 1) * n) / w as usize).max(a + 1).min(n);
@@ -491,11 +502,11 @@ fn draw_live_chart(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Re
             }
         }
     }
-    if cap_row < h {
+    if cap_row < h && !cap_label.is_empty() {
         buf.set_stringn(
             inner.x,
             inner.y + cap_row,
-            format!("cap {}", spillscope::units::fmt_bytes_precise(cap)),
+            &cap_label,
             label_w as usize - 1,
             theme.fg(theme.c.capacity),
         );
