@@ -14,7 +14,13 @@ impl Tmux {
             eprintln!("SKIP: tmux is not installed");
             return None;
         }
-        let socket = format!("spillscope-test-{}-{name}", std::process::id());
+        // A server per start: a test that opens the viewer again under the
+        // same name would otherwise ask for a new session on the server the
+        // last one is still shutting down (`q`, then kill-server), which
+        // fails now and then.
+        static STARTS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let k = STARTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let socket = format!("spillscope-test-{}-{name}-{k}", std::process::id());
         let ok = Command::new("tmux")
             .args([
                 "-L",
