@@ -93,7 +93,9 @@ fn main() {
         let dir = data.join(m);
         let greedy = dir.join(format!("{m}.greedy.pte"));
         let program = spillscope::graph::executorch::Program::load(&greedy).expect("program");
-        let g = spillscope::graph::load(&greedy, &Default::default()).expect("graph");
+        let g = spillscope::graph::executorch::lower::lower(&program, m)
+            .expect("graph")
+            .graph;
         let peak = Liveness::compute(&g).peak_bytes;
         let sizes = banked(&dir, m);
         let w = sweep(&greedy, sizes.iter().map(|s| s.0).collect());

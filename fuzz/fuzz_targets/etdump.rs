@@ -7,8 +7,9 @@ use spillscope::trace::import::executorch::Etdump;
 fuzz_target!(|data: &[u8]| {
     if let Ok(d) = Etdump::parse(data) {
         for r in &d.runs {
+            let (t0, kernels) = (r.start(), r.kernels());
             for e in r.calls() {
-                let _ = r.kernel_of(e.instruction);
+                let _ = (e.start - t0, kernels.get(&e.instruction));
             }
         }
         let _ = d.run(None);

@@ -69,16 +69,14 @@ proptest! {
 /// A trace past the cache's size threshold (8 MiB), made by the binary.
 fn large_trace(dir: &std::path::Path) -> std::path::PathBuf {
     let p = dir.join("large.json");
-    let out = std::process::Command::new(common::bin())
-        .args(["gen", "trace", "--events", "40000", "-o"])
-        .arg(&p)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::run_ok(&[
+        "gen",
+        "trace",
+        "--events",
+        "40000",
+        "-o",
+        &p.to_string_lossy(),
+    ]);
     let size = std::fs::metadata(&p).unwrap().len();
     assert!(
         size >= spillscope::trace::store::DEFAULT_MIN_BYTES,

@@ -124,6 +124,51 @@ impl TraceBuilder {
         });
     }
 
+    /// A tensor a compiler's plan keeps in DRAM for its whole lifetime
+    /// (Vela, ExecuTorch's banked plans): `producer` streams it out, each
+    /// of `readers` streams it in, each at the start of its op (`spans`:
+    /// per op, start and end); `streamed[op]` lists it for each of them.
+    #[allow(clippy::too_many_arguments)]
+    pub fn stream_whole_life(
+        &mut self,
+        tensor: usize,
+        bytes: u64,
+        pool: &str,
+        producer: Option<usize>,
+        readers: &[usize],
+        spans: &[(u64, u64)],
+        streamed: &mut [Vec<usize>],
+    ) {
+        if let Some(p) = producer {
+            self.event(
+                spans[p].0,
+                EventKind::StreamOut,
+                tensor,
+                bytes,
+                pool,
+                None,
+                Some(p),
+                None,
+            );
+            streamed[p].push(tensor);
+        }
+        for &c in readers {
+            self.event(
+                spans[c].0,
+                EventKind::StreamIn,
+                tensor,
+                bytes,
+                pool,
+                None,
+                Some(c),
+                None,
+            );
+            if !streamed[c].contains(&tensor) {
+                streamed[c].push(tensor);
+            }
+        }
+    }
+
     /// Keeps only the ops and tensors the maps keep, renumbered to the new
     /// ids they give (`new_of_old[i]`: op or tensor `i`'s new id, `None`:
     /// dropped; new ids in the old order). References to a dropped op

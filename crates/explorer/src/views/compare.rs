@@ -105,19 +105,20 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
         };
         draw_strip(f, app, theme, g, d, r, tag, window, own);
     }
-    let table = match (&app.vela, &app.plan) {
-        (Some(v), _) if table.height >= 8 => {
-            let [vela_area, rest] =
-                Layout::vertical([Constraint::Length(4), Constraint::Min(3)]).areas(table);
-            draw_vela(f, theme, g, v, vela_area);
-            rest
-        }
-        (None, Some(p)) if table.height >= 8 => {
+    // A compiler's plan on one side: its like-for-like figures over the
+    // tables (`diff` prints the same, with the lists).
+    let plan = match (&app.vela, &app.plan) {
+        (Some(v), _) => Some((" Vela vs spillscope, same feature maps ", vela_lines(v))),
+        (None, Some(p)) => Some((" ExecuTorch's plan vs spillscope ", p.lines())),
+        _ => None,
+    };
+    let table = match plan {
+        Some((title, lines)) if table.height >= 8 => {
             let [plan_area, rest] =
                 Layout::vertical([Constraint::Length(4), Constraint::Min(3)]).areas(table);
-            let lines: Vec<Line> = p.lines().into_iter().map(Line::raw).collect();
+            let lines: Vec<Line> = lines.into_iter().map(Line::raw).collect();
             f.render_widget(
-                Paragraph::new(lines).block(block(" ExecuTorch's plan vs spillscope ", theme, g)),
+                Paragraph::new(lines).block(block(title, theme, g)),
                 plan_area,
             );
             rest
@@ -156,35 +157,25 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
 
 /// Vela's plan against the spillscope run: the spilled-set agreement and
 /// the DRAM feature-map bytes of the feature maps both have, with the
-/// bound (`diff` prints the same, with the lists).
-fn draw_vela(
-    f: &mut Frame,
-    theme: &Theme,
-    g: &Glyphs,
-    v: &spillscope::analysis::vela::VelaComparison,
-    area: Rect,
-) {
-    let lines = vec![
-        Line::raw(format!(
+/// bound.
+fn vela_lines(v: &spillscope::analysis::vela::VelaComparison) -> [String; 2] {
+    [
+        format!(
             "spilled set: {:.1}% of {} agree ({} both, {} only Vela, {} only spillscope)",
             v.agreement_pct,
             v.matched,
             v.both_spilled.len(),
             v.only_vela_spilled.len(),
             v.only_sim_spilled.len()
-        )),
-        Line::raw(format!(
+        ),
+        format!(
             "DRAM bytes: Vela {}, spillscope {}; bound {} ({})",
             fmt_bytes(v.vela_matched_bytes),
             fmt_bytes(v.sim_matched_bytes),
             fmt_bytes(v.bound_bytes),
             v.bound_method
-        )),
-    ];
-    f.render_widget(
-        Paragraph::new(lines).block(block(" Vela vs spillscope, same feature maps ", theme, g)),
-        area,
-    );
+        ),
+    ]
 }
 
 /// What sets a run apart: its source, policy, capacity, hardware profile

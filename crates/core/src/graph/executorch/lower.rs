@@ -20,6 +20,8 @@ pub struct Lowered {
     /// Per program value, the graph tensor it is (aliases map to the value
     /// whose memory they share), if it is one.
     pub tensor_of_value: Vec<Option<usize>>,
+    /// Per graph tensor, the value whose memory it is.
+    pub value_of_tensor: Vec<usize>,
 }
 
 /// The values a kernel call writes: its return value, flattened.
@@ -138,7 +140,7 @@ pub fn lower(p: &Program, name: &str) -> Result<Lowered, String> {
     }
     let mut b = GraphBuilder::new(name);
     let mut tensor_of_value = vec![None; p.values.len()];
-    let mut next = 0usize;
+    let mut value_of_tensor = Vec::new();
     for (v, val) in p.values.iter().enumerate() {
         let Value::Tensor(t) = val else { continue };
         let is_input = p.inputs.contains(&v);
@@ -159,8 +161,8 @@ pub fn lower(p: &Program, name: &str) -> Result<Lowered, String> {
             shape: Some(t.shape.clone()),
             dtype: Some(t.dtype.into()),
         });
-        tensor_of_value[v] = Some(next);
-        next += 1;
+        tensor_of_value[v] = Some(value_of_tensor.len());
+        value_of_tensor.push(v);
     }
     for (v, o) in owner.iter().enumerate() {
         if tensor_of_value[v].is_none() {
@@ -179,6 +181,7 @@ pub fn lower(p: &Program, name: &str) -> Result<Lowered, String> {
     Ok(Lowered {
         graph,
         tensor_of_value,
+        value_of_tensor,
     })
 }
 

@@ -40,13 +40,22 @@ impl Run {
             .filter(|e| e.name == OPERATOR_CALL && e.instruction >= 0)
     }
 
-    /// The kernel's name for `instruction` from the kernel's own event
-    /// (`native_call_convolution.out` -> `convolution.out`), if recorded.
-    pub fn kernel_of(&self, instruction: i32) -> Option<&str> {
-        self.events
-            .iter()
-            .filter(|e| e.instruction == instruction && e.name != OPERATOR_CALL)
-            .find_map(|e| e.name.strip_prefix("native_call_"))
+    /// When the run's first instruction started (its times count from here).
+    pub fn start(&self) -> u64 {
+        self.calls().map(|e| e.start).min().unwrap_or(0)
+    }
+
+    /// Per instruction, the kernel's name from its own event
+    /// (`native_call_convolution.out` -> `convolution.out`), where recorded
+    /// (the first such event of the instruction).
+    pub fn kernels(&self) -> std::collections::HashMap<i32, &str> {
+        let mut m = std::collections::HashMap::new();
+        for e in &self.events {
+            if let Some(k) = e.name.strip_prefix("native_call_") {
+                m.entry(e.instruction).or_insert(k);
+            }
+        }
+        m
     }
 }
 

@@ -19,7 +19,7 @@ use std::path::Path;
 pub fn import_program(path: &Path, opts: &ImportOptions) -> Result<(Trace, Vec<String>)> {
     let p = Program::load(path)?;
     let mut notes = Vec::new();
-    let times = match &opts.etdump {
+    let (times, run) = match &opts.etdump {
         Some(e) => {
             let d = Etdump::load(e)?;
             let (k, run) = d.run(opts.run).map_err(Error::Config)?;
@@ -31,25 +31,20 @@ pub fn import_program(path: &Path, opts: &ImportOptions) -> Result<(Trace, Vec<S
                     p.calls.len()
                 ));
             }
-            Some((times, k, d.runs.len()))
+            (Some(times), Some((k, d.runs.len())))
         }
-        None => None,
+        None => (None, None),
     };
-    let (mut tr, more) = plan_trace(
-        &p,
-        &model_name(path),
-        opts.capacity,
-        times.as_ref().map(|t| t.0.clone()),
-    )
-    .map_err(|d| Error::parse(path, crate::graph::executorch::FORMAT, d))?;
+    let (mut tr, more) = plan_trace(&p, &model_name(path), opts.capacity, times)
+        .map_err(|d| Error::parse(path, crate::graph::executorch::FORMAT, d))?;
     notes.extend(more);
-    if let (Some((_, k, n)), Producer::Instrumented(i)) = (&times, &mut tr.meta.producer) {
+    if let (Some((k, n)), Producer::Instrumented(i)) = (run, &mut tr.meta.producer) {
         if let Some(info) = i.executorch.as_mut() {
-            info.run = Some(*k);
-            info.runs = Some(*n);
+            info.run = Some(k);
+            info.runs = Some(n);
         }
-        i.run = Some(*k);
-        i.runs = Some(*n);
+        i.run = Some(k);
+        i.runs = Some(n);
     }
     Ok((tr, notes))
 }
@@ -57,7 +52,7 @@ pub fn import_program(path: &Path, opts: &ImportOptions) -> Result<(Trace, Vec<S
 /// Per program call, its (start, end) in ns from `run`'s instruction
 /// events (relative to the run's first), and how many calls had none.
 pub fn times_of(p: &Program, run: &etdump::Run) -> (plan::Times, usize) {
-    let t0 = run.calls().map(|e| e.start).min().unwrap_or(0);
+    let t0 = run.start();
     let mut at: std::collections::HashMap<i32, (u64, u64)> = Default::default();
     for e in run.calls() {
         at.entry(e.instruction)
@@ -96,7 +91,8 @@ pub fn import_etdump(path: &Path, opts: &ImportOptions) -> Result<(Trace, Vec<St
     }
     let d = Etdump::load(path)?;
     let (k, run) = d.run(opts.run).map_err(Error::Config)?;
-    let t0 = run.calls().map(|e| e.start).min().unwrap_or(0);
+    let t0 = run.start();
+    let kernels = run.kernels();
     let model = path
         .file_name()
         .map(|s| s.to_string_lossy().trim_end_matches(".etdp").to_string())
@@ -108,7 +104,10 @@ pub fn import_etdump(path: &Path, opts: &ImportOptions) -> Result<(Trace, Vec<St
         ..Instrumented::new(Importer::Etdump)
     }));
     for e in run.calls() {
-        let kernel = run.kernel_of(e.instruction).unwrap_or("instruction");
+        let kernel = kernels
+            .get(&e.instruction)
+            .copied()
+            .unwrap_or("instruction");
         let short = kernel.split('.').next().unwrap_or(kernel);
         b.op(TraceOp::span(
             format!("{short}_{}", e.instruction),

@@ -18,7 +18,7 @@ use crate::cost::bus::BusModel;
 use crate::cost::roofline::op_time_ns;
 use crate::cost::HardwareProfile;
 use crate::graph::executorch::lower::{lower, Lowered};
-use crate::graph::executorch::pte::{Program, Value};
+use crate::graph::executorch::pte::{Program, Slot};
 use crate::graph::TensorKind;
 use crate::trace::build::TraceBuilder;
 use crate::trace::{EventKind, Importer, Instrumented, Producer, Source, Trace, TraceOp};
@@ -96,23 +96,19 @@ pub fn plan_trace(
     let Lowered {
         graph: g,
         tensor_of_value,
+        value_of_tensor,
     } = lower(p, model)?;
     let mut notes = Vec::new();
     // The slot of each graph tensor (the value that owns its memory).
-    let mut slot_of = vec![None; g.tensors.len()];
-    let mut value_of = vec![0usize; g.tensors.len()];
-    let mut shared = 0;
-    for (v, val) in p.values.iter().enumerate() {
-        let (Value::Tensor(t), Some(gt)) = (val, tensor_of_value[v]) else {
-            continue;
-        };
-        if g.tensors[gt].name == crate::graph::executorch::lower::value_name(v) {
-            slot_of[gt] = t.slot;
-            value_of[gt] = v;
-        } else if t.slot.is_some() {
-            shared += 1;
-        }
-    }
+    let slot_of: Vec<Option<Slot>> = value_of_tensor
+        .iter()
+        .map(|&v| p.tensor(v).and_then(|t| t.slot))
+        .collect();
+    // Planned values read as another's memory (static views).
+    let shared = (0..p.values.len())
+        .filter(|&v| p.tensor(v).is_some_and(|t| t.slot.is_some()))
+        .filter(|&v| tensor_of_value[v].is_some_and(|gt| value_of_tensor[gt] != v))
+        .count();
     // What each tensor takes: a planned buffer is rounded up as ExecuTorch
     // rounds it.
     let size: Vec<u64> = g
@@ -184,7 +180,7 @@ pub fn plan_trace(
             .filter_map(|(t, s)| {
                 s.map(|s| PlannedBuffer {
                     tensor: t.id,
-                    value: value_of[t.id],
+                    value: value_of_tensor[t.id],
                     arena: s.arena,
                     offset: s.offset,
                     bytes: size[t.id],
@@ -211,16 +207,13 @@ pub fn plan_trace(
     for t in &g.tensors {
         b.tensor(&t.name, size[t.id], t.kind, POOL);
     }
-    let mut placed = Placed {
-        spans,
-        streamed: vec![Vec::new(); g.ops.len()],
-    };
-    let spans = placed.spans.clone();
+    let mut streamed: Vec<Vec<usize>> = vec![Vec::new(); g.ops.len()];
     for t in &g.tensors {
         let users = t.producer.iter().chain(&t.consumers);
         let (Some(&first), Some(&last)) = (users.clone().min(), users.max()) else {
             continue;
         };
+        let (id, bytes) = (t.id, size[t.id]);
         match slot_of[t.id] {
             Some(s) if s.arena == ON_CHIP_ARENA => {
                 let end = if t.kind == TensorKind::Output {
@@ -231,10 +224,10 @@ pub fn plan_trace(
                 // A 0-byte tensor (batch norm's unused statistics) takes no
                 // memory: ExecuTorch plans it at a neighbour's offset, and
                 // the trace holds it without one (resident, not placed).
-                let (id, bytes) = (t.id, size[t.id]);
                 let off = (bytes > 0).then_some(s.offset);
+                let start = spans[first].0;
                 b.event(
-                    spans[first].0,
+                    start,
                     EventKind::Alloc,
                     id,
                     bytes,
@@ -245,61 +238,27 @@ pub fn plan_trace(
                 );
                 b.event(end, EventKind::Free, id, bytes, POOL, off, Some(last), None);
             }
-            // Another arena (DRAM), or a constant.
-            Some(_) => stream(&mut b, &mut placed, t, size[t.id]),
-            None if t.kind == TensorKind::Weight => stream(&mut b, &mut placed, t, size[t.id]),
-            None => {}
+            // Another arena (DRAM), or a constant: streamed where used.
+            s if s.is_some() || t.kind == TensorKind::Weight => b.stream_whole_life(
+                id,
+                bytes,
+                POOL,
+                t.producer,
+                &t.consumers,
+                &spans,
+                &mut streamed,
+            ),
+            _ => {}
         }
     }
     for (i, o) in g.ops.iter().enumerate() {
         let mut op = TraceOp::span(o.name.as_str(), o.op_type.as_str(), spans[i].0, spans[i].1);
         op.inputs = o.inputs.clone();
         op.outputs = o.outputs.clone();
-        op.streamed = std::mem::take(&mut placed.streamed[i]);
+        op.streamed = std::mem::take(&mut streamed[i]);
         op.flops = Some(o.flops);
         op.stall_ns = stalls[i];
         b.op(op);
     }
     Ok((b.finish(), notes))
-}
-
-/// The ops' spans and, per op, the tensors it streams.
-struct Placed {
-    spans: Times,
-    streamed: Vec<Vec<usize>>,
-}
-
-/// A tensor kept in DRAM for its whole lifetime: streamed out by its
-/// producer and in by each reader.
-fn stream(b: &mut TraceBuilder, ops: &mut Placed, t: &crate::graph::Tensor, bytes: u64) {
-    let (spans, streamed) = (&ops.spans, &mut ops.streamed);
-    if let Some(pr) = t.producer {
-        let (at, id) = (spans[pr].0, t.id);
-        b.event(
-            at,
-            EventKind::StreamOut,
-            id,
-            bytes,
-            POOL,
-            None,
-            Some(pr),
-            None,
-        );
-        streamed[pr].push(t.id);
-    }
-    for &c in &t.consumers {
-        b.event(
-            spans[c].0,
-            EventKind::StreamIn,
-            t.id,
-            bytes,
-            POOL,
-            None,
-            Some(c),
-            None,
-        );
-        if !streamed[c].contains(&t.id) {
-            streamed[c].push(t.id);
-        }
-    }
 }

@@ -365,36 +365,9 @@ impl VelaPlan {
             );
             return;
         }
-        if let Some(p) = t.producer {
-            if t.role != Role::Input {
-                b.event(
-                    times[p].0,
-                    EventKind::StreamOut,
-                    id,
-                    t.size,
-                    POOL,
-                    None,
-                    Some(p),
-                    None,
-                );
-                streamed[p].push(id);
-            }
-        }
-        for &c in &t.consumers {
-            b.event(
-                times[c].0,
-                EventKind::StreamIn,
-                id,
-                t.size,
-                POOL,
-                None,
-                Some(c),
-                None,
-            );
-            if !streamed[c].contains(&id) {
-                streamed[c].push(id);
-            }
-        }
+        // The graph input is in DRAM already: only its readers stream it.
+        let producer = t.producer.filter(|_| t.role != Role::Input);
+        b.stream_whole_life(id, t.size, POOL, producer, &t.consumers, times, streamed);
     }
 }
 
