@@ -323,6 +323,10 @@ pub struct HwOpts {
     /// Override DRAM read and write bandwidth, e.g. `60GB/s`.
     #[arg(long, value_name = "RATE", value_parser = parse_bw_arg, allow_hyphen_values = true)]
     pub bandwidth: Option<f64>,
+    /// NPU cores sharing the DRAM bus, each running the graph on its share
+    /// of the batch with its own on-chip pools (`--capacity` is per core).
+    #[arg(long, value_name = "N")]
+    pub cores: Option<u32>,
 }
 
 /// Graph rewrites the simulator applies before running (also settable in
@@ -498,6 +502,7 @@ impl ScheduleOpts {
         let mut flags = self.flags()?;
         flags.capacity = hw.capacity;
         flags.bandwidth = hw.bandwidth;
+        flags.cores = hw.cores;
         Ok(spillscope::run::RunSpec {
             model: model.to_path_buf(),
             load: load.load_options(),
@@ -607,6 +612,9 @@ impl HwOpts {
         }
         if let Some(b) = self.bandwidth {
             hw = hw.with_bandwidth(b);
+        }
+        if let Some(k) = self.cores {
+            hw = hw.with_cores(k)?;
         }
         Ok(hw)
     }

@@ -43,6 +43,7 @@ pub fn run_whatif(a: &WhatifArgs) -> Result<String> {
         hw: a.hw.clone(),
         capacity: None,
         bandwidth: None,
+        cores: None,
     };
     let spec = a
         .schedule

@@ -7,6 +7,7 @@ mod common;
 mod analysis;
 mod calibrate;
 mod cli_errors;
+mod cores;
 mod docs;
 mod executorch;
 mod graph_liveness;

@@ -49,6 +49,7 @@ fn spec_of(argv: &[String]) -> RunSpec {
                 hw: a.hw.clone(),
                 capacity: None,
                 bandwidth: None,
+                cores: None,
             };
             a.schedule.spec(&a.model, &hw, &a.model_opts, &[Lru])
         }

@@ -30,6 +30,8 @@ pub struct Flags {
     pub capacity: Option<u64>,
     /// DRAM read and write bandwidth, bytes/s (over the profile's).
     pub bandwidth: Option<f64>,
+    /// Cores on the DRAM bus (over the profile's `[cores]`).
+    pub cores: Option<u32>,
     /// Policies to run (over the config's `policy`).
     pub policies: Option<Vec<EvictionPolicy>>,
     pub weights: Option<WeightMode>,
@@ -182,6 +184,9 @@ impl RunSpec {
         }
         if let Some(b) = self.flags.bandwidth {
             hw = hw.with_bandwidth(b);
+        }
+        if let Some(k) = self.flags.cores {
+            hw = hw.with_cores(k)?;
         }
         Ok(hw)
     }

@@ -58,10 +58,26 @@ pub struct RunRow {
     /// (`gap_ratio` is then `null`); absent when the bound is final.
     #[serde(default, skip_serializing_if = "is_final")]
     pub bound_state: BoundState,
+    /// Extension: cores on the DRAM bus (written when more than one;
+    /// `capacity_bytes` and the peaks are then per core, the largest).
+    #[serde(default = "one_core", skip_serializing_if = "is_one_core")]
+    pub cores: u32,
+    /// Extension: the part of `stall_ns` spent waiting because another
+    /// core held the bus (written when more than one core).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contention_ns: Option<u64>,
 }
 
 fn is_final(s: &BoundState) -> bool {
     s.is_final()
+}
+
+fn one_core() -> u32 {
+    1
+}
+
+fn is_one_core(c: &u32) -> bool {
+    *c <= 1
 }
 
 crate::holds_traffic!(RunRow);
@@ -127,9 +143,15 @@ pub fn optimum_line(rep: &RunsReport) -> Option<String> {
         String::new()
     };
     let note = o.note.clone().map(|n| format!("; {n}")).unwrap_or_default();
+    let cores = shown.first().map_or(1, |r| r.cores);
+    let at = if cores > 1 {
+        format!("over {cores} cores at this capacity each (each core's minimum x {cores})")
+    } else {
+        "at this capacity".to_string()
+    };
     let how = match bound.method {
         BoundMethod::Ilp => format!(
-            "minimum traffic at this capacity {} (ILP, proven in {} ms{windows}; fragmentation and weights relaxed)",
+            "minimum traffic {at} {} (ILP, proven in {} ms{windows}; fragmentation and weights relaxed)",
             fmt_bytes(bound.bytes),
             o.solve_ms
         ),
@@ -184,13 +206,16 @@ pub fn planner_saving(runs: &[RunRow]) -> Option<String> {
 
 /// The capacity of the pools holding what `peak_live_bytes` counts (every
 /// pool with a tensor that is not a weight), when there are several such
-/// pools; `None` for one, whose capacity is the run's own. O(tensors).
+/// pools; `None` for one, whose capacity is the run's own. With several
+/// cores, one core's pools (the peak is per core). O(tensors).
 pub fn live_pools_capacity(tr: &Trace) -> Option<u64> {
-    if tr.pools.len() < 2 {
+    let cores = tr.summary.cores.max(1) as usize;
+    if tr.pools.len() < 2 * cores {
         return None;
     }
-    let holding: std::collections::HashSet<&str> = tr
-        .tensors
+    // Core 0's tensors come first, in its share of the ids.
+    let per_core = tr.tensors.len() / cores;
+    let holding: std::collections::HashSet<&str> = tr.tensors[..per_core]
         .iter()
         .filter(|t| t.kind != TensorKind::Weight)
         .map(|t| t.pool.as_str())
@@ -238,6 +263,8 @@ impl RunRow {
             recompute_saved_bytes: s.recompute_saved_bytes,
             live_pools_capacity_bytes: live_pools_capacity(tr),
             bound_state: BoundState::Final,
+            cores: s.cores.max(1),
+            contention_ns: (s.cores > 1).then_some(s.contention_ns),
         }
     }
 
@@ -279,7 +306,7 @@ pub enum Lead {
     Capacity,
 }
 
-const HEADERS: [&str; 13] = [
+const HEADERS: [&str; 14] = [
     "policy",
     "capacity",
     "latency",
@@ -289,13 +316,17 @@ const HEADERS: [&str; 13] = [
     "streamed",
     "traffic",
     "stall",
+    "contention",
     "fps",
     "peak live",
     "bound",
     "gap",
 ];
 
-fn cells(r: &RunRow) -> [String; 13] {
+/// The contention column, shown only when some run had several cores.
+const CONTENTION: usize = 9;
+
+fn cells(r: &RunRow) -> [String; 14] {
     [
         r.policy.clone(),
         crate::units::fmt_bytes_precise(r.capacity_bytes),
@@ -306,6 +337,7 @@ fn cells(r: &RunRow) -> [String; 13] {
         fmt_bytes(r.streamed_in_bytes + r.streamed_out_bytes),
         fmt_bytes(r.traffic_bytes),
         fmt_ms(r.stall_ns),
+        r.contention_ns.map_or_else(|| "-".into(), fmt_ms),
         format!("{:.1}", r.throughput_fps),
         PeakLive::of_run(
             r.peak_live_bytes,
@@ -318,15 +350,20 @@ fn cells(r: &RunRow) -> [String; 13] {
     ]
 }
 
-/// Column order for a lead: capacity first for sweeps.
-fn order(lead: Lead) -> Vec<usize> {
-    match lead {
+/// Column order for a lead: capacity first for sweeps; the contention
+/// column only where some run had several cores.
+fn order(lead: Lead, rep: &RunsReport) -> Vec<usize> {
+    let multi = rep.runs.iter().any(|r| r.cores > 1);
+    let cols = match lead {
         Lead::Policy => (0..HEADERS.len()).collect(),
         Lead::Capacity => std::iter::once(1)
             .chain(std::iter::once(0))
             .chain(2..HEADERS.len())
-            .collect(),
-    }
+            .collect::<Vec<_>>(),
+    };
+    cols.into_iter()
+        .filter(|&i| multi || i != CONTENTION)
+        .collect()
 }
 
 /// A plain aligned table for terminals and logs.
@@ -336,7 +373,7 @@ pub fn render_table(rep: &RunsReport) -> String {
 
 /// [`render_table`] with the given leading column.
 pub fn render_table_led(rep: &RunsReport, lead: Lead) -> String {
-    let cols = order(lead);
+    let cols = order(lead, rep);
     let rows: Vec<Vec<String>> = rep
         .runs
         .iter()
@@ -379,6 +416,9 @@ pub fn render_table_led(rep: &RunsReport, lead: Lead) -> String {
         out.push('\n');
     }
     out += LEGEND;
+    if rep.runs.iter().any(|r| r.cores > 1) {
+        out += CORES_LEGEND;
+    }
     if let Some(l) = optimum_line(rep) {
         out += &l;
         out.push('\n');
@@ -389,21 +429,27 @@ pub fn render_table_led(rep: &RunsReport, lead: Lead) -> String {
 /// What the columns mean, under every table of runs.
 const LEGEND: &str = "traffic = evicted out (write-backs of evictions) + reloaded + streamed (in and out); bound: the tightest lower bound on traffic computed (per-op, lp, or ilp: a proven minimum)\n";
 
+/// What the figures of a multi-core run mean, under its table.
+const CORES_LEGEND: &str = "cores share one DRAM bus: capacity and peak live are per core; traffic, stall and bound add up the cores; contention = the part of the stall spent waiting because another core held the bus\n";
+
 /// A GitHub-flavoured markdown table.
 pub fn render_markdown(rep: &RunsReport) -> String {
-    let mut out = format!(
-        "**model:** `{}`\n\n| {} |\n|",
-        rep.model,
-        HEADERS.join(" | ")
-    );
-    for i in 0..HEADERS.len() {
+    let cols = order(Lead::Policy, rep);
+    let heads: Vec<&str> = cols.iter().map(|&i| HEADERS[i]).collect();
+    let mut out = format!("**model:** `{}`\n\n| {} |\n|", rep.model, heads.join(" | "));
+    for i in 0..cols.len() {
         out += if i == 0 { "---|" } else { "---:|" };
     }
     out.push('\n');
     for r in &rep.runs {
-        out += &format!("| {} |\n", cells(r).join(" | "));
+        let c = cells(r);
+        let row: Vec<&str> = cols.iter().map(|&i| c[i].as_str()).collect();
+        out += &format!("| {} |\n", row.join(" | "));
     }
     out += &format!("\n{LEGEND}");
+    if rep.runs.iter().any(|r| r.cores > 1) {
+        out += CORES_LEGEND;
+    }
     if let Some(l) = optimum_line(rep) {
         out += &format!("\n{l}\n");
     }

@@ -71,6 +71,34 @@ pub struct DmaSpec {
     pub fragmentation_penalty_ns: f64,
 }
 
+/// NPU cores sharing the one DRAM bus (`[cores]`). Each core has its own
+/// copy of the profile's on-chip pools and its own DMA queue; the bus
+/// divides its time among the cores with a transfer waiting
+/// ([`crate::cost::bus`]), so contention follows the simulated parallelism
+/// instead of a static divisor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CoresSpec {
+    /// How many cores run the graph (1: today's single-core simulator).
+    pub count: u32,
+}
+
+impl Default for CoresSpec {
+    fn default() -> Self {
+        CoresSpec { count: 1 }
+    }
+}
+
+impl CoresSpec {
+    fn is_single(&self) -> bool {
+        self.count == 1
+    }
+}
+
+/// The most cores a profile may declare: a trace holds a copy of every
+/// tensor and op per core, so this bounds its size at 64x the graph's.
+pub const MAX_CORES: u32 = 64;
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EnergySpec {
@@ -130,6 +158,11 @@ pub struct HardwareProfile {
     /// Further on-chip pools (`[[pools]]`); none: one pool, `sram`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pools: Vec<PoolSpec>,
+    /// Cores on one DRAM bus (`[cores]`); written only when more than one,
+    /// so single-core profiles and the traces that record them read as
+    /// before.
+    #[serde(default, skip_serializing_if = "CoresSpec::is_single")]
+    pub cores: CoresSpec,
 }
 
 const PRESET_SEED: &str = include_str!("../../../../profiles/seed-npu.toml");
@@ -251,6 +284,12 @@ impl HardwareProfile {
         if self.dram.cores_sharing_bus == 0 {
             return Err("dram.cores_sharing_bus must be at least 1".into());
         }
+        if !(1..=MAX_CORES).contains(&self.cores.count) {
+            return Err(format!(
+                "cores.count must be from 1 to {MAX_CORES}, got {}",
+                self.cores.count
+            ));
+        }
         self.check_numbers()?;
         let mut seen = vec![self.main_pool()];
         for p in &self.pools {
@@ -369,6 +408,13 @@ impl HardwareProfile {
             return Err(Error::Hardware("capacity must be greater than zero".into()));
         }
         self.memory.capacity = Size(bytes);
+        Ok(self)
+    }
+
+    /// Overrides the number of cores on the bus (`--cores`).
+    pub fn with_cores(mut self, count: u32) -> Result<Self> {
+        self.cores.count = count;
+        self.validate().map_err(Error::Hardware)?;
         Ok(self)
     }
 

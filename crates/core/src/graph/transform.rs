@@ -224,6 +224,68 @@ pub fn to_fp16(g: &Graph) -> Graph {
     h
 }
 
+/// One core's share of `g` when `cores` cores each run the graph on an
+/// equal share of its batch (data parallel): the batch is the leading
+/// dimension of the graph inputs' shapes, which must agree and divide by
+/// `cores`. A tensor whose leading dimension is the batch keeps `1/cores`
+/// of it; every other activation keeps `1/cores` of its bytes (rounded
+/// up), weights stay whole (each core reads them), and every op's FLOPs
+/// divide by `cores`.
+pub fn split_batch(g: &Graph, cores: u64) -> Result<Graph> {
+    if cores <= 1 {
+        return Ok(g.clone());
+    }
+    let batch = graph_batch(g)?;
+    if batch % cores != 0 {
+        return Err(Error::Config(format!(
+            "split batch: the batch is {batch}, which {cores} cores cannot share equally: read the model at a batch that is a multiple of {cores} (--batch)"
+        )));
+    }
+    let mut h = g.clone();
+    for t in h
+        .tensors
+        .iter_mut()
+        .filter(|t| t.kind != TensorKind::Weight)
+    {
+        match t.shape.as_mut() {
+            Some(shape) if shape.first() == Some(&batch) => {
+                shape[0] = batch / cores;
+                t.bytes = t.bytes / batch * (batch / cores);
+            }
+            _ => t.bytes = t.bytes.div_ceil(cores),
+        }
+    }
+    for op in h.ops.iter_mut() {
+        op.flops /= cores as f64;
+    }
+    Ok(h)
+}
+
+/// The batch of `g`: the leading dimension its graph inputs agree on.
+fn graph_batch(g: &Graph) -> Result<u64> {
+    let mut batch: Option<(u64, &str)> = None;
+    for t in g.tensors.iter().filter(|t| t.kind == TensorKind::Input) {
+        let Some(&b) = t.shape.as_ref().and_then(|s| s.first()) else {
+            continue;
+        };
+        match batch {
+            Some((other, name)) if other != b => {
+                return Err(Error::Config(format!(
+                    "split batch: graph inputs disagree on the batch ({name:?} has {other}, {:?} has {b}), so no batch splits them all",
+                    t.name
+                )))
+            }
+            _ => batch = Some((b, t.name.as_str())),
+        }
+    }
+    batch.map(|(b, _)| b).ok_or_else(|| {
+        Error::Config(
+            "split batch: no graph input has a shape, so the batch is unknown: give the graph inputs shapes"
+                .into(),
+        )
+    })
+}
+
 /// Which order the ops run in.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(untagged)]

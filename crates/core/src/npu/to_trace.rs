@@ -68,6 +68,7 @@ fn build(k: &Kernel, sol: &Solution, span: &[(u64, u64)], m: &Metrics) -> Trace 
                 unit: Some(Unit(pipe.as_str().into())),
                 parent: None,
                 self_ns: None,
+                contention_ns: None,
             });
         }
     }

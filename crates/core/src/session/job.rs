@@ -143,7 +143,11 @@ impl<'a> Job<'a> {
             self.show_loaded(1, p);
         }
         // The bound, shared by every policy (it does not depend on one).
-        let prepared = prepare_graph(&g, &r.config)?;
+        // One core's graph: with several cores each solves its own share
+        // and the bound is their sum.
+        let whole = prepare_graph(&g, &r.config)?;
+        let prepared = crate::sim::cores::core_graph(&whole, &r.hardware)?;
+        let cores = r.hardware.cores.count;
         let pool = PoolSize::of(&r.hardware);
         let limits = OptimumLimits {
             time_limit_s: req.budgets.bound_s,
@@ -165,6 +169,7 @@ impl<'a> Job<'a> {
             tick(0, 1);
             let o = optimum(cache, &prepared, pool, limits, &self.cancel, &tick)?;
             planner.know(&prepared, pool, o.plan.clone());
+            let o = o.times(cores);
             for run in runs.iter_mut().flatten() {
                 run.bound = run.bound.refined(&o);
             }
@@ -289,7 +294,9 @@ impl<'a> Job<'a> {
             let rebuilt = will_refine(&l.trace)
                 .then(|| inputs_of_trace(&l.trace).ok())
                 .flatten()
-                .filter(|(_, hw, _)| hw.is_single_pool());
+                // A multi-core trace keeps the bound it was written with
+                // (its cores' per-op bounds): its graph is every core's.
+                .filter(|(_, hw, _)| hw.is_single_pool() && hw.cores.count <= 1);
             let state = if rebuilt.is_some() {
                 BoundState::Refining
             } else {
@@ -530,7 +537,9 @@ impl<'a> Job<'a> {
             None => &all[..],
         };
         let cache = req.cache.as_ref();
-        let prepared = prepare_graph(g, &r.config)?;
+        let whole = prepare_graph(g, &r.config)?;
+        let prepared = crate::sim::cores::core_graph(&whole, &r.hardware)?;
+        let cores = r.hardware.cores.count;
         let mut capacities: Vec<u64> = points.iter().map(|p| p.capacity_bytes).collect();
         capacities.sort_unstable();
         capacities.dedup();
@@ -566,7 +575,7 @@ impl<'a> Job<'a> {
                         planner.know(&prepared, pool, o.plan.clone());
                     }
                     tick();
-                    Ok((c, o))
+                    Ok((c, o.times(cores)))
                 })
                 .collect::<Result<_>>()?
         } else {

@@ -96,7 +96,7 @@ pub(crate) struct Sim<'a> {
     pub(crate) allocs: Vec<Allocator>,
     pool_of: Vec<usize>,
     pool_defs: Vec<super::pools::PoolDef>,
-    bus: BusModel,
+    pub(crate) bus: BusModel,
     st: Vec<TState>,
     pub(crate) pinned: Vec<bool>,
     /// Operands of the op being placed: never chosen as victims.
@@ -116,7 +116,7 @@ pub(crate) struct Sim<'a> {
     resident_samples: Vec<Vec<(u64, f64)>>,
     live_samples: Vec<(u64, f64)>,
     /// When the next op is dispatched (the previous one ended).
-    now: u64,
+    pub(crate) now: u64,
     /// The `planned` policy's residency plan (none for other policies, or
     /// where the solve found nothing: then it keeps Belady's order).
     plan: Option<Arc<Residency>>,
@@ -128,7 +128,7 @@ impl<'a> Sim<'a> {
     /// Phase 0: pins, free points, liveness, demand and death steps; graph
     /// inputs and weights start in DRAM, inputs are delivered on chip where
     /// they fit.
-    fn new(
+    pub(crate) fn new(
         g: &'a Graph,
         hw: &'a HardwareProfile,
         cfg: &'a SimConfig,
@@ -495,7 +495,7 @@ impl<'a> Sim<'a> {
 
     /// Runs step `i` (op `i` in schedule order); an error when the run's
     /// clock or byte totals leave [`limits`]' range at this op.
-    fn step(&mut self, i: usize) -> Result<()> {
+    pub(crate) fn step(&mut self, i: usize) -> Result<()> {
         let operands = self.operands(i);
         for &t in &operands {
             self.protected[t] = true;
@@ -871,11 +871,10 @@ impl<'a> Sim<'a> {
             .filter(|p| p.1 == Direction::Write)
             .map(|p| p.0)
             .sum();
-        let stream_ns = self.bus.stream_ns(rd, wr);
         let start = self.now;
         let window;
         let end = if hw.dma.async_dma {
-            let (stream_start, stream_end) = self.bus.occupy(start, stream_ns);
+            let (stream_start, stream_end) = self.bus.stream(start, rd, wr);
             window = (stream_start, stream_end);
             let data_end = ready.wait_until.max(stream_end);
             let compute_end = start.saturating_add(frag_ns).saturating_add(compute);
@@ -890,7 +889,7 @@ impl<'a> Sim<'a> {
                 data = data.saturating_add(sync_penalty);
             }
             data = data.saturating_add(frag_ns);
-            let (stream_start, stream_end) = self.bus.occupy(data, stream_ns);
+            let (stream_start, stream_end) = self.bus.stream(data, rd, wr);
             window = (stream_start, stream_end);
             stream_end.max(data).saturating_add(compute)
         };
@@ -1036,6 +1035,7 @@ impl<'a> Sim<'a> {
             unit: op.unit.as_deref().map(|u| crate::trace::Unit(u.into())),
             parent: None,
             self_ns: None,
+            contention_ns: None,
         });
     }
 
@@ -1095,7 +1095,7 @@ impl<'a> Sim<'a> {
     }
 
     /// The trace of the run: summary, tensors, ops, events and counters.
-    fn finish(mut self) -> Trace {
+    pub(crate) fn finish(mut self) -> Trace {
         self.drain();
         let summary = self.summary();
         let sram_bytes = self.totals.sram_bytes;
@@ -1321,7 +1321,7 @@ pub fn simulate(g: &Graph, hw: &HardwareProfile, cfg: &SimConfig) -> Result<Trac
         EvictionPolicy::Planned if cfg.plan.is_some() => cfg.plan.clone(),
         EvictionPolicy::Planned => {
             let p = prepare_graph(g, cfg)?;
-            plan_for(&p, PoolSize::of(hw))
+            plan_for(super::cores::core_graph(&p, hw)?.as_ref(), PoolSize::of(hw))
         }
         _ => None,
     };
@@ -1340,6 +1340,9 @@ pub fn simulate_with(
 ) -> Result<Trace> {
     cancel.check()?;
     let g = prepare_graph(g, cfg)?;
+    if hw.cores.count > 1 {
+        return super::cores::simulate_cores(&g, hw, cfg, plan, cancel);
+    }
     let mut sim = Sim::new(&g, hw, cfg, plan)?;
     for i in 0..g.ops.len() {
         if i % CANCEL_EVERY == 0 {
@@ -1352,4 +1355,4 @@ pub fn simulate_with(
 
 /// Ops simulated between checks of the cancel token (a check is one
 /// atomic load; an op takes microseconds).
-const CANCEL_EVERY: usize = 64;
+pub(crate) const CANCEL_EVERY: usize = 64;

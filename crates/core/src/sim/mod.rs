@@ -11,6 +11,7 @@
 
 pub mod allocator;
 pub mod config;
+pub mod cores;
 pub mod engine;
 pub mod optimum;
 pub mod plan;

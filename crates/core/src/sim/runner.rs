@@ -76,6 +76,7 @@ impl Runner<'_> {
             // The engine refuses the planned policy over several pools.
             EvictionPolicy::Planned if hw.is_single_pool() => {
                 let p = prepare_graph(g, cfg)?;
+                let p = super::cores::core_graph(&p, hw)?;
                 self.planner.plan(&p, PoolSize::of(hw), self.cancel)?
             }
             _ => None,

@@ -439,6 +439,7 @@ fn bound_of(tag: u8) -> Option<Option<Bound>> {
 const HAS_FLOPS: u8 = 1;
 const HAS_UNIT: u8 = 2;
 const HAS_SELF: u8 = 4;
+const HAS_CONTENTION: u8 = 8;
 
 fn encode_ops<W: Write>(os: &[TraceOp], w: &mut Writer<W>) -> io::Result<()> {
     let n = os.len();
@@ -457,6 +458,7 @@ fn encode_ops<W: Write>(os: &[TraceOp], w: &mut Writer<W>) -> io::Result<()> {
         bit(o.flops.is_some(), HAS_FLOPS)
             | bit(o.unit.is_some(), HAS_UNIT)
             | bit(o.self_ns.is_some(), HAS_SELF)
+            | bit(o.contention_ns.is_some(), HAS_CONTENTION)
     };
     w.u8s(n, os.iter().map(has))?;
     w.u64s(n, os.iter().map(|o| o.flops.unwrap_or(0.0).to_bits()))?;
@@ -467,7 +469,8 @@ fn encode_ops<W: Write>(os: &[TraceOp], w: &mut Writer<W>) -> io::Result<()> {
             .map(|o| o.unit.as_ref().map_or("", |u| u.as_str())),
     )?;
     w.u64s(n, os.iter().map(|o| opt(o.parent)))?;
-    w.u64s(n, os.iter().map(|o| o.self_ns.unwrap_or(0)))
+    w.u64s(n, os.iter().map(|o| o.self_ns.unwrap_or(0)))?;
+    w.u64s(n, os.iter().map(|o| o.contention_ns.unwrap_or(0)))
 }
 
 fn decode_ops(r: &mut Reader) -> Result<Vec<TraceOp>, Fail> {
@@ -490,6 +493,7 @@ fn decode_ops(r: &mut Reader) -> Result<Vec<TraceOp>, Fail> {
     let unit = r.strs(n, "op units")?;
     let parent = r.u64s(n, "op parents")?;
     let self_ns = r.u64s(n, "op self times")?;
+    let contention = r.u64s(n, "op contention stalls")?;
     Ok((0..n)
         .into_par_iter()
         .map(|i| TraceOp {
@@ -507,6 +511,7 @@ fn decode_ops(r: &mut Reader) -> Result<Vec<TraceOp>, Fail> {
             unit: (has[i] & HAS_UNIT != 0).then(|| Unit(unit.get(i).into())),
             parent: unopt(parent[i]),
             self_ns: (has[i] & HAS_SELF != 0).then_some(self_ns[i]),
+            contention_ns: (has[i] & HAS_CONTENTION != 0).then_some(contention[i]),
         })
         .collect())
 }

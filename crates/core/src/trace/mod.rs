@@ -150,6 +150,11 @@ pub struct TraceOp {
     /// means all of its time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub self_ns: Option<u64>,
+    /// Extension: the part of `stall_ns` spent waiting because other cores
+    /// held the DRAM bus (multi-core runs): the op's stall beyond what it
+    /// waits with its core alone on the bus. Absent on one core.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contention_ns: Option<u64>,
 }
 
 impl TraceOp {
@@ -176,6 +181,7 @@ impl TraceOp {
             unit: None,
             parent: None,
             self_ns: None,
+            contention_ns: None,
         }
     }
 }
@@ -430,9 +436,25 @@ pub struct Summary {
     /// Extension: energy of DRAM and SRAM traffic, microjoules.
     #[serde(default)]
     pub energy_uj: f64,
-    /// Extension: the capacity the run was simulated at.
+    /// Extension: the capacity the run was simulated at (per core).
     #[serde(default)]
     pub capacity_bytes: u64,
+    /// Extension: the part of `stall_ns` ops spent waiting because other
+    /// cores held the DRAM bus (the sum of the ops' `contention_ns`);
+    /// written only by multi-core runs.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub contention_ns: u64,
+    /// Extension: the cores that ran the graph (written when more than one).
+    #[serde(default, skip_serializing_if = "is_one")]
+    pub cores: u32,
+}
+
+fn is_zero(x: &u64) -> bool {
+    *x == 0
+}
+
+fn is_one(x: &u32) -> bool {
+    *x <= 1
 }
 
 crate::holds_traffic!(Summary);

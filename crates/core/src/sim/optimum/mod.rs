@@ -115,6 +115,22 @@ pub struct Optimum {
 }
 
 impl Optimum {
+    /// The program's figures for `cores` cores that each run the graph it
+    /// solved, each with its own pool: every byte figure times `cores`
+    /// (a sum of per-core bounds bounds the sum of per-core traffic). The
+    /// plan stays one core's, which each core follows.
+    pub fn times(&self, cores: u32) -> Optimum {
+        let k = u64::from(cores.max(1));
+        let scale = |b: Option<u64>| b.map(|b| b.saturating_mul(k));
+        Optimum {
+            exact_bytes: scale(self.exact_bytes),
+            lp_bound_bytes: scale(self.lp_bound_bytes),
+            window_bound_bytes: scale(self.window_bound_bytes),
+            plan_bytes: scale(self.plan_bytes),
+            ..self.clone()
+        }
+    }
+
     pub fn traffic(&self) -> Option<u64> {
         self.exact_bytes
     }

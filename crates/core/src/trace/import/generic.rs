@@ -277,6 +277,7 @@ fn rebuild(path: &Path, meta: &ChromeEvent, events: &[ChromeEvent]) -> Result<Tr
             unit: g("unit").and_then(|v| v.as_str()).map(|u| Unit(u.into())),
             parent: g("parent").and_then(|v| v.as_u64()).map(|p| p as usize),
             self_ns: g("self_ns").and_then(|v| v.as_u64()),
+            contention_ns: None,
         });
     }
     for o in &ops {

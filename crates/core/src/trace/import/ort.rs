@@ -190,6 +190,7 @@ pub fn import(path: &Path, opts: &ImportOptions) -> Result<(Trace, Vec<String>)>
             unit: None,
             parent: None,
             self_ns: None,
+            contention_ns: None,
         });
         for &gop in &group {
             op_of_node[gop] = Some(id);
