@@ -403,3 +403,59 @@ fn real_traces_group_by_name_and_a_wrong_batch_is_refused() {
     assert!(flat.contains("EXIT=2"), "{s}");
     assert!(flat.contains("8x the model's"), "{s}");
 }
+
+/// Two cores at 80x24: the Overview's stall names the bus contention with
+/// `sim --format json`'s figure, the timeline has a lane per core, and a
+/// live edit of the policy re-runs both cores.
+#[test]
+fn two_cores_show_their_lanes_and_the_bus_contention() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("sched.toml");
+    std::fs::write(&cfg, "policy = \"lru\"\n").unwrap();
+    let model = root().join("tests/data/encoder_decoder.json");
+    let flags = "--capacity 640KiB --cores 2";
+    let out = Command::new(bin())
+        .arg("sim")
+        .arg(&model)
+        .args(flags.split(' '))
+        .args(["--policy", "lru", "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let run = &v["runs"][0];
+    assert_eq!(run["cores"], 2, "{run}");
+    let contention = run["contention_ns"].as_u64().unwrap();
+    assert!(contention > 0, "{run}");
+    let shown = spillscope::units::fmt_ms(contention);
+    let cmd = format!(
+        "cd {} && {} view {} {flags} --config sched.toml; sleep 3",
+        dir.path().display(),
+        bin().display(),
+        model.display(),
+    );
+    let Some(t) = Tmux::open_at("cores", &cmd, SIZE, |s| {
+        s.contains("[lru]") && s.contains("contention")
+    }) else {
+        return;
+    };
+    let s = t.screen();
+    assert!(
+        s.contains(&shown),
+        "contention {shown} on the Overview:\n{s}"
+    );
+    t.send(&["2"]);
+    let s = t
+        .wait_for(WAIT, |s| s.contains(" core0") && s.contains(" core1"))
+        .expect("a timeline lane per core");
+    assert!(s.contains("bus"), "{s}");
+    std::fs::write(&cfg, "policy = \"belady\"\n").unwrap();
+    t.send(&["1"]);
+    t.wait_for(WAIT, |s| s.contains("[belady]") && s.contains("contention"))
+        .expect("the edit re-runs both cores");
+    t.send(&["q"]);
+}

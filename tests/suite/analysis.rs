@@ -455,9 +455,9 @@ fn the_overview_charts_residency_when_a_trace_has_no_live_counter() {
 #[test]
 fn the_by_name_sort_keys_extend_their_twins_with_calls() {
     use spillscope::analysis::hotspots::HotspotKey;
-    assert_eq!(HotspotKey::SPILL_BY_NAME[..8], HotspotKey::SPILL);
+    assert_eq!(HotspotKey::SPILL_BY_NAME[..9], HotspotKey::SPILL);
     assert_eq!(HotspotKey::MEASURED_BY_NAME[..7], HotspotKey::MEASURED);
-    assert_eq!(HotspotKey::SPILL_BY_NAME[8], HotspotKey::Calls);
+    assert_eq!(HotspotKey::SPILL_BY_NAME[9], HotspotKey::Calls);
     assert_eq!(HotspotKey::MEASURED_BY_NAME[7], HotspotKey::Calls);
 }
 

@@ -195,3 +195,49 @@ fn kernel_trace_lanes_per_pipe_and_pool_in_cycles() {
         insta::assert_snapshot!(format!("kernel_timeline_{w}x{h}"), s);
     }
 }
+
+/// The encoder-decoder on 2 and 4 cores sharing one bus, under pressure:
+/// the Overview splits the stall into contention, Hotspots has its column,
+/// the timeline one lane per core; every figure on screen is the trace's.
+#[test]
+fn multi_core_views_show_each_core_and_the_bus_contention() {
+    use spillscope::sim::{simulate, EvictionPolicy, SimConfig};
+    let g = spillscope::graph::load(
+        std::path::Path::new("tests/data/encoder_decoder.json"),
+        &Default::default(),
+    )
+    .unwrap();
+    for cores in [2u32, 4] {
+        let hw = spillscope::cost::HardwareProfile::preset("seed-npu")
+            .unwrap()
+            .with_capacity(1 << 20)
+            .unwrap()
+            .with_cores(cores)
+            .unwrap();
+        let tr = simulate(&g, &hw, &SimConfig::with_policy(EvictionPolicy::Lru)).unwrap();
+        let s = &tr.summary;
+        assert!(s.contention_ns > 0 && s.contention_ns <= s.stall_ns);
+        let clock = spillscope::units::Clock::default();
+        let mut a = App::new(vec![Dataset::build(
+            format!("encdec.{cores}cores.json"),
+            tr.clone(),
+        )]);
+        for (w, h) in [(80u16, 24u16), (120, 40)] {
+            a.view = View::Overview;
+            let o = render(&a, w, h);
+            assert!(o.contains(&clock.fmt(s.contention_ns)), "{o}");
+            assert!(o.contains("contention") || o.contains("other cores"), "{o}");
+            insta::assert_snapshot!(format!("cores{cores}_overview_{w}x{h}"), o);
+            a.view = View::Timeline;
+            let t = render(&a, w, h);
+            for c in 0..cores.min(2) {
+                assert!(t.contains(&format!(" core{c} ")), "lane core{c}:\n{t}");
+            }
+            insta::assert_snapshot!(format!("cores{cores}_timeline_{w}x{h}"), t);
+            a.view = View::Hotspots;
+            let hs = render(&a, w, h);
+            assert!(hs.contains("bus wait"), "{hs}");
+            insta::assert_snapshot!(format!("cores{cores}_hotspots_{w}x{h}"), hs);
+        }
+    }
+}

@@ -608,7 +608,11 @@ impl App {
         // A trace without spill events ranks by time and memory.
         // Grouping needs a name called more than once.
         self.hot.grouped &= !d.hotspots_by_name.is_empty();
-        let keys = crate::views::hotspots::keys_for(d.caps.spill_events, self.hot.grouped);
+        let keys = crate::views::hotspots::keys_for(
+            d.caps.spill_events,
+            self.hot.grouped,
+            d.trace.summary.cores,
+        );
         if !keys.contains(&self.hot.key) {
             self.hot.key = keys[0];
             self.hot.ascending = false;
@@ -1152,10 +1156,12 @@ impl App {
             }
             Action::SortCycle => {
                 let spill = self.primary().is_none_or(|d| d.caps.spill_events);
-                self.hot.key = self
-                    .hot
-                    .key
-                    .next_in(crate::views::hotspots::keys_for(spill, self.hot.grouped));
+                let cores = self.primary().map_or(1, |d| d.trace.summary.cores);
+                self.hot.key = self.hot.key.next_in(&crate::views::hotspots::keys_for(
+                    spill,
+                    self.hot.grouped,
+                    cores,
+                ));
                 self.resort_hotspots();
             }
             Action::GroupByName => {

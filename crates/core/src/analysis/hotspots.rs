@@ -28,6 +28,9 @@ pub struct Hotspot {
     /// The sum of its four spill parts.
     pub traffic_bytes: u64,
     pub stall_ns: u64,
+    /// The part of the stall spent waiting because another core held the
+    /// DRAM bus (multi-core runs; 0 otherwise).
+    pub contention_ns: u64,
     /// When it started (ops of a runtime trace often share a name: this
     /// tells them apart).
     pub start_ns: u64,
@@ -67,6 +70,8 @@ pub enum HotspotKey {
     /// Streamed in + out.
     Streamed,
     Stall,
+    /// Waiting because another core held the bus (multi-core runs).
+    Contention,
     Share,
     OpType,
     Bound,
@@ -82,12 +87,13 @@ pub enum HotspotKey {
 }
 
 impl HotspotKey {
-    pub const ALL: [HotspotKey; 15] = [
+    pub const ALL: [HotspotKey; 16] = [
         HotspotKey::Traffic,
         HotspotKey::Evicted,
         HotspotKey::Reloaded,
         HotspotKey::Streamed,
         HotspotKey::Stall,
+        HotspotKey::Contention,
         HotspotKey::Share,
         HotspotKey::OpType,
         HotspotKey::Bound,
@@ -99,13 +105,15 @@ impl HotspotKey {
         HotspotKey::Start,
         HotspotKey::Calls,
     ];
-    /// The keys for a trace with spill events.
-    pub const SPILL: [HotspotKey; 8] = [
+    /// The keys for a trace with spill events (contention only where
+    /// several cores ran: [`Self::for_trace`]).
+    pub const SPILL: [HotspotKey; 9] = [
         HotspotKey::Traffic,
         HotspotKey::Evicted,
         HotspotKey::Reloaded,
         HotspotKey::Streamed,
         HotspotKey::Stall,
+        HotspotKey::Contention,
         HotspotKey::Share,
         HotspotKey::OpType,
         HotspotKey::Bound,
@@ -122,12 +130,13 @@ impl HotspotKey {
     ];
     /// [`Self::SPILL`] and [`Self::MEASURED`] for rows grouped by op name:
     /// the calls column sorts too.
-    pub const SPILL_BY_NAME: [HotspotKey; 9] = [
+    pub const SPILL_BY_NAME: [HotspotKey; 10] = [
         HotspotKey::Traffic,
         HotspotKey::Evicted,
         HotspotKey::Reloaded,
         HotspotKey::Streamed,
         HotspotKey::Stall,
+        HotspotKey::Contention,
         HotspotKey::Share,
         HotspotKey::OpType,
         HotspotKey::Bound,
@@ -150,6 +159,7 @@ impl HotspotKey {
             HotspotKey::Reloaded => "reloaded",
             HotspotKey::Streamed => "streamed",
             HotspotKey::Stall => "stall",
+            HotspotKey::Contention => "bus contention",
             HotspotKey::Share => "share",
             HotspotKey::OpType => "type",
             HotspotKey::Bound => "bound",
@@ -162,6 +172,15 @@ impl HotspotKey {
             HotspotKey::Calls => "calls",
         }
     }
+    /// The keys of `keys` that mean something for a trace run on `cores`
+    /// cores (contention only with several).
+    pub fn for_cores(keys: &[HotspotKey], cores: u32) -> Vec<HotspotKey> {
+        keys.iter()
+            .copied()
+            .filter(|&k| cores > 1 || k != HotspotKey::Contention)
+            .collect()
+    }
+
     pub fn next(self) -> Self {
         let i = Self::ALL.iter().position(|&k| k == self).unwrap_or(0);
         Self::ALL[(i + 1) % Self::ALL.len()]
@@ -205,6 +224,7 @@ pub fn hotspots(tr: &Trace, ledger: &Ledger) -> Vec<Hotspot> {
                 streamed_out_bytes: p.get(Part::StreamedOut).bytes,
                 traffic_bytes: p.traffic_bytes(),
                 stall_ns: o.stall_ns,
+                contention_ns: o.contention_ns.unwrap_or(0),
                 start_ns: o.start_ns,
                 duration_ns: o.end_ns.saturating_sub(o.start_ns),
                 latency_share: o.end_ns.saturating_sub(o.start_ns) as f64 / latency,
@@ -266,6 +286,7 @@ pub fn by_name(hs: &[Hotspot]) -> Vec<Hotspot> {
         g.streamed_out_bytes += h.streamed_out_bytes;
         g.traffic_bytes += h.traffic_bytes;
         g.stall_ns += h.stall_ns;
+        g.contention_ns += h.contention_ns;
         g.duration_ns += h.duration_ns;
         g.latency_share += h.latency_share;
         g.self_ns += h.self_ns;
@@ -370,6 +391,7 @@ fn compare(a: &Hotspot, b: &Hotspot, key: HotspotKey, ascending: bool) -> std::c
             HotspotKey::Streamed => (a.streamed_in_bytes + a.streamed_out_bytes)
                 .cmp(&(b.streamed_in_bytes + b.streamed_out_bytes)),
             HotspotKey::Stall => a.stall_ns.cmp(&b.stall_ns),
+            HotspotKey::Contention => a.contention_ns.cmp(&b.contention_ns),
             HotspotKey::Share => a
                 .latency_share
                 .partial_cmp(&b.latency_share)

@@ -58,9 +58,10 @@ type Column = (HotspotKey, &'static str, u16);
 /// The spill columns (traces that record spills), in the order they are
 /// dropped from the right when the name would get too narrow (the sort
 /// column always stays).
-const SPILL_COLUMNS: [Column; 8] = [
+const SPILL_COLUMNS: [Column; 9] = [
     (HotspotKey::Traffic, "traffic", 9),
     (HotspotKey::Stall, "stall", 9),
+    (HotspotKey::Contention, "bus wait", 9),
     (HotspotKey::Reloaded, "reload", 9),
     (HotspotKey::Evicted, "evict", 9),
     (HotspotKey::Streamed, "stream", 9),
@@ -83,7 +84,7 @@ const MEASURED_COLUMNS: [Column; 8] = [
 ];
 
 /// The order the kept columns are shown in.
-const SHOWN_ORDER: [HotspotKey; 14] = [
+const SHOWN_ORDER: [HotspotKey; 15] = [
     HotspotKey::Start,
     HotspotKey::OpType,
     HotspotKey::Bound,
@@ -92,6 +93,7 @@ const SHOWN_ORDER: [HotspotKey; 14] = [
     HotspotKey::Reloaded,
     HotspotKey::Streamed,
     HotspotKey::Stall,
+    HotspotKey::Contention,
     HotspotKey::SelfTime,
     HotspotKey::TotalTime,
     HotspotKey::Share,
@@ -101,33 +103,44 @@ const SHOWN_ORDER: [HotspotKey; 14] = [
 ];
 
 /// The sort keys `s` cycles through for a trace (spill figures, or time
-/// and memory when it records no spills).
-pub fn keys_for(spill_events: bool, grouped: bool) -> &'static [HotspotKey] {
-    match (spill_events, grouped) {
+/// and memory when it records no spills; bus contention only where
+/// several cores ran).
+pub fn keys_for(spill_events: bool, grouped: bool, cores: u32) -> Vec<HotspotKey> {
+    let keys: &[HotspotKey] = match (spill_events, grouped) {
         (true, false) => &HotspotKey::SPILL,
         (false, false) => &HotspotKey::MEASURED,
         (true, true) => &HotspotKey::SPILL_BY_NAME,
         (false, true) => &HotspotKey::MEASURED_BY_NAME,
-    }
+    };
+    HotspotKey::for_cores(keys, cores)
 }
 
 /// Names narrower than this lose their layer indices on deep graphs.
 const MIN_NAME_W: usize = 18;
 
 /// The columns that fit beside a name at least [`MIN_NAME_W`] wide in
-/// `width` (borders included), in display order, and the name's width.
-fn columns(width: usize, sort: HotspotKey, spill_events: bool) -> (Vec<Column>, usize) {
-    let all: &[Column] = if spill_events {
-        &SPILL_COLUMNS
+/// `width` (borders included), in display order, the name's width, and
+/// how many columns the trace has in all.
+fn columns(
+    width: usize,
+    sort: HotspotKey,
+    spill_events: bool,
+    cores: u32,
+) -> (Vec<Column>, usize, usize) {
+    let all: Vec<Column> = if spill_events {
+        SPILL_COLUMNS
+            .into_iter()
+            .filter(|c| cores > 1 || c.0 != HotspotKey::Contention)
+            .collect()
     } else {
-        &MEASURED_COLUMNS
+        MEASURED_COLUMNS.to_vec()
     };
     let widths: Vec<u16> = all.iter().map(|c| c.2).collect();
     let must = all.iter().position(|c| c.0 == sort);
     let (kept, name_w) = crate::ui::fit_columns(width, MIN_NAME_W, &widths, must);
     let mut keep: Vec<Column> = kept.into_iter().map(|i| all[i]).collect();
     keep.sort_by_key(|c| SHOWN_ORDER.iter().position(|k| *k == c.0));
-    (keep, name_w)
+    (keep, name_w, all.len())
 }
 
 fn cell(k: HotspotKey, h: &Hotspot, clock: spillscope::units::Clock) -> String {
@@ -145,6 +158,7 @@ fn cell(k: HotspotKey, h: &Hotspot, clock: spillscope::units::Clock) -> String {
         HotspotKey::Reloaded => bytes(h.reloaded_bytes),
         HotspotKey::Streamed => bytes(h.streamed_in_bytes + h.streamed_out_bytes),
         HotspotKey::Stall => clock.fmt(h.stall_ns),
+        HotspotKey::Contention => clock.fmt(h.contention_ns),
         HotspotKey::Share => format!("{:.1}%", h.latency_share * 100.0),
         // Which roof the op sits under (roofline).
         HotspotKey::Bound => h.bound.map(|b| b.as_str()).unwrap_or("-").to_string(),
@@ -188,7 +202,12 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
         } else {
             0
         };
-    let (mut cols, name_w) = columns(room, app.hot.key, d.caps.spill_events);
+    let (mut cols, name_w, all) = columns(
+        room,
+        app.hot.key,
+        d.caps.spill_events,
+        d.trace.summary.cores,
+    );
     if app.hot.grouped {
         cols.insert(0, (HotspotKey::Calls, "calls", calls_w));
     }
@@ -235,12 +254,7 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
         .collect();
     let mut widths = vec![Constraint::Min(8)];
     widths.extend(cols.iter().map(|c| Constraint::Length(c.2)));
-    let hidden = if d.caps.spill_events {
-        SPILL_COLUMNS.len()
-    } else {
-        MEASURED_COLUMNS.len()
-    } + usize::from(app.hot.grouped)
-        - cols.len();
+    let hidden = (all + usize::from(app.hot.grouped)).saturating_sub(cols.len());
     let rows_text = if app.hot.grouped {
         format!(
             "{} ({})",

@@ -88,14 +88,32 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
             "traffic",
             format!("{} (sum of the four)", fmt_bytes(t.traffic_bytes())),
         ),
-        row(
-            "stall",
-            format!(
+        row("stall", {
+            let c = app.clock();
+            // A share of the time the cores ran: every core's stall adds
+            // up, against the slowest core's latency times the cores.
+            let cores = u64::from(s.cores.max(1));
+            let stall = format!(
                 "{} ({:.1}%)",
-                app.clock().fmt(s.stall_ns),
-                s.stall_ns as f64 * 100.0 / s.latency_ns.max(1) as f64
-            ),
-        ),
+                c.fmt(s.stall_ns),
+                s.stall_ns as f64 * 100.0 / (s.latency_ns.max(1) * cores) as f64
+            );
+            if cores > 1 {
+                // Several cores: how much of it the shared bus caused.
+                let bus = c.fmt(s.contention_ns);
+                let alts = [
+                    format!(
+                        "{stall} of {cores} cores' time, {bus} waiting for other cores' transfers"
+                    ),
+                    format!("{stall} of {cores} cores' time, {bus} bus contention"),
+                    format!("{stall}, {bus} bus contention"),
+                    format!("{}, {bus} contention", c.fmt(s.stall_ns)),
+                ];
+                crate::ui::first_fit(&alts, room)
+            } else {
+                stall
+            }
+        }),
         row(
             "peak live",
             match (d.caps.frees, d.caps.capacity) {
