@@ -208,3 +208,26 @@ fn resnet50_batch_four_on_two_cores() {
     eprintln!("resnet50 no spill: 1 core b2 {l1} ns, 2 cores b4 {l2} ns");
     assert!((l2 as f64) <= 1.05 * l1 as f64, "{l2} vs {l1}");
 }
+
+/// Suggestions on a multi-core run name the graph's tensors (a pin keeps
+/// a tensor on every core), so each one re-simulates.
+#[test]
+fn suggestions_on_several_cores_pin_the_graphs_tensors() {
+    let g = encdec();
+    let peak = graph::Liveness::compute(&g).peak_bytes;
+    let cfg = SimConfig::with_policy(EvictionPolicy::Lru);
+    let h = hw(peak / 6, 2);
+    let s = spillscope::analysis::suggest::suggest(&g, &h, &cfg).unwrap();
+    let pins: Vec<&str> = s
+        .suggestions
+        .iter()
+        .filter_map(|x| match &x.change {
+            spillscope::analysis::suggest::Change::Pin { tensor } => Some(tensor.as_str()),
+            _ => None,
+        })
+        .collect();
+    for p in &pins {
+        assert!(g.tensor_by_name(p).is_some(), "{p}");
+    }
+    eprintln!("{} suggestions, pins {pins:?}", s.suggestions.len());
+}

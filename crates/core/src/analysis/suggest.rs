@@ -234,12 +234,28 @@ pub fn suggest_with(
             .then(b.bytes_moved.cmp(&a.bytes_moved))
             .then(a.tensor.cmp(&b.tensor))
     });
-    for t in trips.iter().take(5) {
-        if cfg.pins.contains(&t.name) {
+    // A multi-core trace names core c's tensors `core{c}/NAME`; a pin
+    // names the graph's tensor (kept on every core).
+    let multi = base_tr.summary.cores > 1;
+    let graph_name = |n: &str| -> String {
+        if multi {
+            crate::sim::cores::graph_name(n).to_string()
+        } else {
+            n.to_string()
+        }
+    };
+    let mut pinned: Vec<String> = Vec::new();
+    for t in trips.iter() {
+        if pinned.len() == 5 {
+            break;
+        }
+        let name = graph_name(&t.name);
+        if cfg.pins.contains(&name) || pinned.contains(&name) {
             continue;
         }
+        pinned.push(name.clone());
         let mut c = cfg.clone();
-        c.pins.push(t.name.clone());
+        c.pins.push(name.clone());
         let r = RunRow::from_trace(&simulate(g, hw, &c)?);
         let what = if t.oscillating {
             "oscillating"
@@ -248,11 +264,11 @@ pub fn suggest_with(
         };
         consider(
             Change::Pin {
-                tensor: t.name.clone(),
+                tensor: name.clone(),
             },
             format!(
                 "pin {} ({}, {what} out {}, {} of spill traffic)",
-                t.name,
+                name,
                 fmt_bytes(t.bytes),
                 crate::units::count(t.trips.len() as u64, "time"),
                 fmt_bytes(t.bytes_moved)
@@ -389,8 +405,9 @@ pub fn suggest_with(
         let mut names: Vec<String> = Vec::new();
         for e in tr.events.iter().filter(|e| e.kind == EventKind::Recompute) {
             if let Some(t) = tr.tensors.get(e.tensor) {
-                if !names.iter().any(|n| *n == t.name) {
-                    names.push(t.name.to_string());
+                let name = graph_name(&t.name);
+                if !names.contains(&name) {
+                    names.push(name);
                 }
             }
         }

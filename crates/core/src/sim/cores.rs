@@ -36,9 +36,21 @@ pub fn core_graph<'g>(g: &'g Graph, hw: &HardwareProfile) -> Result<Cow<'g, Grap
     }
 }
 
-/// The name core `c` gives one of its tensors, ops, pools or units.
+/// The name core `c` gives one of its tensors, ops, pools or units: the
+/// name under a `core{c}/` prefix (`core0//layer1/Conv` for a name that is
+/// a path already), so [`graph_name`] gives the graph's name back.
 pub fn on_core(c: usize, name: &str) -> CompactString {
     format_compact!("core{c}/{name}")
+}
+
+/// The graph's name of a tensor or op a multi-core trace names
+/// `core{c}/NAME` (what a schedule config's pins and recompute lists name:
+/// they apply on every core); any other name as it is.
+pub fn graph_name(name: &str) -> &str {
+    name.strip_prefix("core")
+        .and_then(|rest| rest.split_once('/'))
+        .filter(|(c, _)| !c.is_empty() && c.bytes().all(|b| b.is_ascii_digit()))
+        .map_or(name, |(_, n)| n)
 }
 
 /// Simulates `g` (already prepared: rewrites applied, not yet split) on
@@ -207,4 +219,19 @@ fn merge(traces: Vec<Trace>, bus: &SharedBus, alone: &[u64]) -> Result<Trace> {
     m.cores = cores as u32;
     Ledger::of(&out).fields().write_to(&mut out.summary);
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_core_prefixed_name_gives_the_graph_name_back() {
+        for name in ["x", "/layer1/Conv", "core7/y", "enc0.ffn"] {
+            assert_eq!(graph_name(&on_core(3, name)), name);
+        }
+        assert_eq!(graph_name("core/x"), "core/x");
+        assert_eq!(graph_name("corex/y"), "corex/y");
+        assert_eq!(graph_name("plain"), "plain");
+    }
 }
