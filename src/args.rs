@@ -389,6 +389,11 @@ pub struct ScheduleOpts {
     /// profile; needs async DMA).
     #[arg(long, value_name = "OPS")]
     pub prefetch: Option<usize>,
+    /// How several cores (`--cores`) share the graph: `batch` (each runs
+    /// it on its share of the batch) or `graph` (ops placed on cores by a
+    /// list schedule; tensors crossing cores go through DRAM).
+    #[arg(long, value_name = "HOW")]
+    pub split: Option<String>,
     #[command(flatten)]
     pub rewrite: RewriteOpts,
     /// Schedule config (TOML: policy, pins, prefetch_distance, weights,
@@ -482,6 +487,12 @@ impl ScheduleOpts {
                 .map_err(spillscope::Error::Config)?,
             pins: self.pins.clone(),
             prefetch_distance: self.prefetch,
+            split: self
+                .split
+                .as_deref()
+                .map(str::parse)
+                .transpose()
+                .map_err(spillscope::Error::Config)?,
             calibrate: self.calibrate.clone(),
             free_at: self.free_at.clone(),
             ..Default::default()

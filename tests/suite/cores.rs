@@ -233,3 +233,137 @@ fn suggestions_on_several_cores_pin_the_graphs_tensors() {
     }
     eprintln!("{} suggestions, pins {pins:?}", s.suggestions.len());
 }
+
+fn graph_split(cores: u32, capacity: u64, policy: EvictionPolicy) -> (Graph, Trace) {
+    let g = encdec();
+    let cfg = SimConfig {
+        split: spillscope::sim::config::Split::Graph,
+        ..SimConfig::with_policy(policy)
+    };
+    let tr = simulate(&g, &hw(capacity, cores), &cfg).unwrap();
+    (g, tr)
+}
+
+/// `--split graph`: every op runs once, on one core; a tensor read on
+/// another core than its producer's is streamed out there and read in
+/// here only after it reached DRAM, and no op ends before its inputs'
+/// producers; every trace passes verify.
+#[test]
+fn a_graph_split_runs_each_op_once_and_crosses_through_dram() {
+    for cores in [2u32, 4] {
+        for p in EvictionPolicy::ALL {
+            let (g, tr) = graph_split(cores, 1 << 20, p);
+            let what = format!("{p} on {cores} cores, split graph");
+            check(&tr, &what);
+            assert_eq!(tr.ops.len(), g.ops.len(), "{what}");
+            let mut seen = std::collections::BTreeSet::new();
+            for o in &tr.ops {
+                assert!(
+                    seen.insert(spillscope::sim::cores::graph_name(&o.name).to_string()),
+                    "{what}"
+                );
+            }
+            // When each (graph) tensor reached DRAM from another core.
+            let mut out_at = std::collections::HashMap::new();
+            let mut end_of = std::collections::HashMap::new();
+            for o in &tr.ops {
+                for &t in &o.outputs {
+                    end_of.insert(
+                        spillscope::sim::cores::graph_name(&tr.tensors[t].name),
+                        o.end_ns,
+                    );
+                }
+            }
+            for e in tr.events.iter() {
+                if e.kind == spillscope::trace::EventKind::StreamOut {
+                    let name =
+                        spillscope::sim::cores::graph_name(&tr.tensors[e.tensor].name).to_string();
+                    out_at.insert(name, e.dma_end_ns.unwrap());
+                }
+            }
+            let mut crossings = 0;
+            for e in tr.events.iter() {
+                let t = &tr.tensors[e.tensor];
+                let name = spillscope::sim::cores::graph_name(&t.name);
+                let is_load = matches!(
+                    e.kind,
+                    spillscope::trace::EventKind::Alloc | spillscope::trace::EventKind::StreamIn
+                ) && e.dma_start_ns.is_some();
+                let crossed = t.kind == spillscope::graph::TensorKind::Input
+                    && g.tensor_by_name(name).is_some_and(|x| x.producer.is_some());
+                if is_load && crossed {
+                    crossings += 1;
+                    let published = out_at[name];
+                    assert!(
+                        e.dma_start_ns.unwrap() >= published,
+                        "{what}: {name} read before it was written"
+                    );
+                }
+            }
+            for o in &tr.ops {
+                for &t in &o.inputs {
+                    let name = spillscope::sim::cores::graph_name(&tr.tensors[t].name);
+                    // An op's interval includes its wait for data, so it
+                    // may start first, but it cannot end before its input
+                    // was produced.
+                    if let Some(&end) = end_of.get(name) {
+                        assert!(
+                            o.end_ns >= end,
+                            "{what}: {} before its input {name}",
+                            o.name
+                        );
+                    }
+                }
+            }
+            if p == EvictionPolicy::Lru {
+                eprintln!(
+                    "{what}: {crossings} reads of tensors from another core, latency {} ns",
+                    tr.summary.latency_ns
+                );
+            }
+        }
+    }
+}
+
+/// The schedule config pins ops to cores; an unknown op or a core past the
+/// run's is refused naming it; on one core a graph split is the single-core
+/// simulator.
+#[test]
+fn a_placement_pins_ops_and_one_core_ignores_the_split() {
+    let g = encdec();
+    let mut cfg = SimConfig {
+        split: spillscope::sim::config::Split::Graph,
+        ..SimConfig::with_policy(EvictionPolicy::Lru)
+    };
+    cfg.placement.insert("dec5.ffn.fc2".into(), 1);
+    cfg.placement.insert("enc0.attn.sdpa".into(), 1);
+    let tr = simulate(&g, &hw(1 << 20, 2), &cfg).unwrap();
+    check(&tr, "pinned");
+    for name in ["dec5.ffn.fc2", "enc0.attn.sdpa"] {
+        let o = tr
+            .ops
+            .iter()
+            .find(|o| spillscope::sim::cores::graph_name(&o.name) == name)
+            .unwrap();
+        assert_eq!(o.unit.as_ref().unwrap().as_str(), "core1", "{name}");
+    }
+    cfg.placement.insert("no_such_op".into(), 0);
+    let err = simulate(&g, &hw(1 << 20, 2), &cfg).unwrap_err().to_string();
+    assert!(err.contains("no_such_op"), "{err}");
+    cfg.placement.remove("no_such_op");
+    cfg.placement.insert("dec0.ffn.fc1".into(), 2);
+    let err = simulate(&g, &hw(1 << 20, 2), &cfg).unwrap_err().to_string();
+    assert!(err.contains("core 2") && err.contains("2 cores"), "{err}");
+    let one = SimConfig {
+        split: spillscope::sim::config::Split::Graph,
+        ..SimConfig::with_policy(EvictionPolicy::Belady)
+    };
+    let base = HardwareProfile::preset("seed-npu")
+        .unwrap()
+        .with_capacity(1 << 20)
+        .unwrap();
+    let a = simulate(&g, &base, &SimConfig::with_policy(EvictionPolicy::Belady)).unwrap();
+    let b = simulate(&g, &base, &one).unwrap();
+    assert_eq!(a.summary, b.summary);
+    assert_eq!(a.events, b.events);
+}

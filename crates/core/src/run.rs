@@ -42,6 +42,8 @@ pub struct Flags {
     pub dtype: Option<ActivationDtype>,
     pub order: Option<OrderSpec>,
     pub recompute: Option<RecomputeSpec>,
+    /// How several cores share the graph (over the config's `split`).
+    pub split: Option<crate::sim::config::Split>,
     /// A runtime profile whose measured op times replace the roofline.
     pub calibrate: Option<PathBuf>,
     /// An instrumented trace whose free points are added to the config's.
@@ -73,6 +75,9 @@ impl Flags {
         }
         if let Some(r) = &self.recompute {
             cfg.recompute = r.clone();
+        }
+        if let Some(s) = self.split {
+            cfg.split = s;
         }
         cfg
     }

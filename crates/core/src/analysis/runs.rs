@@ -66,6 +66,10 @@ pub struct RunRow {
     /// core held the bus (written when more than one core).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub contention_ns: Option<u64>,
+    /// Extension: ops each core ran (the placement of `--split graph`;
+    /// every op on each core for a batch split), when more than one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ops_per_core: Vec<u64>,
 }
 
 fn is_final(s: &BoundState) -> bool {
@@ -265,6 +269,7 @@ impl RunRow {
             bound_state: BoundState::Final,
             cores: s.cores.max(1),
             contention_ns: (s.cores > 1).then_some(s.contention_ns),
+            ops_per_core: ops_per_core(tr),
         }
     }
 
@@ -418,6 +423,7 @@ pub fn render_table_led(rep: &RunsReport, lead: Lead) -> String {
     out += LEGEND;
     if rep.runs.iter().any(|r| r.cores > 1) {
         out += CORES_LEGEND;
+        out += &placement_line(rep).unwrap_or_default();
     }
     if let Some(l) = optimum_line(rep) {
         out += &l;
@@ -428,6 +434,51 @@ pub fn render_table_led(rep: &RunsReport, lead: Lead) -> String {
 
 /// What the columns mean, under every table of runs.
 const LEGEND: &str = "traffic = evicted out (write-backs of evictions) + reloaded + streamed (in and out); bound: the tightest lower bound on traffic computed (per-op, lp, or ilp: a proven minimum)\n";
+
+/// Ops per core of a multi-core run (its ops' units `core{c}`); empty for
+/// one core.
+fn ops_per_core(tr: &Trace) -> Vec<u64> {
+    let cores = tr.summary.cores as usize;
+    if cores < 2 {
+        return Vec::new();
+    }
+    let mut n = vec![0u64; cores];
+    for o in &tr.ops {
+        let core = o
+            .unit
+            .as_ref()
+            .and_then(|u| u.as_str().strip_prefix("core"))
+            .and_then(|c| c.split('/').next())
+            .and_then(|c| c.parse::<usize>().ok());
+        if let Some(c) = core.filter(|&c| c < cores) {
+            n[c] += 1;
+        }
+    }
+    n
+}
+
+/// Under a table of multi-core runs: how the ops were spread, per run
+/// when the runs differ.
+fn placement_line(rep: &RunsReport) -> Option<String> {
+    let multi: Vec<&RunRow> = rep.runs.iter().filter(|r| r.cores > 1).collect();
+    let first = multi.first()?;
+    let list = |r: &RunRow| {
+        r.ops_per_core
+            .iter()
+            .map(|n| n.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if multi.iter().all(|r| r.ops_per_core == first.ops_per_core) {
+        Some(format!("ops per core: {}\n", list(first)))
+    } else {
+        let each: Vec<String> = multi
+            .iter()
+            .map(|r| format!("{} {}", r.policy, list(r)))
+            .collect();
+        Some(format!("ops per core: {}\n", each.join("; ")))
+    }
+}
 
 /// What the figures of a multi-core run mean, under its table.
 const CORES_LEGEND: &str = "cores share one DRAM bus: capacity and peak live are per core; traffic, stall and bound add up the cores; contention = the part of the stall spent waiting because another core held the bus\n";
@@ -449,6 +500,7 @@ pub fn render_markdown(rep: &RunsReport) -> String {
     out += &format!("\n{LEGEND}");
     if rep.runs.iter().any(|r| r.cores > 1) {
         out += CORES_LEGEND;
+        out += &placement_line(rep).unwrap_or_default();
     }
     if let Some(l) = optimum_line(rep) {
         out += &format!("\n{l}\n");

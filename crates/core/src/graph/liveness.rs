@@ -31,6 +31,17 @@ impl Liveness {
     }
 
     pub fn compute_with(g: &Graph, free_at: &[(TensorId, usize)]) -> Liveness {
+        Self::compute_arriving(g, free_at, &[])
+    }
+
+    /// [`Liveness::compute_with`] where the inputs in `arriving` (`true`
+    /// by tensor id) come in at their first use instead of being there
+    /// from step 0: another core produces them (`--split graph`).
+    pub fn compute_arriving(
+        g: &Graph,
+        free_at: &[(TensorId, usize)],
+        arriving: &[bool],
+    ) -> Liveness {
         let n = g.ops.len();
         let last = n.saturating_sub(1);
         let mut intervals: Vec<Option<LiveInterval>> = vec![None; g.tensors.len()];
@@ -38,7 +49,12 @@ impl Liveness {
             if t.kind == TensorKind::Weight {
                 continue;
             }
-            let start = t.producer.unwrap_or(0);
+            let first_use = t.consumers.iter().copied().min();
+            let start = match t.producer {
+                Some(p) => p,
+                None if arriving.get(t.id) == Some(&true) => first_use.unwrap_or(0),
+                None => 0,
+            };
             let last_use = t.consumers.iter().copied().max();
             let end = if t.kind == TensorKind::Output {
                 last

@@ -112,9 +112,18 @@ impl<'a> Job<'a> {
         self.out.resolved = Some(r.clone());
         let cache = req.cache.as_ref();
         let policies = r.policies.clone();
+        // One core's graph: with several cores each solves its own share
+        // and the bound is their sum; a graph split over cores has no one
+        // core graph (its bound is the cores' per-op bounds).
+        let whole = prepare_graph(&g, &r.config)?;
+        let per_core = crate::sim::cores::core_graph(&whole, &r.hardware, &r.config)?;
+        let one_graph = per_core.is_some();
+        let prepared = per_core.unwrap_or(std::borrow::Cow::Borrowed(&whole));
+        let cores = r.hardware.cores.count;
         let solves = req.wants.bound
             && req.budgets.bound_s > 0.0
             && r.hardware.is_single_pool()
+            && one_graph
             && policies.iter().any(|&p| p != EvictionPolicy::Ideal);
         let first_state = |p: EvictionPolicy| match solves && p != EvictionPolicy::Ideal {
             true => BoundState::Refining,
@@ -143,11 +152,6 @@ impl<'a> Job<'a> {
             self.show_loaded(1, p);
         }
         // The bound, shared by every policy (it does not depend on one).
-        // One core's graph: with several cores each solves its own share
-        // and the bound is their sum.
-        let whole = prepare_graph(&g, &r.config)?;
-        let prepared = crate::sim::cores::core_graph(&whole, &r.hardware)?;
-        let cores = r.hardware.cores.count;
         let pool = PoolSize::of(&r.hardware);
         let limits = OptimumLimits {
             time_limit_s: req.budgets.bound_s,
@@ -187,7 +191,7 @@ impl<'a> Job<'a> {
             self.progress(Stage::Planned, 0, 1);
             let plan = match &self.out.optimum {
                 Some(o) => o.plan.clone(),
-                None if r.hardware.is_single_pool() => {
+                None if r.hardware.is_single_pool() && one_graph => {
                     crate::sim::Planner::plan(&planner, &prepared, pool, &self.cancel)?
                 }
                 None => None,
@@ -538,13 +542,15 @@ impl<'a> Job<'a> {
         };
         let cache = req.cache.as_ref();
         let whole = prepare_graph(g, &r.config)?;
-        let prepared = crate::sim::cores::core_graph(&whole, &r.hardware)?;
+        let per_core = crate::sim::cores::core_graph(&whole, &r.hardware, &r.config)?;
+        let one_graph = per_core.is_some();
+        let prepared = per_core.unwrap_or(std::borrow::Cow::Borrowed(&whole));
         let cores = r.hardware.cores.count;
         let mut capacities: Vec<u64> = points.iter().map(|p| p.capacity_bytes).collect();
         capacities.sort_unstable();
         capacities.dedup();
         let planned = r.policies.contains(&EvictionPolicy::Planned);
-        let bounded = req.budgets.whatif_bound_s > 0.0 && r.hardware.is_single_pool();
+        let bounded = req.budgets.whatif_bound_s > 0.0 && r.hardware.is_single_pool() && one_graph;
         // The same program `sim` solves at each capacity (plan included),
         // so a what-if row and `sim` at that capacity share one solve.
         let limits = OptimumLimits {

@@ -91,6 +91,37 @@ impl RecomputeSpec {
     }
 }
 
+/// How a run spreads over several cores (`split`, `--split`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Split {
+    /// Each core runs the whole graph on its share of the batch (data
+    /// parallel).
+    #[default]
+    Batch,
+    /// Each op runs on one core, placed by a list schedule over the
+    /// dependency graph (or the config's `placement`); a tensor used on
+    /// another core than its producer's crosses through DRAM.
+    Graph,
+}
+
+impl Split {
+    pub fn is_batch(&self) -> bool {
+        *self == Split::Batch
+    }
+}
+
+impl std::str::FromStr for Split {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Split, String> {
+        match s.trim() {
+            "batch" => Ok(Split::Batch),
+            "graph" => Ok(Split::Graph),
+            other => Err(format!("unknown split {other:?} (batch or graph)")),
+        }
+    }
+}
+
 /// Everything about a run that is the scheduler's choice.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SimConfig {
@@ -118,6 +149,13 @@ pub struct SimConfig {
     /// producer's inputs are resident and recomputing is quicker.
     #[serde(default, skip_serializing_if = "RecomputeSpec::is_off")]
     pub recompute: RecomputeSpec,
+    /// How several cores share the graph (one core: ignored).
+    #[serde(default, skip_serializing_if = "Split::is_batch")]
+    pub split: Split,
+    /// `--split graph`: ops pinned to a core (op name -> core index); the
+    /// list schedule places the rest.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub placement: std::collections::BTreeMap<String, u32>,
     /// Measured op durations by op name (`--calibrate`), used instead of the
     /// roofline estimate.
     #[serde(skip)]
@@ -140,6 +178,8 @@ impl Default for SimConfig {
             dtype: ActivationDtype::Native,
             order: OrderSpec::default(),
             recompute: RecomputeSpec::default(),
+            split: Split::Batch,
+            placement: Default::default(),
             measured_ns: None,
             plan: None,
         }
@@ -183,8 +223,11 @@ impl SimConfig {
 /// dtype = "fp16"            # native | fp16 (activations)
 /// order = "memory"          # file | memory | ["op_a", "op_b", ...] (relative order)
 /// recompute = true          # or ["tensor", ...]: recompute instead of reload
+/// split = "graph"           # batch | graph: how several cores share the graph
 /// [free_at]                 # runtimes that free late: tensor -> last step
 /// "layer1/out" = 40
+/// [placement]               # split = "graph": op -> core
+/// "decoder/attn" = 1
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -200,6 +243,9 @@ pub struct ScheduleFile {
     pub dtype: Option<ActivationDtype>,
     pub order: Option<OrderSpec>,
     pub recompute: Option<RecomputeSpec>,
+    pub split: Option<Split>,
+    #[serde(default)]
+    pub placement: std::collections::BTreeMap<String, u32>,
 }
 
 impl ScheduleFile {
@@ -221,6 +267,8 @@ impl ScheduleFile {
             dtype: (cfg.dtype != ActivationDtype::Native).then_some(cfg.dtype),
             order: (!cfg.order.is_file()).then(|| cfg.order.clone()),
             recompute: (!cfg.recompute.is_off()).then(|| cfg.recompute.clone()),
+            split: (!cfg.split.is_batch()).then_some(cfg.split),
+            placement: cfg.placement.clone(),
         }
     }
 
@@ -259,6 +307,12 @@ impl ScheduleFile {
         }
         if let Some(r) = &self.recompute {
             base.recompute = r.clone();
+        }
+        if let Some(s) = self.split {
+            base.split = s;
+        }
+        for (op, core) in &self.placement {
+            base.placement.insert(op.clone(), *core);
         }
         base
     }

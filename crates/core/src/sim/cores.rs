@@ -12,9 +12,11 @@
 //! (victims, prefetches, streaming) depend on the schedule, not on time, so
 //! both runs move the same bytes and only their timing differs.
 
-use super::engine::{Sim, CANCEL_EVERY};
+use super::config::Split;
+use super::engine::{Crossing, Sim, CANCEL_EVERY};
+use super::optimum::PoolSize;
 use super::plan::Residency;
-use super::SimConfig;
+use super::{placement, EvictionPolicy, SimConfig};
 use crate::cancel::Cancel;
 use crate::cost::bus::{occupancy, SharedBus};
 use crate::cost::HardwareProfile;
@@ -26,13 +28,20 @@ use compact_str::{format_compact, CompactString};
 use std::borrow::Cow;
 use std::sync::Arc;
 
-/// The graph one core runs: the whole graph on one core, else its share
-/// of the batch ([`transform::split_batch`]). Plans and bounds are solved
-/// on this graph (per core).
-pub fn core_graph<'g>(g: &'g Graph, hw: &HardwareProfile) -> Result<Cow<'g, Graph>> {
-    match hw.cores.count {
-        0 | 1 => Ok(Cow::Borrowed(g)),
-        k => Ok(Cow::Owned(transform::split_batch(g, u64::from(k))?)),
+/// The graph every core runs: the whole graph on one core, else its
+/// share of the batch ([`transform::split_batch`]). Plans and bounds are
+/// solved on this graph (per core). `None` for `--split graph`, where each
+/// core runs its own part: the bound is then the cores' per-op bounds and
+/// the planned policy solves each part's plan.
+pub fn core_graph<'g>(
+    g: &'g Graph,
+    hw: &HardwareProfile,
+    cfg: &SimConfig,
+) -> Result<Option<Cow<'g, Graph>>> {
+    match (hw.cores.count, cfg.split) {
+        (0 | 1, _) => Ok(Some(Cow::Borrowed(g))),
+        (_, Split::Graph) => Ok(None),
+        (k, Split::Batch) => Ok(Some(Cow::Owned(transform::split_batch(g, u64::from(k))?))),
     }
 }
 
@@ -53,9 +62,21 @@ pub fn graph_name(name: &str) -> &str {
         .map_or(name, |(_, n)| n)
 }
 
+/// One core's share of the run: the graph it runs, the planned policy's
+/// plan for it, and what it shares with other cores through DRAM.
+struct CoreRun<'g> {
+    graph: Cow<'g, Graph>,
+    plan: Option<Arc<Residency>>,
+    crossing: Option<Crossing>,
+    /// Global tensor id -> this core's (`--split graph`).
+    local: Vec<Option<usize>>,
+    /// This core's tensor -> global id.
+    global: Vec<usize>,
+}
+
 /// Simulates `g` (already prepared: rewrites applied, not yet split) on
-/// every core of `hw`, `plan` being the planned policy's plan of one
-/// core's graph.
+/// every core of `hw`; `plan` is the planned policy's plan of one core's
+/// graph under a batch split (a graph split solves each part's).
 pub(crate) fn simulate_cores(
     g: &Graph,
     hw: &HardwareProfile,
@@ -64,20 +85,111 @@ pub(crate) fn simulate_cores(
     cancel: &Cancel,
 ) -> Result<Trace> {
     let k = hw.cores.count as usize;
-    let core = core_graph(g, hw)?;
-    let n = core.ops.len();
-    let alone = stalls_alone(&core, hw, cfg, plan.clone(), cancel)?;
-    let mut sims = (0..k)
-        .map(|_| Sim::new(&core, hw, cfg, plan.clone()))
+    let runs: Vec<CoreRun> = match core_graph(g, hw, cfg)? {
+        Some(core) => {
+            let ids: Vec<usize> = (0..core.tensors.len()).collect();
+            (0..k)
+                .map(|_| CoreRun {
+                    graph: Cow::Owned(core.as_ref().clone()),
+                    plan: plan.clone(),
+                    crossing: None,
+                    local: Vec::new(),
+                    global: ids.clone(),
+                })
+                .collect()
+        }
+        None => graph_parts(g, hw, cfg, k, cancel)?,
+    };
+    let (mut sims, crossings) = lockstep(&runs, hw, cfg, cancel)?;
+    let alone = runs
+        .iter()
+        .zip(&crossings)
+        .map(|(r, x)| stalls_alone(&r.graph, hw, cfg, r.plan.clone(), x.clone(), cancel))
+        .collect::<Result<Vec<_>>>()?;
+    let bus = sims
+        .first_mut()
+        .and_then(|s| s.bus.shared.take())
+        .unwrap_or_default();
+    let traces: Vec<Trace> = sims.into_iter().map(Sim::finish).collect();
+    merge(traces, &bus, &alone)
+}
+
+/// `--split graph`: each core's part under the list schedule's placement,
+/// with its own plan under the planned policy.
+fn graph_parts<'g>(
+    g: &Graph,
+    hw: &HardwareProfile,
+    cfg: &SimConfig,
+    k: usize,
+    cancel: &Cancel,
+) -> Result<Vec<CoreRun<'g>>> {
+    let at = placement::place(g, hw, k, &cfg.placement)?;
+    let mut out = Vec::with_capacity(k);
+    for part in placement::parts(g, &at, k) {
+        cancel.check()?;
+        let plan = match cfg.policy {
+            EvictionPolicy::Planned if hw.is_single_pool() => {
+                super::plan_for(&part.graph, PoolSize::of(hw))
+            }
+            _ => None,
+        };
+        let mut local = vec![None; g.tensors.len()];
+        for (l, &t) in part.tensor_of.iter().enumerate() {
+            local[t] = Some(l);
+        }
+        let n = part.tensor_of.len();
+        out.push(CoreRun {
+            crossing: Some(Crossing {
+                publish: part.publish,
+                cross_in: part.cross_in,
+                ready: vec![None; n],
+                published: vec![None; n],
+            }),
+            graph: Cow::Owned(part.graph),
+            plan,
+            local,
+            global: part.tensor_of,
+        });
+    }
+    Ok(out)
+}
+
+/// Runs every core's ops in lockstep on one shared bus: the core whose
+/// clock is earliest among those whose next op has its inputs from other
+/// cores in DRAM runs that op. Returns the cores' runs (the shared bus
+/// left on the first) and each core's crossing as it ended.
+fn lockstep<'a>(
+    runs: &'a [CoreRun],
+    hw: &'a HardwareProfile,
+    cfg: &'a SimConfig,
+    cancel: &Cancel,
+) -> Result<(Vec<Sim<'a>>, Vec<Option<Crossing>>)> {
+    let k = runs.len();
+    let mut sims = runs
+        .iter()
+        .map(|r| Sim::with_crossing(&r.graph, hw, cfg, r.plan.clone(), r.crossing.clone()))
         .collect::<Result<Vec<_>>>()?;
     let mut bus = SharedBus::default();
     let mut next = vec![0usize; k];
     let mut steps = 0usize;
-    // The earliest clock goes next (ties: the lower core).
-    while let Some(c) = (0..k)
-        .filter(|&c| next[c] < n)
-        .min_by_key(|&c| (sims[c].now, c))
-    {
+    loop {
+        let ready = |c: usize, sims: &[Sim]| {
+            let g = &runs[c].graph;
+            next[c] < g.ops.len()
+                && sims[c].crossing.as_ref().is_none_or(|x| {
+                    g.ops[next[c]]
+                        .inputs
+                        .iter()
+                        .all(|&t| !x.cross_in[t] || x.ready[t].is_some())
+                })
+        };
+        // The earliest clock goes next (ties: the lower core).
+        let Some(c) = (0..k)
+            .filter(|&c| ready(c, &sims))
+            .min_by_key(|&c| (sims[c].now, c))
+        else {
+            break;
+        };
         if steps.is_multiple_of(CANCEL_EVERY) {
             cancel.check()?;
         }
@@ -85,22 +197,60 @@ pub(crate) fn simulate_cores(
         let stepped = sims[c].step(next[c]);
         bus = sims[c].bus.shared.take().unwrap_or_default();
         stepped?;
+        publish(runs, &mut sims, c, next[c]);
         next[c] += 1;
         steps += 1;
     }
-    let traces: Vec<Trace> = sims.into_iter().map(Sim::finish).collect();
-    merge(traces, &bus, &alone)
+    if let Some(c) = (0..k).find(|&c| next[c] < runs[c].graph.ops.len()) {
+        // Cannot happen: each core's ops are in the graph's order.
+        return Err(crate::Error::Node {
+            node: runs[c].graph.ops[next[c]].name.clone().into(),
+            detail: "waits for a tensor no core produces before it".into(),
+        });
+    }
+    let crossings = sims.iter().map(|s| s.crossing.clone()).collect();
+    if let Some(first) = sims.first_mut() {
+        first.bus.shared = Some(bus);
+    }
+    Ok((sims, crossings))
 }
 
-/// Each op's stall on a core with the bus to itself.
+/// After core `c` ran its op `i`: each tensor it published is in DRAM for
+/// the cores that read it.
+fn publish(runs: &[CoreRun], sims: &mut [Sim], c: usize, i: usize) {
+    let Some(x) = sims[c].crossing.as_ref() else {
+        return;
+    };
+    let done: Vec<(usize, u64)> = runs[c].graph.ops[i]
+        .outputs
+        .iter()
+        .filter_map(|&t| Some((runs[c].global[t], x.published[t]?)))
+        .collect();
+    for (d, sim) in sims.iter_mut().enumerate().filter(|(d, _)| *d != c) {
+        let Some(y) = sim.crossing.as_mut() else {
+            continue;
+        };
+        for &(t, at) in &done {
+            if let Some(l) = runs[d].local.get(t).copied().flatten() {
+                if y.cross_in[l] {
+                    y.ready[l] = Some(at);
+                }
+            }
+        }
+    }
+}
+
+/// Each op's stall on a core with the bus to itself (its inputs from other
+/// cores arriving when they did in the shared run).
 fn stalls_alone(
     core: &Graph,
     hw: &HardwareProfile,
     cfg: &SimConfig,
     plan: Option<Arc<Residency>>,
+    crossing: Option<Crossing>,
     cancel: &Cancel,
 ) -> Result<Vec<u64>> {
-    let mut sim = Sim::new(core, hw, cfg, plan)?;
+    let mut sim = Sim::with_crossing(core, hw, cfg, plan, crossing)?;
     for i in 0..core.ops.len() {
         if i.is_multiple_of(CANCEL_EVERY) {
             cancel.check()?;
@@ -114,7 +264,7 @@ fn stalls_alone(
 /// named `core{c}/...` with ids after the cores before it, its ops run on
 /// unit `core{c}`, its events carry `thread = c`, and the bus counter is
 /// the shared bus's.
-fn merge(traces: Vec<Trace>, bus: &SharedBus, alone: &[u64]) -> Result<Trace> {
+fn merge(traces: Vec<Trace>, bus: &SharedBus, alone: &[Vec<u64>]) -> Result<Trace> {
     let cores = traces.len();
     let Some(first) = traces.first() else {
         return Err(crate::Error::Hardware(
@@ -122,7 +272,6 @@ fn merge(traces: Vec<Trace>, bus: &SharedBus, alone: &[u64]) -> Result<Trace> {
         ));
     };
     let mut out = first.clone_header();
-    let (nt, n) = (first.tensors.len(), first.ops.len());
     let latency = traces
         .iter()
         .map(|t| t.summary.latency_ns)
@@ -140,7 +289,7 @@ fn merge(traces: Vec<Trace>, bus: &SharedBus, alone: &[u64]) -> Result<Trace> {
     let mut stall = 0u64;
     let mut contention = 0u64;
     for (c, tr) in traces.into_iter().enumerate() {
-        let (t0, o0) = (c * nt, c * n);
+        let (t0, o0) = (out.tensors.len(), out.ops.len());
         out.pools.extend(tr.pools.iter().map(|p| Pool {
             name: on_core(c, &p.name).into(),
             ..p.clone()
@@ -154,7 +303,7 @@ fn merge(traces: Vec<Trace>, bus: &SharedBus, alone: &[u64]) -> Result<Trace> {
             ..t.clone()
         }));
         for (i, o) in tr.ops.iter().enumerate() {
-            let own = alone.get(i).copied().unwrap_or(o.stall_ns);
+            let own = alone[c].get(i).copied().unwrap_or(o.stall_ns);
             let waited = o.stall_ns.saturating_sub(own);
             stall = stall.saturating_add(o.stall_ns);
             contention = contention.saturating_add(waited);

@@ -122,6 +122,22 @@ pub(crate) struct Sim<'a> {
     plan: Option<Arc<Residency>>,
     /// Where the plan's stays on chip go (packed ahead of time).
     placement: Option<Placement>,
+    /// `--split graph`: how this core's part of the graph meets the other
+    /// cores' (none on one core or a batch split).
+    pub(crate) crossing: Option<Crossing>,
+}
+
+/// The tensors a core's part shares with other cores through DRAM.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Crossing {
+    /// Read on another core: streamed out when produced here.
+    pub publish: Vec<bool>,
+    /// Produced on another core: an input in DRAM once published there.
+    pub cross_in: Vec<bool>,
+    /// When each cross input's DRAM copy exists (`None`: not yet).
+    pub ready: Vec<Option<u64>>,
+    /// When each published tensor reached DRAM.
+    pub published: Vec<Option<u64>>,
 }
 
 impl<'a> Sim<'a> {
@@ -134,6 +150,17 @@ impl<'a> Sim<'a> {
         cfg: &'a SimConfig,
         plan: Option<Arc<Residency>>,
     ) -> Result<Sim<'a>> {
+        Self::with_crossing(g, hw, cfg, plan, None)
+    }
+
+    /// [`Sim::new`] for one core's part of a graph split over cores.
+    pub(crate) fn with_crossing(
+        g: &'a Graph,
+        hw: &'a HardwareProfile,
+        cfg: &'a SimConfig,
+        plan: Option<Arc<Residency>>,
+        crossing: Option<Crossing>,
+    ) -> Result<Sim<'a>> {
         let (n, nt) = (g.ops.len(), g.tensors.len());
         let ideal = cfg.policy == EvictionPolicy::Ideal;
         let capacity = hw.memory.capacity.0;
@@ -141,7 +168,8 @@ impl<'a> Sim<'a> {
             return Err(Error::Hardware("capacity must be greater than zero".into()));
         }
         let (pinned, free_at) = named_tensors(g, cfg)?;
-        let live = Liveness::compute_with(g, &free_at);
+        let arriving = crossing.as_ref().map_or(&[][..], |c| &c.cross_in[..]);
+        let live = Liveness::compute_arriving(g, &free_at, arriving);
         let modeled: Vec<bool> = g
             .tensors
             .iter()
@@ -205,6 +233,7 @@ impl<'a> Sim<'a> {
             now: 0,
             plan: None,
             placement: None,
+            crossing,
         };
         for t in &g.tensors {
             if matches!(t.kind, TensorKind::Weight | TensorKind::Input) {
@@ -222,10 +251,14 @@ impl<'a> Sim<'a> {
         Ok(sim)
     }
 
-    /// Graph inputs are delivered on chip before step 0 where they fit.
+    /// Graph inputs are delivered on chip before step 0 where they fit
+    /// (not those another core produces: they come when published).
     fn deliver_inputs(&mut self) {
         let g = self.g;
         for t in g.tensors.iter().filter(|t| t.kind == TensorKind::Input) {
+            if self.is_cross_in(t.id) {
+                continue;
+            }
             let size = self.aligned(t.id);
             if let Some(off) = self.pool_mut(t.id).alloc(t.id, size) {
                 let s = &mut self.st[t.id];
@@ -281,6 +314,25 @@ impl<'a> Sim<'a> {
             writeback_end,
             fragmentation_evictions: 0,
         })
+    }
+
+    /// Produced on another core (`--split graph`).
+    fn is_cross_in(&self, t: TensorId) -> bool {
+        self.crossing.as_ref().is_some_and(|c| c.cross_in[t])
+    }
+
+    /// Read on another core: streamed out when produced here.
+    fn publishes(&self, t: TensorId) -> bool {
+        self.crossing.as_ref().is_some_and(|c| c.publish[t])
+    }
+
+    /// When `t`'s DRAM copy exists, for a tensor another core produces
+    /// (0 for any other; `None` while not published yet).
+    fn dram_ready(&self, t: TensorId) -> Option<u64> {
+        match &self.crossing {
+            Some(c) if c.cross_in[t] => c.ready[t],
+            _ => Some(0),
+        }
     }
 
     pub(crate) fn aligned(&self, t: TensorId) -> u64 {
@@ -410,6 +462,7 @@ impl<'a> Sim<'a> {
     ) -> u64 {
         let tensor = &self.g.tensors[t];
         let bytes = tensor.bytes;
+        let issue_ns = issue_ns.max(self.dram_ready(t).unwrap_or(0));
         let (s, e) = self.bus.issue(issue_ns, bytes, Direction::Read);
         self.settle(t, offset, false, e);
         let reload = tensor.kind != TensorKind::Weight
@@ -547,6 +600,12 @@ impl<'a> Sim<'a> {
                 if off_chip && plan.at(t, i) == Some(false) {
                     streamed.push(t);
                 }
+            }
+        }
+        // Outputs another core reads cross through DRAM.
+        for &t in operands {
+            if !self.is_input(i, t) && self.publishes(t) && !streamed.contains(&t) {
+                streamed.push(t);
             }
         }
         if !self.ideal {
@@ -872,9 +931,16 @@ impl<'a> Sim<'a> {
             .map(|p| p.0)
             .sum();
         let start = self.now;
+        // Streamed inputs another core produces stream once published.
+        let published = streamed
+            .iter()
+            .filter(|&&t| self.is_input(i, t))
+            .map(|&t| self.dram_ready(t).unwrap_or(0))
+            .max()
+            .unwrap_or(0);
         let window;
         let end = if hw.dma.async_dma {
-            let (stream_start, stream_end) = self.bus.stream(start, rd, wr);
+            let (stream_start, stream_end) = self.bus.stream(start.max(published), rd, wr);
             window = (stream_start, stream_end);
             let data_end = ready.wait_until.max(stream_end);
             let compute_end = start.saturating_add(frag_ns).saturating_add(compute);
@@ -889,7 +955,7 @@ impl<'a> Sim<'a> {
                 data = data.saturating_add(sync_penalty);
             }
             data = data.saturating_add(frag_ns);
-            let (stream_start, stream_end) = self.bus.stream(data, rd, wr);
+            let (stream_start, stream_end) = self.bus.stream(data.max(published), rd, wr);
             window = (stream_start, stream_end);
             stream_end.max(data).saturating_add(compute)
         };
@@ -928,6 +994,11 @@ impl<'a> Sim<'a> {
             ev.dma_end_ns = Some(b);
             ev.reason = Some("stream".into());
             self.push(ev, i);
+            if dir == Direction::Write && self.publishes(t) {
+                if let Some(c) = self.crossing.as_mut() {
+                    c.published[t] = Some(b);
+                }
+            }
         }
     }
 
@@ -943,7 +1014,7 @@ impl<'a> Sim<'a> {
         for j in (i + 1)..=(i + self.prefetch_distance).min(n.saturating_sub(1)) {
             let next = &self.g.ops[j];
             for &t in &next.inputs {
-                if !self.modeled[t] || self.st[t].loc != Loc::Dram {
+                if !self.modeled[t] || self.st[t].loc != Loc::Dram || self.dram_ready(t).is_none() {
                     continue;
                 }
                 // Room for the next op's outputs in the same pool stays free.
@@ -1321,7 +1392,8 @@ pub fn simulate(g: &Graph, hw: &HardwareProfile, cfg: &SimConfig) -> Result<Trac
         EvictionPolicy::Planned if cfg.plan.is_some() => cfg.plan.clone(),
         EvictionPolicy::Planned => {
             let p = prepare_graph(g, cfg)?;
-            plan_for(super::cores::core_graph(&p, hw)?.as_ref(), PoolSize::of(hw))
+            // A graph split over cores plans each core's part itself.
+            super::cores::core_graph(&p, hw, cfg)?.and_then(|c| plan_for(&c, PoolSize::of(hw)))
         }
         _ => None,
     };

@@ -14,6 +14,7 @@ pub mod config;
 pub mod cores;
 pub mod engine;
 pub mod optimum;
+pub mod placement;
 pub mod plan;
 pub mod policy;
 pub mod pools;

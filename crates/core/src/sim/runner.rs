@@ -76,8 +76,11 @@ impl Runner<'_> {
             // The engine refuses the planned policy over several pools.
             EvictionPolicy::Planned if hw.is_single_pool() => {
                 let p = prepare_graph(g, cfg)?;
-                let p = super::cores::core_graph(&p, hw)?;
-                self.planner.plan(&p, PoolSize::of(hw), self.cancel)?
+                match super::cores::core_graph(&p, hw, cfg)? {
+                    Some(c) => self.planner.plan(&c, PoolSize::of(hw), self.cancel)?,
+                    // A graph split over cores plans each core's part.
+                    None => None,
+                }
             }
             _ => None,
         };
