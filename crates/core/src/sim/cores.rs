@@ -250,14 +250,8 @@ fn stalls_alone(
     crossing: Option<Crossing>,
     cancel: &Cancel,
 ) -> Result<Vec<u64>> {
-    let mut sim = Sim::with_crossing(core, hw, cfg, plan, crossing)?;
-    for i in 0..core.ops.len() {
-        if i.is_multiple_of(CANCEL_EVERY) {
-            cancel.check()?;
-        }
-        sim.step(i)?;
-    }
-    Ok(sim.finish().ops.iter().map(|o| o.stall_ns).collect())
+    let tr = Sim::with_crossing(core, hw, cfg, plan, crossing)?.run(cancel)?;
+    Ok(tr.ops.iter().map(|o| o.stall_ns).collect())
 }
 
 /// One trace of every core's run: core `c`'s tensors, ops and pools are

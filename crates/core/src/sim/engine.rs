@@ -546,6 +546,17 @@ impl<'a> Sim<'a> {
         self.g.ops[i].inputs.contains(&t)
     }
 
+    /// Runs every op in schedule order, checking `cancel` between ops.
+    pub(crate) fn run(mut self, cancel: &Cancel) -> Result<Trace> {
+        for i in 0..self.g.ops.len() {
+            if i.is_multiple_of(CANCEL_EVERY) {
+                cancel.check()?;
+            }
+            self.step(i)?;
+        }
+        Ok(self.finish())
+    }
+
     /// Runs step `i` (op `i` in schedule order); an error when the run's
     /// clock or byte totals leave [`limits`]' range at this op.
     pub(crate) fn step(&mut self, i: usize) -> Result<()> {
@@ -1415,14 +1426,7 @@ pub fn simulate_with(
     if hw.cores.count > 1 {
         return super::cores::simulate_cores(&g, hw, cfg, plan, cancel);
     }
-    let mut sim = Sim::new(&g, hw, cfg, plan)?;
-    for i in 0..g.ops.len() {
-        if i % CANCEL_EVERY == 0 {
-            cancel.check()?;
-        }
-        sim.step(i)?;
-    }
-    Ok(sim.finish())
+    Sim::new(&g, hw, cfg, plan)?.run(cancel)
 }
 
 /// Ops simulated between checks of the cancel token (a check is one
