@@ -48,15 +48,20 @@ fn an_invalid_config_save_names_line_column_and_the_valid_keys() {
         .wait_for(WAIT, |s| s.contains("sched.toml:2:1"))
         .expect("banner with the position");
     assert!(s.contains("unknown field `prefetch`"), "{s}");
-    // The list of valid keys is on screen, wrapped, not cut.
-    for key in ["policy", "prefetch_distance", "recompute"] {
+    // The list of valid keys starts on screen, wrapped, not cut; the
+    // banner says how many more lines `?` shows.
+    for key in ["policy", "prefetch_distance"] {
         assert!(s.contains(&format!("`{key}`")), "{key} missing:\n{s}");
     }
+    assert!(s.contains("? shows all"), "{s}");
     assert!(s.contains("[lru]"), "the last good view stays:\n{s}");
-    // `?` shows the whole message.
+    // `?` shows the whole message, every key included.
     t.send(&["?"]);
     let s = t.wait_for(WAIT, |s| s.contains("`dtype`")).expect("help");
     assert!(s.contains("sched.toml:2:1"), "{s}");
+    for key in ["recompute", "split", "placement"] {
+        assert!(s.contains(&format!("`{key}`")), "{key} missing:\n{s}");
+    }
     t.send(&["q"]);
 }
 
