@@ -51,6 +51,7 @@ fn sweep(pte: &Path, capacities: Vec<u64>) -> spillscope::session::WhatIf {
                 capacities,
                 curve: None,
                 bandwidths: vec![None],
+                cores: Vec::new(),
                 shard: None,
                 knees: true,
             }),

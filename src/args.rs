@@ -138,6 +138,11 @@ pub struct WhatifArgs {
     /// DRAM bandwidths: `20GB/s..60GB/s:20GB/s` or `30GB/s,60GB/s`; default the profile's.
     #[arg(long, value_name = "RANGE")]
     pub bandwidth: Option<String>,
+    /// Core counts sharing the DRAM bus: `1,2,4` or `1..4:1`; default the
+    /// profile's. Capacities are per core; `--split` says how the graph
+    /// is spread (by batch: the batch must divide by every count).
+    #[arg(long, value_name = "LIST")]
+    pub cores: Option<String>,
     /// Hardware profile the sweep varies: a TOML file or a preset (`seed-npu`,
     /// `edge-npu-16m`, `ethos-u65-high-end`, `ethos-u55-high-end-embedded`,
     /// `npu-benchmark`).

@@ -33,6 +33,7 @@ pub fn run(a: &ReportArgs) -> Result<String> {
                 capacities: Vec::new(),
                 curve: Some(CURVE_POINTS),
                 bandwidths: vec![None],
+                cores: Vec::new(),
                 shard: None,
                 knees: true,
             }),

@@ -3,7 +3,9 @@
 use super::args::{SweepFormat, WhatifArgs};
 use spillscope::analysis::runs::{render_table_led, Lead, RunRow, RunsReport};
 use spillscope::analysis::shard::merge;
-use spillscope::analysis::whatif::{grid, parse_bandwidth_range, parse_size_range};
+use spillscope::analysis::whatif::{
+    grid_on_cores, parse_bandwidth_range, parse_cores_range, parse_size_range,
+};
 use spillscope::session::cache::Cache;
 use spillscope::session::{Budgets, Request, Source, Stage, Wants, WhatIfGrid};
 use spillscope::sim::EvictionPolicy;
@@ -12,10 +14,10 @@ use std::io::IsTerminal;
 
 /// CSV of the rows (one header line, then one line per configuration).
 pub fn to_csv(rows: &[RunRow]) -> String {
-    let mut s = String::from("capacity_bytes,policy,read_bandwidth,write_bandwidth,latency_ns,spill_count,spilled_bytes,reloaded_bytes,streamed_in_bytes,streamed_out_bytes,traffic_bytes,stall_ns,peak_live_bytes,peak_resident_bytes,lower_bound_traffic_bytes,lower_bound_method,throughput_fps\n");
+    let mut s = String::from("capacity_bytes,policy,read_bandwidth,write_bandwidth,latency_ns,spill_count,spilled_bytes,reloaded_bytes,streamed_in_bytes,streamed_out_bytes,traffic_bytes,stall_ns,peak_live_bytes,peak_resident_bytes,lower_bound_traffic_bytes,lower_bound_method,throughput_fps,cores,contention_ns\n");
     for r in rows {
         s += &format!(
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.3}\n",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.3},{},{}\n",
             r.capacity_bytes,
             r.policy,
             r.read_bandwidth,
@@ -32,7 +34,9 @@ pub fn to_csv(rows: &[RunRow]) -> String {
             r.peak_resident_bytes,
             r.lower_bound_traffic_bytes,
             r.lower_bound_method.as_str(),
-            r.throughput_fps
+            r.throughput_fps,
+            r.cores,
+            r.contention_ns.unwrap_or(0)
         );
     }
     s
@@ -69,6 +73,14 @@ pub fn run_whatif(a: &WhatifArgs) -> Result<String> {
             .collect(),
         None => vec![None],
     };
+    let cores: Vec<Option<u32>> = match &a.cores {
+        Some(r) => parse_cores_range(r)
+            .map_err(|e| spillscope::Error::Config(format!("--cores {r}: {e}")))?
+            .into_iter()
+            .map(Some)
+            .collect(),
+        None => vec![None],
+    };
     if a.shard.is_some() && a.format != SweepFormat::Json {
         return Err(Error::Config(
             "--shard writes JSON for `spillscope merge`: add --format json".into(),
@@ -81,7 +93,7 @@ pub fn run_whatif(a: &WhatifArgs) -> Result<String> {
         )));
     }
     let policies = spec.policies()?;
-    let total = grid(&capacities, &bandwidths, &policies).len();
+    let total = grid_on_cores(&capacities, &bandwidths, &cores, &policies).len();
     let shown = a.shard.map_or(total, |s| s.range(total).len());
     let bar = (std::io::stderr().is_terminal() && shown > 1).then(|| {
         let pb = indicatif::ProgressBar::new(shown as u64);
@@ -98,6 +110,7 @@ pub fn run_whatif(a: &WhatifArgs) -> Result<String> {
                 capacities,
                 curve: None,
                 bandwidths,
+                cores,
                 shard: a.shard,
                 knees: a.format == SweepFormat::Table,
             }),

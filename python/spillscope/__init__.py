@@ -227,12 +227,15 @@ def whatif(
     config: Optional[Union[str, os.PathLike]] = None,
     shard: Optional[Tuple[int, int]] = None,
     ilp_time: Optional[float] = None,
+    cores: Optional[Sequence[int]] = None,
     **rewrites: Any,
 ) -> List[Dict[str, Any]]:
     """One row per configuration (capacity fastest, then bandwidth, then
-    policy): the rows of ``spillscope whatif --format json``. ``ilp_time``:
-    seconds each capacity's bound may take (``whatif --ilp-time``)."""
-    return json.loads(_whatif_text(model, capacities, policies, bandwidths, hardware, config, shard, ilp_time=ilp_time, **rewrites))["runs"]
+    core count, then policy): the rows of ``spillscope whatif --format
+    json``. ``ilp_time``: seconds each capacity's bound may take (``whatif
+    --ilp-time``); ``cores``: core counts sharing the bus (``whatif
+    --cores``)."""
+    return json.loads(_whatif_text(model, capacities, policies, bandwidths, hardware, config, shard, ilp_time=ilp_time, cores=cores, **rewrites))["runs"]
 
 
 def _whatif_text(
@@ -244,12 +247,13 @@ def _whatif_text(
     config: Optional[Union[str, os.PathLike]],
     shard: Optional[Tuple[int, int]],
     ilp_time: Optional[float] = None,
+    cores: Optional[Sequence[int]] = None,
     **rewrites: Any,
 ) -> str:
     opts = _options(None, policies, hardware, config, None, ilp_time, **rewrites)
     caps = [parse_size(c) for c in capacities]
     with _ModelPath(model) as path:
-        return _native.whatif(path, opts, caps, list(bandwidths) if bandwidths else None, shard)
+        return _native.whatif(path, opts, caps, list(bandwidths) if bandwidths else None, shard, list(cores) if cores else None)
 
 
 def suggest(

@@ -212,7 +212,7 @@ fn load_trace(py: Python<'_>, path: String) -> PyResult<NativeRun> {
 /// The `whatif --format json` document of a sweep (its `shard` slice only
 /// when given), byte for byte. Runs in chunks so Ctrl-C interrupts it.
 #[pyfunction]
-#[pyo3(signature = (model, opts, capacities, bandwidths=None, shard=None))]
+#[pyo3(signature = (model, opts, capacities, bandwidths=None, shard=None, cores=None))]
 fn whatif(
     py: Python<'_>,
     model: String,
@@ -220,6 +220,7 @@ fn whatif(
     capacities: Vec<u64>,
     bandwidths: Option<Vec<f64>>,
     shard: Option<(usize, usize)>,
+    cores: Option<Vec<u32>>,
 ) -> PyResult<String> {
     let (spec, _) = spec_of(&model, &opts, &[EvictionPolicy::Lru])?;
     let o: Value = serde_json::from_str(&opts).map_err(|e| config(format!("options: {e}")))?;
@@ -236,6 +237,11 @@ fn whatif(
         Some(b) if !b.is_empty() => b.into_iter().map(Some).collect(),
         _ => vec![None],
     };
+    let cores: Vec<Option<u32>> = cores
+        .unwrap_or_default()
+        .into_iter()
+        .map(Some)
+        .collect();
     let shard = shard
         .map(|(index, count)| format!("{index}/{count}").parse::<Shard>().map_err(config))
         .transpose()?;
@@ -246,6 +252,7 @@ fn whatif(
                 capacities,
                 curve: None,
                 bandwidths,
+                cores,
                 shard,
                 knees: false,
             }),

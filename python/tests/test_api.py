@@ -136,6 +136,15 @@ def test_errors_carry_the_cli_text(tmp_path):
     assert issubclass(spillscope.ConfigError, spillscope.Error)
 
 
+def test_whatif_sweeps_core_counts_as_the_cli_does():
+    args = ["--capacity", "512KiB,1MiB", "--cores", "1,2", "--ilp-time", "0", "--format", "json"]
+    whole = json.loads(cli("whatif", str(ENCDEC), *args).stdout)["runs"]
+    rows = spillscope.whatif(ENCDEC, capacities=["512KiB", "1MiB"], cores=[1, 2], ilp_time=0)
+    assert rows == whole
+    assert [r.get("cores", 1) for r in rows] == [1, 1, 2, 2]
+    assert all("contention_ns" in r for r in rows[2:])
+
+
 def test_whatif_rows_equal_the_cli_and_shards_merge_byte_for_byte(tmp_path):
     args = ["--capacity", "256KiB..4MiB:256KiB", "--policy", "lru,belady,lifetime", "--format", "json"]
     whole = cli("whatif", str(ENCDEC), *args).stdout

@@ -311,7 +311,7 @@ pub enum Lead {
     Capacity,
 }
 
-const HEADERS: [&str; 14] = [
+const HEADERS: [&str; 15] = [
     "policy",
     "capacity",
     "latency",
@@ -326,12 +326,16 @@ const HEADERS: [&str; 14] = [
     "peak live",
     "bound",
     "gap",
+    "cores",
 ];
 
 /// The contention column, shown only when some run had several cores.
 const CONTENTION: usize = 9;
+/// The cores column, shown only when the runs differ in core count
+/// (`whatif --cores`), after the capacity.
+const CORES: usize = 14;
 
-fn cells(r: &RunRow) -> [String; 14] {
+fn cells(r: &RunRow) -> [String; 15] {
     [
         r.policy.clone(),
         crate::units::fmt_bytes_precise(r.capacity_bytes),
@@ -352,19 +356,28 @@ fn cells(r: &RunRow) -> [String; 14] {
         .cell(),
         r.bound().cell(),
         r.bound().gap_text(r.traffic_bytes),
+        r.cores.to_string(),
     ]
+}
+
+/// Whether the runs differ in core count.
+fn cores_vary(rep: &RunsReport) -> bool {
+    rep.runs.windows(2).any(|w| w[0].cores != w[1].cores)
 }
 
 /// Column order for a lead: capacity first for sweeps; the contention
 /// column only where some run had several cores.
 fn order(lead: Lead, rep: &RunsReport) -> Vec<usize> {
     let multi = rep.runs.iter().any(|r| r.cores > 1);
-    let cols = match lead {
-        Lead::Policy => (0..HEADERS.len()).collect(),
-        Lead::Capacity => std::iter::once(1)
-            .chain(std::iter::once(0))
-            .chain(2..HEADERS.len())
-            .collect::<Vec<_>>(),
+    let cores = cores_vary(rep).then_some(CORES);
+    let cols: Vec<usize> = match lead {
+        Lead::Policy => [0, 1].into_iter().chain(cores).chain(2..CORES).collect(),
+        Lead::Capacity => [1]
+            .into_iter()
+            .chain(cores)
+            .chain([0])
+            .chain(2..CORES)
+            .collect(),
     };
     cols.into_iter()
         .filter(|&i| multi || i != CONTENTION)
@@ -438,20 +451,14 @@ const LEGEND: &str = "traffic = evicted out (write-backs of evictions) + reloade
 /// Ops per core of a multi-core run (its ops' units `core{c}`); empty for
 /// one core.
 fn ops_per_core(tr: &Trace) -> Vec<u64> {
-    let cores = tr.summary.cores as usize;
+    let cores = tr.summary.cores;
     if cores < 2 {
         return Vec::new();
     }
-    let mut n = vec![0u64; cores];
+    let mut n = vec![0u64; cores as usize];
     for o in &tr.ops {
-        let core = o
-            .unit
-            .as_ref()
-            .and_then(|u| u.as_str().strip_prefix("core"))
-            .and_then(|c| c.split('/').next())
-            .and_then(|c| c.parse::<usize>().ok());
-        if let Some(c) = core.filter(|&c| c < cores) {
-            n[c] += 1;
+        if let Some(c) = super::cores::core_of(o).filter(|&c| c < cores) {
+            n[c as usize] += 1;
         }
     }
     n
@@ -472,10 +479,19 @@ fn placement_line(rep: &RunsReport) -> Option<String> {
     if multi.iter().all(|r| r.ops_per_core == first.ops_per_core) {
         Some(format!("ops per core: {}\n", list(first)))
     } else {
-        let each: Vec<String> = multi
-            .iter()
-            .map(|r| format!("{} {}", r.policy, list(r)))
-            .collect();
+        let vary = cores_vary(rep);
+        let mut each: Vec<String> = Vec::new();
+        for r in &multi {
+            let label = if vary {
+                format!("{} on {} cores", r.policy, r.cores)
+            } else {
+                r.policy.clone()
+            };
+            let item = format!("{label} {}", list(r));
+            if !each.contains(&item) {
+                each.push(item);
+            }
+        }
         Some(format!("ops per core: {}\n", each.join("; ")))
     }
 }

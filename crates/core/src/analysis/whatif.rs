@@ -68,33 +68,87 @@ fn parse_range(text: &str, one: impl Fn(&str) -> Result<f64>) -> Result<Vec<f64>
     Ok(out)
 }
 
+/// Parses a list of core counts: `1,2,4` or `1..8:1` (each 1 or more).
+pub fn parse_cores_range(text: &str) -> Result<Vec<u32>> {
+    let v = parse_range(text, |s| {
+        s.parse::<u32>()
+            .map(f64::from)
+            .map_err(|_| Error::Config(format!("{s:?} is not a core count (1, 2, ...)")))
+    })?;
+    v.into_iter()
+        .map(|x| {
+            let k = x.round() as u32;
+            if k == 0 || k > crate::cost::hardware::MAX_CORES {
+                Err(Error::Config(format!(
+                    "{k} cores: from 1 to {}",
+                    crate::cost::hardware::MAX_CORES
+                )))
+            } else {
+                Ok(k)
+            }
+        })
+        .collect()
+}
+
 /// One point of a sweep.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Point {
     pub capacity_bytes: u64,
     pub bandwidth: Option<f64>,
+    /// Cores on the bus (`whatif --cores`); `None`: the profile's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cores: Option<u32>,
     pub policy: EvictionPolicy,
 }
 
-/// Every combination, capacity varying fastest.
+/// Every combination, capacity varying fastest, on the profile's cores.
 pub fn grid(
     capacities: &[u64],
     bandwidths: &[Option<f64>],
     policies: &[EvictionPolicy],
 ) -> Vec<Point> {
+    grid_on_cores(capacities, bandwidths, &[None], policies)
+}
+
+/// Every combination, capacity varying fastest, then bandwidth, then
+/// core count (`None`: the profile's), then policy.
+pub fn grid_on_cores(
+    capacities: &[u64],
+    bandwidths: &[Option<f64>],
+    cores: &[Option<u32>],
+    policies: &[EvictionPolicy],
+) -> Vec<Point> {
     let mut v = Vec::new();
     for &policy in policies {
-        for &bandwidth in bandwidths {
-            for &capacity_bytes in capacities {
-                v.push(Point {
-                    capacity_bytes,
-                    bandwidth,
-                    policy,
-                });
+        for &cores in cores {
+            for &bandwidth in bandwidths {
+                for &capacity_bytes in capacities {
+                    v.push(Point {
+                        capacity_bytes,
+                        bandwidth,
+                        cores,
+                        policy,
+                    });
+                }
             }
         }
     }
     v
+}
+
+impl Point {
+    /// The hardware of this point: `hw` at its capacity, bandwidth and
+    /// core count.
+    pub fn hardware(&self, hw: &HardwareProfile) -> Result<HardwareProfile> {
+        let mut h = hw.clone().with_capacity(self.capacity_bytes)?;
+        if let Some(b) = self.bandwidth {
+            h = h.with_bandwidth(b);
+        }
+        if let Some(k) = self.cores {
+            h = h.with_cores(k)?;
+        }
+        Ok(h)
+    }
 }
 
 /// Simulates every point in parallel; `tick` is called as each finishes.
@@ -120,10 +174,7 @@ pub fn run_with(
     points
         .par_iter()
         .map(|p| {
-            let mut h = hw.clone().with_capacity(p.capacity_bytes)?;
-            if let Some(b) = p.bandwidth {
-                h = h.with_bandwidth(b);
-            }
+            let h = p.hardware(hw)?;
             let cfg = SimConfig {
                 policy: p.policy,
                 ..base.clone()
@@ -281,12 +332,14 @@ pub fn zero_traffic_capacity_with(
     }
 }
 
-/// The knee of one capacity curve (rows of one policy and bandwidth, in
-/// capacity order), with the searched zero-traffic capacity.
+/// The knee of one capacity curve (rows of one policy, bandwidth and core
+/// count, in capacity order), with the searched zero-traffic capacity.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Knee {
     pub policy: String,
     pub bandwidth: f64,
+    /// Cores on the bus of the curve (capacities are per core).
+    pub cores: u32,
     /// Smallest capacity with no spill traffic at all (searched on the
     /// simulator to within 1 %), if any.
     pub zero_spill_capacity: Option<u64>,
@@ -296,14 +349,22 @@ pub struct Knee {
     pub text: String,
 }
 
+/// One policy's zero-traffic search on one core count, for [`knees`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Searched {
+    pub policy: EvictionPolicy,
+    pub cores: u32,
+    pub zero: Option<ZeroTraffic>,
+}
+
 /// The zero-traffic search for each non-ideal policy of `policies` (in
-/// parallel), for [`knees`].
+/// parallel) on `hw`'s cores, for [`knees`].
 pub fn search_knees(
     g: &Graph,
     hw: &HardwareProfile,
     base: &SimConfig,
     policies: &[EvictionPolicy],
-) -> Result<Vec<(EvictionPolicy, Option<ZeroTraffic>)>> {
+) -> Result<Vec<Searched>> {
     search_knees_with(g, hw, base, policies, default_runner!())
 }
 
@@ -314,7 +375,7 @@ pub fn search_knees_with(
     base: &SimConfig,
     policies: &[EvictionPolicy],
     runner: Runner,
-) -> Result<Vec<(EvictionPolicy, Option<ZeroTraffic>)>> {
+) -> Result<Vec<Searched>> {
     policies
         .par_iter()
         .filter(|&&p| p != EvictionPolicy::Ideal)
@@ -323,26 +384,34 @@ pub fn search_knees_with(
                 policy: p,
                 ..base.clone()
             };
-            zero_traffic_capacity_with(g, hw, &cfg, runner).map(|z| (p, z))
+            zero_traffic_capacity_with(g, hw, &cfg, runner).map(|zero| Searched {
+                policy: p,
+                cores: hw.cores.count.max(1),
+                zero,
+            })
         })
         .collect()
 }
 
 /// The knee of each curve of `rows` (ideal has none: it never spills), with
-/// the searched zero-traffic capacity of its policy from `searched`.
-pub fn knees(rows: &[RunRow], searched: &[(EvictionPolicy, Option<ZeroTraffic>)]) -> Vec<Knee> {
-    let mut keys: Vec<(String, u64)> = Vec::new();
+/// the searched zero-traffic capacity of its policy and core count from
+/// `searched`. A sweep over several core counts says which each is for.
+pub fn knees(rows: &[RunRow], searched: &[Searched]) -> Vec<Knee> {
+    let mut keys: Vec<(String, u64, u32)> = Vec::new();
     for r in rows.iter().filter(|r| r.policy != "ideal") {
-        let k = (r.policy.clone(), r.read_bandwidth.to_bits());
+        let k = (r.policy.clone(), r.read_bandwidth.to_bits(), r.cores);
         if !keys.contains(&k) {
             keys.push(k);
         }
     }
+    let several = keys.iter().any(|k| k.2 != keys[0].2);
     keys.into_iter()
-        .filter_map(|(policy, bw)| {
+        .filter_map(|(policy, bw, cores)| {
             let mut curve: Vec<&RunRow> = rows
                 .iter()
-                .filter(|r| r.policy == policy && r.read_bandwidth.to_bits() == bw)
+                .filter(|r| {
+                    r.policy == policy && r.read_bandwidth.to_bits() == bw && r.cores == cores
+                })
                 .collect();
             curve.sort_by_key(|r| r.capacity_bytes);
             let best = curve.iter().map(|r| r.latency_ns).min()?;
@@ -351,26 +420,36 @@ pub fn knees(rows: &[RunRow], searched: &[(EvictionPolicy, Option<ZeroTraffic>)]
                 .find(|r| r.latency_ns as f64 <= best as f64 * 1.01)?;
             let zero = searched
                 .iter()
-                .find(|(p, _)| p.as_str() == policy)
-                .and_then(|(_, z)| z.as_ref());
+                .find(|s| s.policy.as_str() == policy && s.cores == cores)
+                .and_then(|s| s.zero.as_ref());
             let near = format!(
                 "within 1 % of the best latency tried ({}) from {}",
                 fmt_ms(best),
                 crate::units::fmt_bytes_precise(knee.capacity_bytes)
             );
+            let who = if several {
+                format!(
+                    "{policy} on {}",
+                    crate::units::count(u64::from(cores), "core")
+                )
+            } else {
+                policy.clone()
+            };
+            let per = if cores > 1 { " per core" } else { "" };
             let text = match zero {
                 Some(z) => format!(
-                    "{policy}: spill traffic drops to 0 at {} (1 % less still moves {}); {near}",
+                    "{who}: spill traffic drops to 0 at {}{per} (1 % less still moves {}); {near}",
                     crate::units::fmt_bytes_precise(z.capacity_bytes),
                     fmt_bytes(z.below_traffic_bytes)
                 ),
                 None => {
-                    format!("{policy}: spill traffic at every capacity up to 256x the peak; {near}")
+                    format!("{who}: spill traffic at every capacity up to 256x the peak; {near}")
                 }
             };
             Some(Knee {
                 policy,
                 bandwidth: f64::from_bits(bw),
+                cores,
                 zero_spill_capacity: zero.map(|z| z.capacity_bytes),
                 knee_capacity: knee.capacity_bytes,
                 knee_latency_ns: knee.latency_ns,

@@ -520,7 +520,9 @@ impl<'a> Job<'a> {
     /// then the knees.
     fn whatif(&mut self, req: &Request, g: &Graph, r: &Resolved, grid: &WhatIfGrid) -> Result<()> {
         use crate::analysis::shard::ShardInfo;
-        use crate::analysis::whatif::{grid as points_of, knees, run_with, search_knees_with};
+        use crate::analysis::whatif::{
+            grid_on_cores as points_of, knees, run_with, search_knees_with,
+        };
         use rayon::prelude::*;
         let capacities = match grid.curve {
             Some(n) => self.curve(&r.hardware, n),
@@ -529,7 +531,12 @@ impl<'a> Job<'a> {
         if capacities.contains(&0) {
             return Err(Error::Hardware("capacity must be greater than zero".into()));
         }
-        let all = points_of(&capacities, &grid.bandwidths, &r.policies);
+        let core_counts = if grid.cores.is_empty() {
+            vec![None]
+        } else {
+            grid.cores.clone()
+        };
+        let all = points_of(&capacities, &grid.bandwidths, &core_counts, &r.policies);
         let info = grid.shard.map(|s| ShardInfo {
             index: s.index,
             count: s.count,
@@ -542,15 +549,30 @@ impl<'a> Job<'a> {
         };
         let cache = req.cache.as_ref();
         let whole = prepare_graph(g, &r.config)?;
-        let per_core = crate::sim::cores::core_graph(&whole, &r.hardware, &r.config)?;
-        let one_graph = per_core.is_some();
-        let prepared = per_core.unwrap_or(std::borrow::Cow::Borrowed(&whole));
-        let cores = r.hardware.cores.count;
-        let mut capacities: Vec<u64> = points.iter().map(|p| p.capacity_bytes).collect();
-        capacities.sort_unstable();
-        capacities.dedup();
+        // Each core count's graph per core (`None`: a graph split, which
+        // has no one graph to bound), checked before any run.
+        let mut per_cores: Vec<(u32, Option<Graph>)> = Vec::new();
+        for p in points {
+            let k = p.cores.unwrap_or(r.hardware.cores.count).max(1);
+            if per_cores.iter().all(|(c, _)| *c != k) {
+                let hw = r.hardware.clone().with_cores(k)?;
+                let one = crate::sim::cores::core_graph(&whole, &hw, &r.config)?
+                    .map(std::borrow::Cow::into_owned);
+                per_cores.push((k, one));
+            }
+        }
+        let mut keys: Vec<(u64, u32)> = points
+            .iter()
+            .map(|p| {
+                let k = p.cores.unwrap_or(r.hardware.cores.count).max(1);
+                (p.capacity_bytes, k)
+            })
+            .filter(|(_, k)| per_cores.iter().any(|(c, g)| c == k && g.is_some()))
+            .collect();
+        keys.sort_unstable();
+        keys.dedup();
         let planned = r.policies.contains(&EvictionPolicy::Planned);
-        let bounded = req.budgets.whatif_bound_s > 0.0 && r.hardware.is_single_pool() && one_graph;
+        let bounded = req.budgets.whatif_bound_s > 0.0 && r.hardware.is_single_pool();
         // The same program `sim` solves at each capacity (plan included),
         // so a what-if row and `sim` at that capacity share one solve.
         let limits = OptimumLimits {
@@ -559,7 +581,7 @@ impl<'a> Job<'a> {
         };
         let planner = SessionPlanner::new(cache, req.budgets.plan_s);
         let done = std::sync::atomic::AtomicUsize::new(0);
-        let total = points.len() + if bounded { capacities.len() } else { 0 };
+        let total = points.len() + if bounded { keys.len() } else { 0 };
         let (post, generation) = (self.post, self.generation);
         let tick = || {
             let d = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
@@ -570,18 +592,25 @@ impl<'a> Job<'a> {
                 total,
             }))
         };
-        let bounds: Vec<(u64, Optimum)> = if bounded {
-            capacities
-                .par_iter()
-                .map(|&c| {
+        // Each (capacity, cores) bound: one core's graph's, times the cores.
+        let bounds: Vec<((u64, u32), Optimum)> = if bounded {
+            keys.par_iter()
+                .map(|&(c, k)| {
+                    let Some(prepared) = per_cores
+                        .iter()
+                        .find(|(n, _)| *n == k)
+                        .and_then(|(_, g)| g.as_ref())
+                    else {
+                        return Err(Error::Config(format!("no graph per core at {k} cores")));
+                    };
                     let hw = r.hardware.clone().with_capacity(c)?;
                     let pool = PoolSize::of(&hw);
-                    let o = optimum(cache, &prepared, pool, limits, &self.cancel, &|_, _| {})?;
+                    let o = optimum(cache, prepared, pool, limits, &self.cancel, &|_, _| {})?;
                     if planned {
-                        planner.know(&prepared, pool, o.plan.clone());
+                        planner.know(prepared, pool, o.plan.clone());
                     }
                     tick();
-                    Ok((c, o.times(cores)))
+                    Ok(((c, k), o.times(k)))
                 })
                 .collect::<Result<_>>()?
         } else {
@@ -599,7 +628,8 @@ impl<'a> Job<'a> {
                 if row.policy == "ideal" || !single {
                     return row;
                 }
-                match bounds.iter().find(|(c, _)| *c == row.capacity_bytes) {
+                let key = (row.capacity_bytes, row.cores.max(1));
+                match bounds.iter().find(|(k, _)| *k == key) {
                     Some((_, o)) => {
                         let b = row.bound().refined(o);
                         row.with_bound(b)
@@ -612,7 +642,12 @@ impl<'a> Job<'a> {
             })
             .collect();
         let searched = if grid.knees {
-            search_knees_with(g, &r.hardware, &r.config, &r.policies, runner)?
+            let mut all = Vec::new();
+            for (k, _) in &per_cores {
+                let hw = r.hardware.clone().with_cores(*k)?;
+                all.extend(search_knees_with(g, &hw, &r.config, &r.policies, runner)?);
+            }
+            all
         } else {
             Vec::new()
         };

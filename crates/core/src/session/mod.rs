@@ -10,7 +10,7 @@
 //! | `bound` | the exact program at the run's capacity: LP / windowed / proven minimum, raising every run's bound | [`Budgets::bound_s`] (5 s, `--ilp-time`) |
 //! | `planned` | the planned run, following the bound's plan | (the bound's solve) |
 //! | `suggest` | the primary run's suggestions, each candidate re-simulated; a candidate on another graph or capacity under `planned` solves its own plan | [`Budgets::plan_s`] (1 s) per such plan |
-//! | `what-if` | on request: a grid of capacities x bandwidths x policies, each capacity's bound (the program `sim` solves there, shared with it) | [`Budgets::whatif_bound_s`] (5 s) per capacity, in parallel |
+//! | `what-if` | on request: a grid of capacities x bandwidths x core counts x policies, each capacity's (and core count's) bound (the program `sim` solves there, shared with it) | [`Budgets::whatif_bound_s`] (5 s) per capacity, in parallel |
 //!
 //! Every stage is cancellable: a newer request (a new spec, a file change)
 //! cancels the running job's token, and the job stops within one solver
@@ -118,6 +118,8 @@ pub struct WhatIfGrid {
     /// capacity, if higher): the report's what-if curve.
     pub curve: Option<usize>,
     pub bandwidths: Vec<Option<f64>>,
+    /// Core counts (`None`: the profile's); empty means the profile's.
+    pub cores: Vec<Option<u32>>,
     /// Only this slice of the grid (`whatif --shard K/N`).
     pub shard: Option<crate::analysis::shard::Shard>,
     /// Also search each policy's zero-traffic capacity (the knees).
