@@ -1,6 +1,8 @@
 //! Simulation speed: ResNet-50 at batch 8 (the bundled shapes-only ONNX)
-//! under each policy on the seed profile, and all four in a row.
-//! Run: `cargo bench --bench sim`.
+//! under each policy on the seed profile, and all four in a row; then the
+//! same batch spread over several cores sharing the bus (LRU, 4 MiB per
+//! core: each core's lockstep run plus its run alone on the bus, for the
+//! contention split). Run: `cargo bench --bench sim`.
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use spillscope::cost::HardwareProfile;
@@ -35,6 +37,29 @@ fn bench(c: &mut Criterion) {
             }
         })
     });
+    group.finish();
+    let mut group = c.benchmark_group("resnet50_b8_4MiB_per_core_lru");
+    group.sample_size(10);
+    let cfg = SimConfig::with_policy(EvictionPolicy::Lru);
+    let graph_split = SimConfig {
+        split: spillscope::sim::config::Split::Graph,
+        ..cfg.clone()
+    };
+    for (name, cores, cfg) in [
+        ("1_core", 1, &cfg),
+        ("2_cores_batch", 2, &cfg),
+        ("4_cores_batch", 4, &cfg),
+        ("2_cores_graph", 2, &graph_split),
+    ] {
+        let hw = hw
+            .clone()
+            .with_capacity(4 << 20)
+            .and_then(|h| h.with_cores(cores))
+            .unwrap();
+        group.bench_function(name, |b| {
+            b.iter(|| simulate(black_box(&g), &hw, cfg).unwrap())
+        });
+    }
     group.finish();
 }
 

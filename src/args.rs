@@ -559,6 +559,11 @@ pub struct SimArgs {
     /// Overwrite existing output files.
     #[arg(long)]
     pub force: bool,
+    /// With `--split graph`: write where each op ran as a schedule
+    /// config (`split = "graph"` and its `[placement]`), to pin or edit
+    /// the placement and pass it back with `--config`.
+    #[arg(long, value_name = "SCHED.toml")]
+    pub write_placement: Option<PathBuf>,
     #[command(flatten)]
     pub session: SessionOpts,
     /// Output format of the summary on stdout.

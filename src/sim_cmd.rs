@@ -118,6 +118,15 @@ pub fn run(a: &SimArgs) -> Result<String> {
             spillscope::output::check_writable(&output_path_for(out, p, several), a.force)?;
         }
     }
+    if let Some(path) = &a.write_placement {
+        let graph_split = spec.split()? == spillscope::sim::config::Split::Graph;
+        if !graph_split || spec.resolve_hardware()?.cores.count < 2 {
+            return Err(spillscope::Error::Config(
+                "--write-placement: only a graph split places ops on cores (add --cores N --split graph)".into(),
+            ));
+        }
+        spillscope::output::check_writable(path, a.force)?;
+    }
     let request = Request {
         source: Source::Model(Box::new(spec)),
         wants: Wants {
@@ -148,6 +157,9 @@ pub fn run(a: &SimArgs) -> Result<String> {
             return Ok(String::new());
         }
     }
+    if let (Some(path), Some(run)) = (&a.write_placement, outcome.runs.first()) {
+        write_placement(path, &run.trace, a.force)?;
+    }
     let rep = outcome.report(&g.name);
     if a.format == Format::Json {
         if !notes.is_empty() {
@@ -156,4 +168,21 @@ pub fn run(a: &SimArgs) -> Result<String> {
         return Ok(render(&rep, a.format));
     }
     Ok(render(&rep, a.format) + &notes)
+}
+
+/// `sim --write-placement`: the run's placement as a schedule config.
+fn write_placement(path: &Path, tr: &spillscope::trace::Trace, force: bool) -> Result<()> {
+    let placement = spillscope::analysis::cores::placement(tr);
+    let file = spillscope::sim::ScheduleFile {
+        split: Some(spillscope::sim::config::Split::Graph),
+        placement,
+        ..Default::default()
+    };
+    let text = format!(
+        "# written by `spillscope sim --write-placement`: where the list schedule\n# placed each op of {} on {} cores; edit a line to move an op, then\n# pass this file with --config (ops left out are placed by the schedule).\n{}",
+        tr.meta.model,
+        tr.summary.cores,
+        file.to_toml()
+    );
+    spillscope::output::write_atomic(path, &text, force)
 }

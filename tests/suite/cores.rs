@@ -367,3 +367,267 @@ fn a_placement_pins_ops_and_one_core_ignores_the_split() {
     assert_eq!(a.summary, b.summary);
     assert_eq!(a.events, b.events);
 }
+
+/// `whatif --cores 1,2,4`: one row per core count at each capacity, each
+/// the figures `simulate` gives on that many cores (contention included);
+/// the table gains a cores column and each core count its own knee.
+#[test]
+fn whatif_sweeps_core_counts() {
+    let model =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/encoder_decoder.json");
+    let run = |format: &str| {
+        let o = assert_cmd::Command::cargo_bin("spillscope")
+            .unwrap()
+            .args([
+                "whatif",
+                model.to_str().unwrap(),
+                "--capacity",
+                "512KiB,1MiB",
+            ])
+            .args(["--cores", "1,2,4", "--ilp-time", "0", "--format", format])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8(o.stdout).unwrap()
+    };
+    let v: serde_json::Value = serde_json::from_str(&run("json")).unwrap();
+    let runs = v["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 6);
+    let g = encdec();
+    let cfg = SimConfig::with_policy(EvictionPolicy::Lru);
+    let mut contended = 0;
+    for (i, (cores, cap)) in [1u32, 2, 4]
+        .iter()
+        .flat_map(|&k| [(k, 512u64 << 10), (k, 1 << 20)])
+        .enumerate()
+    {
+        let r = &runs[i];
+        let tr = simulate(&g, &hw(cap, cores), &cfg).unwrap();
+        let what = format!("{cores} cores at {cap}");
+        assert_eq!(r["capacity_bytes"], cap, "{what}");
+        assert_eq!(r["cores"].as_u64().unwrap_or(1), u64::from(cores), "{what}");
+        assert_eq!(r["latency_ns"], tr.summary.latency_ns, "{what}");
+        assert_eq!(r["traffic_bytes"], tr.summary.traffic_bytes, "{what}");
+        if cores > 1 {
+            assert_eq!(r["contention_ns"], tr.summary.contention_ns, "{what}");
+            contended += u64::from(tr.summary.contention_ns > 0);
+        } else {
+            assert!(r.get("contention_ns").is_none(), "{what}");
+        }
+    }
+    assert!(contended > 0, "no row had contention");
+    let table = run("table");
+    let head: Vec<&str> = table.lines().nth(1).unwrap().split_whitespace().collect();
+    assert_eq!(head[..3], ["capacity", "cores", "policy"], "{table}");
+    assert!(table.contains("contention"), "{table}");
+    for k in [1, 2, 4] {
+        let noun = if k == 1 { "core" } else { "cores" };
+        assert!(table.contains(&format!("lru on {k} {noun}: ")), "{table}");
+    }
+    let csv = run("csv");
+    assert!(
+        csv.lines()
+            .next()
+            .unwrap()
+            .ends_with(",cores,contention_ns"),
+        "{csv}"
+    );
+    assert_eq!(
+        csv.lines().nth(3).unwrap().split(',').nth(17),
+        Some("2"),
+        "{csv}"
+    );
+}
+
+/// On several cores, `suggest` re-simulates the other split and half and
+/// twice the cores, listing each that saves time with the simulator's
+/// figures: on the encoder-decoder at 1 MiB per core, 4 cores split by
+/// batch are slower than 2 (their spills collide on the bus), so from 4
+/// cores going down to 2 is suggested and from 2 going up to 4 is not;
+/// from a graph split, splitting by batch saves time and is a line a
+/// schedule config can hold.
+#[test]
+fn suggest_proposes_a_core_count_and_a_split() {
+    use spillscope::analysis::suggest::{noise_floor_ns, suggest, Change};
+    use spillscope::sim::config::Split;
+    let g = encdec();
+    let cfg = SimConfig::with_policy(EvictionPolicy::Lru);
+    let lat = |k: u32, c: &SimConfig| simulate(&g, &hw(1 << 20, k), c).unwrap().summary.latency_ns;
+    let (two, four) = (lat(2, &cfg), lat(4, &cfg));
+    assert!(four > two + noise_floor_ns(four), "{four} vs {two}");
+    let s = suggest(&g, &hw(1 << 20, 4), &cfg).unwrap();
+    let down = s
+        .suggestions
+        .iter()
+        .find(|x| matches!(x.change, Change::Cores { count: 2, .. }))
+        .expect("2 cores suggested");
+    assert_eq!(down.run.latency_ns, two);
+    assert_eq!(down.gain_ns, four as i64 - two as i64);
+    assert!(
+        down.description
+            .starts_with("2 cores (from 4), split by batch; ")
+            && down.description.contains("waiting for the shared bus"),
+        "{}",
+        down.description
+    );
+    let how = spillscope::report::change::how(&down.change);
+    assert!(how.starts_with("--cores 2 --split batch"), "{how}");
+    assert!(down.sim_config.is_none(), "a core count is hardware");
+    let dir = tempfile::tempdir().unwrap();
+    let sched = dir.path().join("s.toml");
+    let err = spillscope::run::apply_change(&sched, &down.change).unwrap_err();
+    assert!(err.to_string().contains("--cores"), "{err}");
+    let s = suggest(&g, &hw(1 << 20, 2), &cfg).unwrap();
+    assert!(s
+        .suggestions
+        .iter()
+        .all(|x| !matches!(x.change, Change::Cores { count: 4, .. })));
+    let h = hw(1 << 20, 2);
+    let base = simulate(&g, &h, &cfg).unwrap();
+    // From a graph split: by batch is faster, and the config can say so.
+    let by_graph = SimConfig {
+        split: Split::Graph,
+        ..cfg.clone()
+    };
+    let s = suggest(&g, &h, &by_graph).unwrap();
+    let split = s
+        .suggestions
+        .iter()
+        .find(|x| {
+            x.change
+                == Change::Split {
+                    split: Split::Batch,
+                }
+        })
+        .expect("split by batch suggested");
+    assert_eq!(split.run.latency_ns, base.summary.latency_ns);
+    assert_eq!(split.sim_config.as_ref().unwrap().split, Split::Batch);
+    spillscope::run::apply_change(&sched, &split.change).unwrap();
+    let text = std::fs::read_to_string(&sched).unwrap();
+    assert!(text.contains("split = \"batch\""), "{text}");
+    // One core has no core changes to suggest.
+    let one = suggest(&g, &hw(1 << 20, 1), &cfg).unwrap();
+    assert!(one
+        .suggestions
+        .iter()
+        .all(|x| !matches!(x.change, Change::Cores { .. } | Change::Split { .. })));
+}
+
+fn cli(args: &[&str]) -> String {
+    let o = assert_cmd::Command::cargo_bin("spillscope")
+        .unwrap()
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8(o.stdout).unwrap()
+}
+
+/// The placement is reported (per core in `report`, op by op with
+/// `sim --write-placement`) and what is written pins the same run when
+/// passed back with `--config`; the report's per-core rows add up to the
+/// run's ops, stall and contention.
+#[test]
+fn the_placement_is_reported_and_pins_the_same_run() {
+    let model = "tests/data/encoder_decoder.json";
+    let dir = tempfile::tempdir().unwrap();
+    let sched = dir.path().join("placed.toml");
+    let s = sched.to_str().unwrap();
+    let base = [
+        "sim",
+        model,
+        "--capacity",
+        "1MiB",
+        "--policy",
+        "lru",
+        "--cores",
+        "2",
+    ];
+    let json = |extra: &[&str]| -> serde_json::Value {
+        let args: Vec<&str> = base.iter().chain(extra).copied().collect();
+        serde_json::from_str(&cli(&args)).unwrap()
+    };
+    let first = json(&[
+        "--split",
+        "graph",
+        "--write-placement",
+        s,
+        "--format",
+        "json",
+    ]);
+    let file = spillscope::sim::ScheduleFile::load(&sched).unwrap();
+    let g = encdec();
+    assert_eq!(file.placement.len(), g.ops.len());
+    assert!(file.placement.values().all(|&c| c < 2));
+    for o in &g.ops {
+        assert!(file.placement.contains_key(o.name.as_str()), "{}", o.name);
+    }
+    let counts = first["runs"][0]["ops_per_core"].clone();
+    let n0 = file.placement.values().filter(|&&c| c == 0).count();
+    assert_eq!(counts[0], n0 as u64, "{counts}");
+    // The file holds split = "graph": no --split needed to rerun it.
+    let again = json(&["--config", s, "--format", "json"]);
+    for k in [
+        "latency_ns",
+        "traffic_bytes",
+        "stall_ns",
+        "contention_ns",
+        "ops_per_core",
+    ] {
+        assert_eq!(first["runs"][0][k], again["runs"][0][k], "{k}");
+    }
+    // Refused where there is no placement, before anything runs.
+    let o = assert_cmd::Command::cargo_bin("spillscope")
+        .unwrap()
+        .args(base)
+        .args([
+            "--write-placement",
+            dir.path().join("x.toml").to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success() && err.contains("--split graph"),
+        "{err}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    // The report's Cores section: one row per core, adding up.
+    let (_, tr) = graph_split(2, 1 << 20, EvictionPolicy::Lru);
+    let rep = spillscope::analysis::report::build(&tr);
+    assert_eq!(rep.cores.len(), 2);
+    assert_eq!(
+        rep.cores.iter().map(|c| c.ops).sum::<u64>(),
+        tr.ops.len() as u64
+    );
+    assert_eq!(
+        rep.cores.iter().map(|c| c.stall_ns).sum::<u64>(),
+        tr.summary.stall_ns
+    );
+    assert_eq!(
+        rep.cores.iter().map(|c| c.contention_ns).sum::<u64>(),
+        tr.summary.contention_ns
+    );
+    assert_eq!(
+        rep.cores.iter().map(|c| c.traffic_bytes).sum::<u64>(),
+        tr.summary.traffic_bytes
+    );
+    assert_eq!(rep.split, Some(spillscope::sim::config::Split::Graph));
+    let md = spillscope::report::markdown::to_markdown(&rep);
+    for want in [
+        "## Cores",
+        "| core0 ",
+        "bus wait",
+        "of which bus contention",
+        "split by graph",
+        "--write-placement",
+    ] {
+        assert!(md.contains(want), "{want}:\n{md}");
+    }
+    let html = spillscope::report::html::to_html(&rep);
+    assert!(html.contains("Cores") && html.contains("bus wait"), "html");
+}

@@ -285,6 +285,16 @@ impl RunSpec {
         })
     }
 
+    /// How several cores share the run: the flag's, else the config's,
+    /// else by batch (read before anything runs, to check outputs).
+    pub fn split(&self) -> Result<crate::sim::config::Split> {
+        let mut config = SimConfig::default();
+        if let Some(f) = self.schedule_file()? {
+            config = f.apply(config);
+        }
+        Ok(self.flags.apply(config).split)
+    }
+
     /// The policies this spec runs: the flags', else the config's, else
     /// the default (read before anything runs, to check outputs).
     pub fn policies(&self) -> Result<Vec<EvictionPolicy>> {
@@ -351,6 +361,13 @@ pub fn apply_change(path: &Path, change: &crate::analysis::suggest::Change) -> R
                     .into(),
             ))
         }
+        Change::Cores { .. } => {
+            return Err(Error::Config(
+                "a core count is hardware, not a schedule choice: rerun with --cores and --split (or edit the hardware profile's [cores])"
+                    .into(),
+            ))
+        }
+        Change::Split { split } => doc["split"] = value(split.as_str()),
         Change::Pin { tensor } => {
             let mut pins: Vec<String> = doc
                 .get("pins")

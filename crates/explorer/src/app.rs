@@ -1023,6 +1023,12 @@ impl App {
                 "a capacity is hardware: rerun with --capacity (the config cannot set it)".into();
             return None;
         }
+        if let Change::Cores { .. } = x.change {
+            self.status =
+                "a core count is hardware: rerun with --cores and --split (the config cannot set it)"
+                    .into();
+            return None;
+        }
         Some(Effect::Apply(x.change.clone()))
     }
 

@@ -9,6 +9,7 @@
 
 pub mod calibrate;
 pub mod classify;
+pub mod cores;
 pub mod diff;
 pub mod executorch;
 pub mod figures;

@@ -186,6 +186,13 @@ pub struct Report {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub calibrate: Option<String>,
     pub series: Series,
+    /// Each core's share of a multi-core run (empty on one core).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cores: Vec<super::cores::CoreRow>,
+    /// How a multi-core run spread over its cores, when the trace records
+    /// its config.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub split: Option<crate::sim::config::Split>,
 }
 
 fn downsample(samples: &[(u64, f64)], n: usize) -> Vec<(u64, f64)> {
@@ -429,5 +436,10 @@ pub fn build_with(tr: &Trace, extra: Resimulated) -> Report {
         notes,
         calibrate,
         series,
+        cores: super::cores::per_core(tr, &hs),
+        split: (tr.summary.cores > 1)
+            .then(|| crate::sim::settings::settings(&tr.meta.producer))
+            .flatten()
+            .map(|(_, cfg)| cfg.split),
     }
 }

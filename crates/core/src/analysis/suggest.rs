@@ -7,6 +7,7 @@ use super::roundtrips::{round_trips, Out};
 use super::runs::RunRow;
 use crate::cost::HardwareProfile;
 use crate::graph::{transform, Graph};
+use crate::sim::config::Split;
 use crate::sim::{
     prepare_graph, ActivationDtype, EvictionPolicy, RecomputeSpec, Runner, SimConfig, SolveEach,
     WeightMode,
@@ -49,6 +50,16 @@ pub enum Change {
     Reorder {
         order: transform::OrderSpec,
     },
+    /// Another number of cores on the bus, spread by `split` (hardware:
+    /// the count is the profile's, the split the schedule's).
+    Cores {
+        count: u32,
+        split: Split,
+    },
+    /// Another way to spread the run over the same cores.
+    Split {
+        split: Split,
+    },
 }
 
 /// The kind of a [`Change`], for sorting, filtering and labels.
@@ -64,6 +75,8 @@ pub enum ChangeKind {
     Fuse,
     Recompute,
     Reorder,
+    Cores,
+    Split,
 }
 
 impl ChangeKind {
@@ -78,6 +91,8 @@ impl ChangeKind {
             ChangeKind::Fuse => "fuse",
             ChangeKind::Recompute => "recompute",
             ChangeKind::Reorder => "reorder",
+            ChangeKind::Cores => "cores",
+            ChangeKind::Split => "split",
         }
     }
 }
@@ -94,6 +109,8 @@ impl Change {
             Change::Fuse => ChangeKind::Fuse,
             Change::Recompute { .. } => ChangeKind::Recompute,
             Change::Reorder { .. } => ChangeKind::Reorder,
+            Change::Cores { .. } => ChangeKind::Cores,
+            Change::Split { .. } => ChangeKind::Split,
         }
     }
 
@@ -134,6 +151,11 @@ impl Change {
             },
             Change::Reorder { order } => ScheduleFile {
                 order: Some(order.clone()),
+                ..f
+            },
+            Change::Cores { .. } => return None,
+            Change::Split { split } => ScheduleFile {
+                split: Some(*split),
                 ..f
             },
         })
@@ -462,6 +484,13 @@ pub fn suggest_with(
             Some(c),
         );
     }
+    // On several cores: the other split, and half or twice the cores.
+    for (change, h, c) in core_changes(g, hw, cfg)? {
+        let tr = simulate(g, &h, &c)?;
+        let description = describe_cores(&change, hw, cfg, &tr);
+        let sim_config = matches!(change, Change::Split { .. }).then_some(c);
+        consider(change, description, RunRow::from_trace(&tr), sim_config);
+    }
     out.sort_by(|a, b| {
         b.gain_ns
             .cmp(&a.gain_ns)
@@ -486,7 +515,101 @@ fn candidates(cfg: &SimConfig, hw: &HardwareProfile, baseline: &RunRow) -> usize
     n += usize::from(cfg.dtype != ActivationDtype::Fp16);
     n += usize::from(!cfg.fuse);
     n += usize::from(cfg.recompute.is_off() && baseline.reloaded_bytes > 0);
+    n += match hw.cores.count {
+        0 | 1 => 0,
+        2 => 2,
+        _ => 3,
+    };
     n + usize::from(cfg.order.is_file())
+}
+
+/// The core changes worth re-simulating on a multi-core run: the other
+/// split on the same cores, then half and twice the cores (by the same
+/// split where the batch divides, else by graph), each with the hardware
+/// and config it runs on. None on one core: a core count is the device's,
+/// and a run on one core has said it has one.
+fn core_changes(
+    g: &Graph,
+    hw: &HardwareProfile,
+    cfg: &SimConfig,
+) -> Result<Vec<(Change, HardwareProfile, SimConfig)>> {
+    let n = hw.cores.count;
+    if n < 2 {
+        return Ok(Vec::new());
+    }
+    let other = match cfg.split {
+        Split::Batch => Split::Graph,
+        Split::Graph => Split::Batch,
+    };
+    let prepared = prepare_graph(g, cfg)?;
+    let runs = |h: &HardwareProfile, c: &SimConfig| -> bool {
+        crate::sim::cores::core_graph(&prepared, h, c).is_ok()
+    };
+    let mut out = Vec::new();
+    let c = SimConfig {
+        split: other,
+        ..cfg.clone()
+    };
+    if runs(hw, &c) {
+        out.push((Change::Split { split: other }, hw.clone(), c));
+    }
+    for k in [n / 2, n * 2] {
+        if k > crate::cost::hardware::MAX_CORES {
+            continue;
+        }
+        let h = hw.clone().with_cores(k)?;
+        let split = [cfg.split, Split::Graph].into_iter().find(|&split| {
+            runs(
+                &h,
+                &SimConfig {
+                    split,
+                    ..cfg.clone()
+                },
+            )
+        });
+        if let Some(split) = split {
+            let c = SimConfig {
+                split,
+                ..cfg.clone()
+            };
+            out.push((Change::Cores { count: k, split }, h, c));
+        }
+    }
+    Ok(out)
+}
+
+/// What a core change does, in one line: the split and how much of the
+/// new run's stall the shared bus costs.
+fn describe_cores(
+    change: &Change,
+    hw: &HardwareProfile,
+    cfg: &SimConfig,
+    tr: &crate::trace::Trace,
+) -> String {
+    let s = &tr.summary;
+    let bus = if s.cores > 1 {
+        format!(
+            "; {} of its {} stall is waiting for the shared bus",
+            crate::units::fmt_ms(s.contention_ns),
+            crate::units::fmt_ms(s.stall_ns)
+        )
+    } else {
+        String::new()
+    };
+    match change {
+        Change::Split { split } => format!(
+            "split the run by {split} instead of {} on {} cores{bus}",
+            cfg.split, hw.cores.count
+        ),
+        Change::Cores { count: 1, .. } => {
+            format!("1 core (from {}): no bus to share", hw.cores.count)
+        }
+        Change::Cores { count, split } => format!(
+            "{count} cores (from {}), split by {split}{bus}",
+            hw.cores.count
+        ),
+        _ => String::new(),
+    }
 }
 
 /// Rebuilds what a simulator trace was made from (graph, hardware, config),

@@ -25,6 +25,8 @@ pub fn schedule_line(c: &Change) -> Option<String> {
         Change::Fuse => "fuse = true".into(),
         Change::Recompute { tensors } => format!("recompute = {}", inline(tensors)),
         Change::Reorder { order } => format!("order = {}", inline(order)),
+        Change::Cores { .. } => return None,
+        Change::Split { split } => format!("split = {}", inline(split)),
     })
 }
 
@@ -34,6 +36,9 @@ pub fn hardware_line(c: &Change) -> Option<String> {
         Change::Capacity { bytes } => {
             Some(format!("memory.capacity = \"{}\"", fmt_size_exact(*bytes)))
         }
+        Change::Cores { count, split } => Some(format!(
+            "cores.count = {count}; SCHED.toml: split = \"{split}\""
+        )),
         _ => None,
     }
 }
@@ -50,6 +55,8 @@ pub fn flags(c: &Change) -> String {
         Change::Fuse => "--fuse".into(),
         Change::Recompute { .. } => "--recompute".into(),
         Change::Reorder { order } => format!("--order {}", inline(order).trim_matches('"')),
+        Change::Cores { count, split } => format!("--cores {count} --split {split}"),
+        Change::Split { split } => format!("--split {split}"),
     }
 }
 
@@ -78,6 +85,11 @@ pub fn label(c: &Change) -> String {
             crate::units::count(tensors.len() as u64, "tensor")
         ),
         Change::Reorder { .. } => "memory-aware order".into(),
+        Change::Cores { count, split } => format!(
+            "{} by {split}",
+            crate::units::count(u64::from(*count), "core")
+        ),
+        Change::Split { split } => format!("split by {split}"),
     }
 }
 

@@ -124,66 +124,97 @@ pub fn sections(r: &Report) -> Vec<Section> {
         return out.sections;
     }
     out += "## Summary\n\n";
-    out += table(
-        &["metric", "value"],
-        &[
-            vec!["latency".into(), fmt_ms(s.latency_ns)],
-            vec!["throughput".into(), format!("{:.1} fps", s.throughput_fps)],
+    let mut rows: Vec<Vec<String>> = vec![
+        vec!["latency".into(), fmt_ms(s.latency_ns)],
+        vec!["throughput".into(), format!("{:.1} fps", s.throughput_fps)],
+        vec![
+            "evicted out".into(),
+            format!(
+                "{} ({})",
+                fmt_bytes(s.spilled_bytes),
+                crate::units::count(s.spill_count, "eviction")
+            ),
+        ],
+        vec!["reloaded".into(), fmt_bytes(s.reloaded_bytes)],
+        vec!["streamed in".into(), fmt_bytes(s.streamed_in_bytes)],
+        vec!["streamed out".into(), fmt_bytes(s.streamed_out_bytes)],
+        vec![
+            "spill traffic (the four above)".into(),
+            fmt_bytes(s.traffic_bytes),
+        ],
+        vec![
+            "weights (not spill)".into(),
+            fmt_bytes(s.weight_traffic_bytes),
+        ],
+        vec!["stall".into(), fmt_ms(s.stall_ns)],
+        vec![
+            "peak live / capacity".into(),
+            match s.live_pools_capacity_bytes {
+                // Peak live counts the tensors of several pools.
+                Some(all) => format!(
+                    "{} / {} (the pools holding them)",
+                    fmt_bytes(s.peak_live_bytes),
+                    fmt_bytes(all)
+                ),
+                None => format!(
+                    "{} / {}",
+                    fmt_bytes(s.peak_live_bytes),
+                    crate::units::fmt_bytes_precise(s.capacity_bytes)
+                ),
+            },
+        ],
+        vec![
+            crate::analysis::runs::bound_label(s),
+            crate::analysis::runs::bound_text(s),
+        ],
+    ];
+    if s.cores > 1 {
+        let contention = s.contention_ns.unwrap_or(0);
+        rows.insert(
+            9,
             vec![
-                "evicted out".into(),
+                "of which bus contention".into(),
                 format!(
-                    "{} ({})",
-                    fmt_bytes(s.spilled_bytes),
-                    crate::units::count(s.spill_count, "eviction")
+                    "{} ({:.1} % of the stall): waiting because another core held the bus",
+                    fmt_ms(contention),
+                    contention as f64 * 100.0 / s.stall_ns.max(1) as f64
                 ),
             ],
-            vec!["reloaded".into(), fmt_bytes(s.reloaded_bytes)],
-            vec!["streamed in".into(), fmt_bytes(s.streamed_in_bytes)],
-            vec!["streamed out".into(), fmt_bytes(s.streamed_out_bytes)],
+        );
+        rows.insert(
+            0,
             vec![
-                "spill traffic (the four above)".into(),
-                fmt_bytes(s.traffic_bytes),
+                "cores".into(),
+                format!(
+                    "{} on one DRAM bus{} (capacity and peak live per core)",
+                    s.cores,
+                    r.split
+                        .map(|x| format!(", split by {x}"))
+                        .unwrap_or_default()
+                ),
             ],
-            vec![
-                "weights (not spill)".into(),
-                fmt_bytes(s.weight_traffic_bytes),
-            ],
-            vec!["stall".into(), fmt_ms(s.stall_ns)],
-            vec![
-                "peak live / capacity".into(),
-                match s.live_pools_capacity_bytes {
-                    // Peak live counts the tensors of several pools.
-                    Some(all) => format!(
-                        "{} / {} (the pools holding them)",
-                        fmt_bytes(s.peak_live_bytes),
-                        fmt_bytes(all)
-                    ),
-                    None => format!(
-                        "{} / {}",
-                        fmt_bytes(s.peak_live_bytes),
-                        crate::units::fmt_bytes_precise(s.capacity_bytes)
-                    ),
-                },
-            ],
-            vec![
-                crate::analysis::runs::bound_label(s),
-                crate::analysis::runs::bound_text(s),
-            ],
-        ],
-    );
+        );
+    }
+    out += table(&["metric", "value"], &rows);
     out += "\n## Hotspots (by spill traffic)\n\n";
     if r.hotspots.is_empty() {
         out += "No op spills, reloads or stalls.\n";
     } else {
+        // Several cores: each op's stall beside the part the bus cost.
+        let multi = s.cores > 1;
+        let mut heads = vec![
+            "op", "type", "traffic", "evicted", "reloaded", "streamed", "stall",
+        ];
+        if multi {
+            heads.push("bus wait");
+        }
+        heads.extend(["share", "bound", "FLOP/B"]);
         out += table(
-            &[
-                "op", "type", "traffic", "evicted", "reloaded", "streamed", "stall", "share",
-                "bound", "FLOP/B",
-            ],
+            &heads,
             &r.hotspots
                 .iter()
                 .map(|h| {
-                    vec![
+                    let mut row = vec![
                         h.name.to_string(),
                         h.op_type.to_string(),
                         fmt_bytes(h.traffic_bytes),
@@ -191,10 +222,16 @@ pub fn sections(r: &Report) -> Vec<Section> {
                         fmt_bytes(h.reloaded_bytes),
                         fmt_bytes(h.streamed_in_bytes + h.streamed_out_bytes),
                         fmt_ms(h.stall_ns),
+                    ];
+                    if multi {
+                        row.push(fmt_ms(h.contention_ns));
+                    }
+                    row.extend([
                         format!("{:.1} %", h.latency_share * 100.0),
                         h.bound.map_or("-", |b| b.as_str()).to_string(),
                         h.intensity.map(|i| format!("{i:.1}")).unwrap_or_default(),
-                    ]
+                    ]);
+                    row
                 })
                 .collect::<Vec<_>>(),
         );
@@ -220,12 +257,51 @@ pub fn sections(r: &Report) -> Vec<Section> {
                 .collect::<Vec<_>>(),
         );
     }
+    cores_section(&mut out, r);
     if let Some(c) = &r.classification {
         classification_section(&mut out, c);
     }
     round_trip_sections(&mut out, r);
     resimulated_sections(&mut out, r);
     out.sections
+}
+
+/// A multi-core run: each core's ops, time, stall, contention and
+/// traffic; under a graph split, how to pin the placement.
+fn cores_section(out: &mut Builder, r: &Report) {
+    if r.cores.is_empty() {
+        return;
+    }
+    let latency = r.summary.latency_ns.max(1) as f64;
+    *out += "\n## Cores\n\n";
+    *out += "Each core's ops (first and last by start), how much of the run they kept it busy, and the part of its stall spent waiting because another core held the bus.";
+    *out += table(
+        &[
+            "core", "ops", "first op", "last op", "busy", "stall", "bus wait", "traffic",
+        ],
+        &r.cores
+            .iter()
+            .map(|c| {
+                vec![
+                    format!("core{}", c.core),
+                    c.ops.to_string(),
+                    c.first_op.clone(),
+                    c.last_op.clone(),
+                    format!(
+                        "{} ({:.0} %)",
+                        fmt_ms(c.busy_ns),
+                        c.busy_ns as f64 * 100.0 / latency
+                    ),
+                    fmt_ms(c.stall_ns),
+                    fmt_ms(c.contention_ns),
+                    fmt_bytes(c.traffic_bytes),
+                ]
+            })
+            .collect::<Vec<_>>(),
+    );
+    if r.split == Some(crate::sim::config::Split::Graph) {
+        *out += "The ops were placed by a list schedule; `spillscope sim MODEL --cores N --split graph --write-placement SCHED.toml` writes this placement as a schedule config's `[placement]`, to pin it or edit it.";
+    }
 }
 
 fn classification_section(out: &mut Builder, c: &crate::analysis::report::ClassificationSummary) {

@@ -109,6 +109,20 @@ impl Split {
     pub fn is_batch(&self) -> bool {
         *self == Split::Batch
     }
+
+    /// The name the config and `--split` take.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Split::Batch => "batch",
+            Split::Graph => "graph",
+        }
+    }
+}
+
+impl std::fmt::Display for Split {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 impl std::str::FromStr for Split {

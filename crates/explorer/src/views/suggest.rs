@@ -242,6 +242,9 @@ fn detail_texts(
         (_, spillscope::analysis::suggest::Change::Capacity { .. }) => {
             "a capacity is hardware: rerun with --capacity".to_string()
         }
+        (_, spillscope::analysis::suggest::Change::Cores { .. }) => {
+            "a core count is hardware: rerun with --cores and --split".to_string()
+        }
         (Some(c), _) => format!(
             "a writes it into {} (u restores the file)",
             c.file_name()
