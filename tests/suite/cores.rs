@@ -631,3 +631,142 @@ fn the_placement_is_reported_and_pins_the_same_run() {
     let html = spillscope::report::html::to_html(&rep);
     assert!(html.contains("Cores") && html.contains("bus wait"), "html");
 }
+
+/// `[cores] shared = SIZE`: under a graph split, a tensor read on another
+/// core lives in the shared pool where it fits, written and read in place:
+/// the run passes verify (the pool's stays never overlap, the ledger
+/// replays), the crossings' DRAM traffic is gone, every tensor in the pool
+/// has a reader on another core and is held from before its first reader
+/// starts until its last ends; a pool too small for any of them leaves
+/// every figure as it was.
+#[test]
+fn a_shared_pool_carries_the_crossings_on_chip() {
+    let g = encdec();
+    let cfg = SimConfig {
+        split: spillscope::sim::config::Split::Graph,
+        ..SimConfig::with_policy(EvictionPolicy::Lru)
+    };
+    let with_shared = |size: u64| {
+        let mut h = hw(1 << 20, 2);
+        h.cores.shared = Some(spillscope::units::Size(size));
+        simulate(&g, &h, &cfg).unwrap()
+    };
+    // Every policy, on 2 and 4 cores, passes verify with the pool.
+    for p in EvictionPolicy::ALL {
+        for cores in [2, 4] {
+            let mut h = hw(512 << 10, cores);
+            h.cores.shared = Some(spillscope::units::Size(512 << 10));
+            let c = SimConfig {
+                policy: p,
+                ..cfg.clone()
+            };
+            let tr = simulate(&g, &h, &c).unwrap();
+            check(&tr, &format!("{p} on {cores} cores with 512 KiB shared"));
+        }
+    }
+    let dram = simulate(&g, &hw(1 << 20, 2), &cfg).unwrap();
+    let on_chip = with_shared(4 << 20);
+    check(&on_chip, "shared 4 MiB");
+    assert!(on_chip.pools.iter().any(|p| p.name == "shared"));
+    let shared: Vec<&spillscope::trace::TraceTensor> = on_chip
+        .tensors
+        .iter()
+        .filter(|t| t.pool == "shared")
+        .collect();
+    assert!(!shared.is_empty(), "no tensor crossed through the pool");
+    let core_of_op = |o: usize| spillscope::analysis::cores::core_of(&on_chip.ops[o]);
+    for t in &shared {
+        let producer = core_of_op(t.producer.unwrap());
+        assert!(
+            t.consumers.iter().any(|&o| core_of_op(o) != producer),
+            "{} has no reader on another core",
+            t.name
+        );
+        let alloc = on_chip
+            .events
+            .iter()
+            .find(|e| e.tensor == t.id && e.kind == spillscope::trace::EventKind::Alloc)
+            .unwrap();
+        let free = on_chip
+            .events
+            .iter()
+            .find(|e| e.tensor == t.id && e.kind == spillscope::trace::EventKind::Free)
+            .unwrap();
+        for &o in &t.consumers {
+            let op = &on_chip.ops[o];
+            assert!(op.inputs.contains(&t.id), "{}", op.name);
+            assert!(
+                alloc.t_ns <= op.start_ns && op.end_ns <= free.t_ns,
+                "{}",
+                t.name
+            );
+        }
+    }
+    let (a, b) = (&dram.summary, &on_chip.summary);
+    assert!(
+        b.streamed_out_bytes < a.streamed_out_bytes,
+        "{} vs {}",
+        b.streamed_out_bytes,
+        a.streamed_out_bytes
+    );
+    assert!(b.traffic_bytes < a.traffic_bytes);
+    // Too small for any crossing: the DRAM run, figure for figure.
+    let tiny = with_shared(64);
+    check(&tiny, "shared 64 B");
+    assert!(tiny.tensors.iter().all(|t| t.pool != "shared"));
+    assert_eq!(summary_fields(&tiny), summary_fields(&dram));
+    assert_eq!(tiny.summary.latency_ns, dram.summary.latency_ns);
+    // Declared on a batch split (nothing crosses) it changes nothing.
+    let mut h = hw(1 << 20, 2);
+    h.cores.shared = Some(spillscope::units::Size(4 << 20));
+    let batch = SimConfig::with_policy(EvictionPolicy::Lru);
+    assert_eq!(
+        simulate(&g, &h, &batch).unwrap().summary.latency_ns,
+        simulate(&g, &hw(1 << 20, 2), &batch)
+            .unwrap()
+            .summary
+            .latency_ns
+    );
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(16))]
+    /// Any placement, any shared pool size, any policy: the run passes
+    /// verify (the pool's stays never overlap in time and bytes), and no
+    /// crossing through the pool adds DRAM traffic the same run through
+    /// DRAM does not have.
+    #[test]
+    fn shared_pool_stays_never_overlap(
+        cores in 2u32..5,
+        seed in any::<u64>(),
+        cap_pct in 20u64..120,
+        shared_pct in 1u64..60,
+        policy in 0usize..5,
+    ) {
+        let g = encdec();
+        let peak = graph::Liveness::compute(&g).peak_bytes;
+        let mut x = seed | 1;
+        let placement = g
+            .ops
+            .iter()
+            .map(|o| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                (o.name.to_string(), (x % u64::from(cores)) as u32)
+            })
+            .collect();
+        let cfg = SimConfig {
+            split: spillscope::sim::config::Split::Graph,
+            placement,
+            ..SimConfig::with_policy(EvictionPolicy::ALL[policy])
+        };
+        let dram_hw = hw(peak * cap_pct / 100, cores);
+        let mut shared_hw = dram_hw.clone();
+        shared_hw.cores.shared = Some(spillscope::units::Size(peak * shared_pct / 100));
+        let dram = simulate(&g, &dram_hw, &cfg).unwrap();
+        let on_chip = simulate(&g, &shared_hw, &cfg).unwrap();
+        check(&on_chip, "random placement with a shared pool");
+        prop_assert!(on_chip.summary.streamed_out_bytes <= dram.summary.streamed_out_bytes);
+    }
+}

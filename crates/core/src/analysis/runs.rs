@@ -70,6 +70,36 @@ pub struct RunRow {
     /// every op on each core for a batch split), when more than one.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ops_per_core: Vec<u64>,
+    /// Extension: what crossed cores through the pool the cores share
+    /// (`[cores] shared`), when the run had one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared_pool: Option<SharedCrossing>,
+}
+
+/// Tensors that crossed cores in the shared pool instead of DRAM.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SharedCrossing {
+    pub capacity_bytes: u64,
+    pub tensors: u64,
+    pub bytes: u64,
+}
+
+impl SharedCrossing {
+    /// The shared pool's figures of a multi-core trace, if it has one.
+    pub fn of(tr: &Trace) -> Option<SharedCrossing> {
+        use crate::cost::hardware::SHARED_POOL;
+        let pool = tr.pools.iter().find(|p| p.name == SHARED_POOL)?;
+        let (tensors, bytes) = tr
+            .tensors
+            .iter()
+            .filter(|t| t.pool == SHARED_POOL)
+            .fold((0u64, 0u64), |(n, b), t| (n + 1, b.saturating_add(t.bytes)));
+        Some(SharedCrossing {
+            capacity_bytes: pool.capacity_bytes,
+            tensors,
+            bytes,
+        })
+    }
 }
 
 fn is_final(s: &BoundState) -> bool {
@@ -217,11 +247,14 @@ pub fn live_pools_capacity(tr: &Trace) -> Option<u64> {
     if tr.pools.len() < 2 * cores {
         return None;
     }
-    // Core 0's tensors come first, in its share of the ids.
-    let per_core = tr.tensors.len() / cores;
-    let holding: std::collections::HashSet<&str> = tr.tensors[..per_core]
+    // Core 0's own tensors (named `core0/...` on several cores; a graph
+    // split's parts differ in size), not the pool the cores share.
+    let holding: std::collections::HashSet<&str> = tr
+        .tensors
         .iter()
+        .filter(|t| cores == 1 || t.name.starts_with("core0/"))
         .filter(|t| t.kind != TensorKind::Weight)
+        .filter(|t| t.pool != crate::cost::hardware::SHARED_POOL || cores == 1)
         .map(|t| t.pool.as_str())
         .collect();
     let live: Vec<u64> = tr
@@ -270,6 +303,7 @@ impl RunRow {
             cores: s.cores.max(1),
             contention_ns: (s.cores > 1).then_some(s.contention_ns),
             ops_per_core: ops_per_core(tr),
+            shared_pool: (s.cores > 1).then(|| SharedCrossing::of(tr)).flatten(),
         }
     }
 
@@ -476,12 +510,49 @@ fn placement_line(rep: &RunsReport) -> Option<String> {
             .collect::<Vec<_>>()
             .join(", ")
     };
+    let crossings: Vec<(&RunRow, SharedCrossing)> = multi
+        .iter()
+        .filter_map(|r| r.shared_pool.map(|s| (*r, s)))
+        .collect();
+    let same = crossings.windows(2).all(|w| w[0].1 == w[1].1);
+    let shared = crossings
+        .iter()
+        .take(if same { 1 } else { crossings.len() })
+        .map(|(r, s)| {
+            format!(
+                "{}{} ({}) crossed cores through the {} shared pool, not DRAM",
+                if same {
+                    String::new()
+                } else {
+                    format!("{}: ", r.policy)
+                },
+                crate::units::count(s.tensors, "tensor"),
+                fmt_bytes(s.bytes),
+                fmt_bytes(s.capacity_bytes)
+            )
+        })
+        .collect::<Vec<_>>();
+    let shared = if shared.is_empty() {
+        String::new()
+    } else {
+        format!("{}\n", shared.join("; "))
+    };
+    Some(placement_counts(rep, &multi, first, list)? + &shared)
+}
+
+/// The "ops per core" line of [`placement_line`].
+fn placement_counts(
+    rep: &RunsReport,
+    multi: &[&RunRow],
+    first: &RunRow,
+    list: impl Fn(&RunRow) -> String,
+) -> Option<String> {
     if multi.iter().all(|r| r.ops_per_core == first.ops_per_core) {
         Some(format!("ops per core: {}\n", list(first)))
     } else {
         let vary = cores_vary(rep);
         let mut each: Vec<String> = Vec::new();
-        for r in &multi {
+        for r in multi {
             let label = if vary {
                 format!("{} on {} cores", r.policy, r.cores)
             } else {

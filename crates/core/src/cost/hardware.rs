@@ -81,19 +81,33 @@ pub struct DmaSpec {
 pub struct CoresSpec {
     /// How many cores run the graph (1: today's single-core simulator).
     pub count: u32,
+    /// An on-chip pool every core reads and writes (`shared = "2MiB"`).
+    /// Under a graph split a tensor read on another core than its
+    /// producer's lives there, where it fits, from when a reader could
+    /// first wait for it until its last reader ends, read and written in
+    /// place at the on-chip rate, instead of crossing through DRAM.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared: Option<Size>,
 }
 
 impl Default for CoresSpec {
     fn default() -> Self {
-        CoresSpec { count: 1 }
+        CoresSpec {
+            count: 1,
+            shared: None,
+        }
     }
 }
 
 impl CoresSpec {
     fn is_single(&self) -> bool {
-        self.count == 1
+        self.count == 1 && self.shared.is_none()
     }
 }
+
+/// The trace's name of the pool the cores share (`[cores] shared`): the
+/// cores' own pools are named `core{c}/NAME`, so it cannot collide.
+pub const SHARED_POOL: &str = "shared";
 
 /// The most cores a profile may declare: a trace holds a copy of every
 /// tensor and op per core, so this bounds its size at 64x the graph's.
@@ -289,6 +303,9 @@ impl HardwareProfile {
                 "cores.count must be from 1 to {MAX_CORES}, got {}",
                 self.cores.count
             ));
+        }
+        if self.cores.shared.is_some_and(|s| s.0 == 0) {
+            return Err("cores.shared must be a size above zero (or left out)".into());
         }
         self.check_numbers()?;
         let mut seen = vec![self.main_pool()];

@@ -299,6 +299,14 @@ fn cores_section(out: &mut Builder, r: &Report) {
             })
             .collect::<Vec<_>>(),
     );
+    if let Some(x) = r.summary.shared_pool {
+        *out += &format!(
+            "{} ({}) crossed cores through the {} pool the cores share, read and written in place instead of through DRAM.",
+            crate::units::count(x.tensors, "tensor"),
+            fmt_bytes(x.bytes),
+            fmt_bytes(x.capacity_bytes)
+        );
+    }
     if r.split == Some(crate::sim::config::Split::Graph) {
         *out += "The ops were placed by a list schedule; `spillscope sim MODEL --cores N --split graph --write-placement SCHED.toml` writes this placement as a schedule config's `[placement]`, to pin it or edit it.";
     }

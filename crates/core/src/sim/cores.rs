@@ -16,6 +16,7 @@ use super::config::Split;
 use super::engine::{Crossing, Sim, CANCEL_EVERY};
 use super::optimum::PoolSize;
 use super::plan::Residency;
+use super::shared::SharedPool;
 use super::{placement, EvictionPolicy, SimConfig};
 use crate::cancel::Cancel;
 use crate::cost::bus::{occupancy, SharedBus};
@@ -100,7 +101,11 @@ pub(crate) fn simulate_cores(
         }
         None => graph_parts(g, hw, cfg, k, cancel)?,
     };
-    let (mut sims, crossings) = lockstep(&runs, hw, cfg, cancel)?;
+    let Lockstep {
+        mut sims,
+        crossings,
+        shared,
+    } = lockstep(&runs, hw, cfg, cancel)?;
     let alone = runs
         .iter()
         .zip(&crossings)
@@ -111,7 +116,7 @@ pub(crate) fn simulate_cores(
         .and_then(|s| s.bus.shared.take())
         .unwrap_or_default();
     let traces: Vec<Trace> = sims.into_iter().map(Sim::finish).collect();
-    merge(traces, &bus, &alone)
+    merge(traces, &bus, &alone, &runs, shared.as_ref())
 }
 
 /// `--split graph`: each core's part under the list schedule's placement,
@@ -144,6 +149,7 @@ fn graph_parts<'g>(
                 cross_in: part.cross_in,
                 ready: vec![None; n],
                 published: vec![None; n],
+                shared: vec![false; n],
             }),
             graph: Cow::Owned(part.graph),
             plan,
@@ -156,19 +162,22 @@ fn graph_parts<'g>(
 
 /// Runs every core's ops in lockstep on one shared bus: the core whose
 /// clock is earliest among those whose next op has its inputs from other
-/// cores in DRAM runs that op. Returns the cores' runs (the shared bus
-/// left on the first) and each core's crossing as it ended.
+/// cores in DRAM (or the shared pool) runs that op. Returns the cores'
+/// runs (the shared bus left on the first), each core's crossing as it
+/// ended, and the shared pool's stays (a graph split on a profile that
+/// declares one).
 fn lockstep<'a>(
     runs: &'a [CoreRun],
     hw: &'a HardwareProfile,
     cfg: &'a SimConfig,
     cancel: &Cancel,
-) -> Result<(Vec<Sim<'a>>, Vec<Option<Crossing>>)> {
+) -> Result<Lockstep<'a>> {
     let k = runs.len();
     let mut sims = runs
         .iter()
         .map(|r| Sim::with_crossing(&r.graph, hw, cfg, r.plan.clone(), r.crossing.clone()))
         .collect::<Result<Vec<_>>>()?;
+    let mut shared = shared_pool(runs, hw);
     let mut bus = SharedBus::default();
     let mut next = vec![0usize; k];
     let mut steps = 0usize;
@@ -193,10 +202,16 @@ fn lockstep<'a>(
         if steps.is_multiple_of(CANCEL_EVERY) {
             cancel.check()?;
         }
+        if let Some(pool) = shared.as_mut() {
+            share_outputs(runs, &mut sims, pool, c, next[c]);
+        }
         sims[c].bus.shared = Some(std::mem::take(&mut bus));
         let stepped = sims[c].step(next[c]);
         bus = sims[c].bus.shared.take().unwrap_or_default();
         stepped?;
+        if let Some(pool) = shared.as_mut() {
+            read_shared(runs, &mut sims, pool, c, next[c]);
+        }
         publish(runs, &mut sims, c, next[c]);
         next[c] += 1;
         steps += 1;
@@ -212,7 +227,82 @@ fn lockstep<'a>(
     if let Some(first) = sims.first_mut() {
         first.bus.shared = Some(bus);
     }
-    Ok((sims, crossings))
+    Ok(Lockstep {
+        sims,
+        crossings,
+        shared,
+    })
+}
+
+/// What [`lockstep`] leaves: the cores' runs, each core's crossing as it
+/// ended, and the shared pool's stays.
+struct Lockstep<'a> {
+    sims: Vec<Sim<'a>>,
+    crossings: Vec<Option<Crossing>>,
+    shared: Option<SharedPool>,
+}
+
+/// The shared pool of a graph split on a profile that declares one, with
+/// every part's reads counted (global ids).
+fn shared_pool(runs: &[CoreRun], hw: &HardwareProfile) -> Option<SharedPool> {
+    if runs.iter().any(|r| r.crossing.is_none()) {
+        return None;
+    }
+    let tensors = runs.first().map_or(0, |r| r.local.len());
+    let reads = runs.iter().flat_map(|r| {
+        r.graph
+            .ops
+            .iter()
+            .flat_map(|o| o.inputs.iter().map(|&l| r.global[l]))
+    });
+    SharedPool::new(hw, tensors, reads)
+}
+
+/// Before core `c` runs its op `i`: each output another core reads goes
+/// into the shared pool where it fits, held from the earliest clock among
+/// the cores that read it (none of their later ops starts before it).
+fn share_outputs(runs: &[CoreRun], sims: &mut [Sim], pool: &mut SharedPool, c: usize, i: usize) {
+    let run = &runs[c];
+    for &t in &run.graph.ops[i].outputs {
+        let publishes = sims[c].crossing.as_ref().is_some_and(|x| x.publish[t]);
+        if !publishes {
+            continue;
+        }
+        let global = run.global[t];
+        let from = (0..runs.len())
+            .filter(|&d| d == c || runs[d].local.get(global).copied().flatten().is_some())
+            .map(|d| sims[d].now)
+            .min()
+            .unwrap_or(sims[c].now);
+        if pool.place(&run.graph, global, c, t, i, from) {
+            sims[c].share(t);
+        }
+    }
+}
+
+/// After core `c` ran its op `i`: its outputs in the shared pool are there
+/// for their readers from its end (marked shared on every core that reads
+/// them), and its reads of the pool count down each stay's readers.
+fn read_shared(runs: &[CoreRun], sims: &mut [Sim], pool: &mut SharedPool, c: usize, i: usize) {
+    let run = &runs[c];
+    let end = sims[c].now;
+    for &t in &run.graph.ops[i].outputs {
+        let global = run.global[t];
+        if pool.of.get(global).copied().flatten().is_none() {
+            continue;
+        }
+        if let Some(x) = sims[c].crossing.as_mut() {
+            x.published[t] = Some(end);
+        }
+        for (d, sim) in sims.iter_mut().enumerate().filter(|(d, _)| *d != c) {
+            if let Some(l) = runs[d].local.get(global).copied().flatten() {
+                sim.share(l);
+            }
+        }
+    }
+    for &t in &run.graph.ops[i].inputs {
+        pool.read(run.global[t], c, i, end);
+    }
 }
 
 /// After core `c` ran its op `i`: each tensor it published is in DRAM for
@@ -258,8 +348,23 @@ fn stalls_alone(
 /// named `core{c}/...` with ids after the cores before it, its ops run on
 /// unit `core{c}`, its events carry `thread = c`, and the bus counter is
 /// the shared bus's.
-fn merge(traces: Vec<Trace>, bus: &SharedBus, alone: &[Vec<u64>]) -> Result<Trace> {
+fn merge(
+    traces: Vec<Trace>,
+    bus: &SharedBus,
+    alone: &[Vec<u64>],
+    runs: &[CoreRun],
+    shared: Option<&SharedPool>,
+) -> Result<Trace> {
     let cores = traces.len();
+    // Where each core's tensors and ops start in the merged trace.
+    let (mut t0s, mut o0s) = (Vec::with_capacity(cores), Vec::with_capacity(cores));
+    let (mut tn, mut on) = (0usize, 0usize);
+    for tr in &traces {
+        t0s.push(tn);
+        o0s.push(on);
+        tn += tr.tensors.len();
+        on += tr.ops.len();
+    }
     let Some(first) = traces.first() else {
         return Err(crate::Error::Hardware(
             "a run needs at least one core".into(),
@@ -280,6 +385,9 @@ fn merge(traces: Vec<Trace>, bus: &SharedBus, alone: &[Vec<u64>]) -> Result<Trac
         pool: None,
         samples: occupancy(bus.intervals(), latency.max(1), bucket),
     }];
+    if let Some(pool) = shared {
+        pool.write_events(&mut out.events, &t0s, latency);
+    }
     let mut stall = 0u64;
     let mut contention = 0u64;
     for (c, tr) in traces.into_iter().enumerate() {
@@ -349,6 +457,10 @@ fn merge(traces: Vec<Trace>, bus: &SharedBus, alone: &[Vec<u64>]) -> Result<Trac
             m.energy_uj += s.energy_uj;
         }
     }
+    if let Some(pool) = shared {
+        read_in_place(&mut out, runs, pool, &t0s, &o0s);
+        pool.write_pool(&mut out, &t0s);
+    }
     out.events.sort_by_time();
     let m = &mut out.summary;
     m.latency_ns = latency;
@@ -362,6 +474,46 @@ fn merge(traces: Vec<Trace>, bus: &SharedBus, alone: &[Vec<u64>]) -> Result<Trac
     m.cores = cores as u32;
     Ledger::of(&out).fields().write_to(&mut out.summary);
     Ok(out)
+}
+
+/// Every op that reads a tensor in the shared pool reads the producer's
+/// tensor there: it joins the op's inputs (a core's run leaves out what it
+/// does not hold) and the tensor's consumers, and the reader's own copy,
+/// never loaded, has no consumers.
+fn read_in_place(
+    out: &mut Trace,
+    runs: &[CoreRun],
+    pool: &SharedPool,
+    t0s: &[usize],
+    o0s: &[usize],
+) {
+    for (c, run) in runs.iter().enumerate() {
+        for (i, op) in run.graph.ops.iter().enumerate() {
+            for &l in &op.inputs {
+                let Some(stay) = pool.of.get(run.global[l]).copied().flatten() else {
+                    continue;
+                };
+                let stay = &pool.stays[stay];
+                let tensor = t0s[stay.core] + stay.local;
+                let merged_op = o0s[c] + i;
+                if let Some(o) = out.ops.get_mut(merged_op) {
+                    if !o.inputs.contains(&tensor) {
+                        o.inputs.push(tensor);
+                    }
+                }
+                if c != stay.core {
+                    if let Some(t) = out.tensors.get_mut(tensor) {
+                        if !t.consumers.contains(&merged_op) {
+                            t.consumers.push(merged_op);
+                        }
+                    }
+                    if let Some(copy) = out.tensors.get_mut(t0s[c] + l) {
+                        copy.consumers.clear();
+                    }
+                }
+            }
+        }
+    }
 }
 
 #[cfg(test)]

@@ -127,17 +127,22 @@ pub(crate) struct Sim<'a> {
     pub(crate) crossing: Option<Crossing>,
 }
 
-/// The tensors a core's part shares with other cores through DRAM.
+/// The tensors a core's part shares with other cores, through DRAM or
+/// the pool the cores share.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Crossing {
     /// Read on another core: streamed out when produced here.
     pub publish: Vec<bool>,
     /// Produced on another core: an input in DRAM once published there.
     pub cross_in: Vec<bool>,
-    /// When each cross input's DRAM copy exists (`None`: not yet).
+    /// When each cross input's copy exists (`None`: not yet).
     pub ready: Vec<Option<u64>>,
-    /// When each published tensor reached DRAM.
+    /// When each published tensor reached DRAM (or, in the shared pool,
+    /// when its producer ended).
     pub published: Vec<Option<u64>>,
+    /// Lives in the shared pool (`[cores] shared`): not this core's to
+    /// place, move or free; its ops read and write it in place.
+    pub shared: Vec<bool>,
 }
 
 impl<'a> Sim<'a> {
@@ -170,10 +175,13 @@ impl<'a> Sim<'a> {
         let (pinned, free_at) = named_tensors(g, cfg)?;
         let arriving = crossing.as_ref().map_or(&[][..], |c| &c.cross_in[..]);
         let live = Liveness::compute_arriving(g, &free_at, arriving);
+        let shared = crossing.as_ref().map_or(&[][..], |c| &c.shared[..]);
         let modeled: Vec<bool> = g
             .tensors
             .iter()
             .map(|t| !(t.kind == TensorKind::Weight && cfg.weights == WeightMode::Ignore))
+            .zip(shared.iter().chain(std::iter::repeat(&false)))
+            .map(|(m, &s)| m && !s)
             .collect();
         let demand = demand_per_step(g, &live, cfg.weights);
         let dies_at = death_steps(g, &live, cfg.weights);
@@ -324,6 +332,31 @@ impl<'a> Sim<'a> {
     /// Read on another core: streamed out when produced here.
     fn publishes(&self, t: TensorId) -> bool {
         self.crossing.as_ref().is_some_and(|c| c.publish[t])
+    }
+
+    /// Puts `t` in the pool the cores share: from now on this core
+    /// neither places nor moves it (it has not touched it yet: it is an
+    /// output of the op about to run, or a cross input not yet ready).
+    pub(crate) fn share(&mut self, t: TensorId) {
+        self.modeled[t] = false;
+        if let Some(c) = self.crossing.as_mut() {
+            c.shared[t] = true;
+        }
+    }
+
+    /// When op `i`'s inputs in the shared pool that other cores produce
+    /// are there (0 if none).
+    fn shared_ready(&self, i: usize) -> u64 {
+        let Some(c) = &self.crossing else {
+            return 0;
+        };
+        self.g.ops[i]
+            .inputs
+            .iter()
+            .filter(|&&t| c.shared[t] && c.cross_in[t])
+            .filter_map(|&t| c.ready[t])
+            .max()
+            .unwrap_or(0)
     }
 
     /// When `t`'s DRAM copy exists, for a tensor another core produces
@@ -745,8 +778,9 @@ impl<'a> Sim<'a> {
         operands: &[TensorId],
         streamed: &mut Vec<TensorId>,
     ) -> Ready {
+        // Inputs in the shared pool are read in place once produced.
         let mut ready = Ready {
-            wait_until: self.now,
+            wait_until: self.now.max(self.shared_ready(i)),
             fragmentation_evictions: 0,
             recompute_ns: 0,
         };
@@ -909,7 +943,20 @@ impl<'a> Sim<'a> {
             ready.fragmentation_evictions as f64 * hw.dma.fragmentation_penalty_ns,
         );
         let sync_penalty = limits::ns_round(hw.dma.sync_penalty_ns);
-        let operand_bytes: u64 = operands.iter().map(|&t| g.tensors[t].bytes).sum();
+        // Operands in the shared pool are read and written in place, at
+        // the on-chip rate like the others.
+        let shared_bytes: u64 = self.crossing.as_ref().map_or(0, |c| {
+            g.operands(i)
+                .into_iter()
+                .filter(|&t| c.shared[t])
+                .map(|t| g.tensors[t].bytes)
+                .sum()
+        });
+        let operand_bytes: u64 = operands
+            .iter()
+            .map(|&t| g.tensors[t].bytes)
+            .sum::<u64>()
+            .saturating_add(shared_bytes);
         let roof = op_time_ns(hw, op.flops, operand_bytes);
         let measured = self
             .cfg

@@ -21,6 +21,7 @@ pub mod pools;
 mod room;
 pub mod runner;
 pub mod settings;
+mod shared;
 
 pub use allocator::Allocator;
 pub use config::{ActivationDtype, RecomputeSpec, ScheduleFile, SimConfig, WeightMode};
