@@ -45,6 +45,16 @@ fn check(tr: &Trace, what: &str) {
         bus.samples.iter().all(|&(_, f)| (0.0..=1.0).contains(&f)),
         "{what}"
     );
+    // Each core's ops tile its time: their shares add up to at most 100 %.
+    let ledger = spillscope::trace::ledger::Ledger::of(tr);
+    let share: f64 = spillscope::analysis::hotspots::hotspots(tr, &ledger)
+        .iter()
+        .map(|h| h.latency_share)
+        .sum();
+    assert!(
+        share <= 1.0 + 1e-9,
+        "{what}: ops take {share} of the cores' time"
+    );
     let ops_contention: u64 = tr.ops.iter().filter_map(|o| o.contention_ns).sum();
     assert_eq!(ops_contention, s.contention_ns, "{what}");
     assert!(s.contention_ns <= s.stall_ns, "{what}");
@@ -303,15 +313,24 @@ fn a_graph_split_runs_each_op_once_and_crosses_through_dram() {
             for o in &tr.ops {
                 for &t in &o.inputs {
                     let name = spillscope::sim::cores::graph_name(&tr.tensors[t].name);
-                    // An op's interval includes its wait for data, so it
-                    // may start first, but it cannot end before its input
-                    // was produced.
+                    // An op starts once its inputs from other cores are in
+                    // DRAM (its core idles meanwhile, which is no stall),
+                    // and cannot end before they were produced.
                     if let Some(&end) = end_of.get(name) {
                         assert!(
                             o.end_ns >= end,
                             "{what}: {} before its input {name}",
                             o.name
                         );
+                    }
+                    if let Some(&out) = out_at.get(name) {
+                        if tr.tensors[t].kind == spillscope::graph::TensorKind::Input {
+                            assert!(
+                                o.start_ns >= out,
+                                "{what}: {} before {name} in DRAM",
+                                o.name
+                            );
+                        }
                     }
                 }
             }

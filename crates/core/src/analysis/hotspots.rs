@@ -35,7 +35,8 @@ pub struct Hotspot {
     /// tells them apart).
     pub start_ns: u64,
     pub duration_ns: u64,
-    /// Op duration / end-to-end latency.
+    /// Op duration / end-to-end latency (on several cores, / latency x
+    /// cores: a share of the time the cores ran).
     pub latency_share: f64,
     /// The roofline bound, if known.
     pub bound: Option<Bound>,
@@ -197,7 +198,9 @@ impl HotspotKey {
 
 /// Hotspots of every op, in op order.
 pub fn hotspots(tr: &Trace, ledger: &Ledger) -> Vec<Hotspot> {
-    let latency = tr.summary.latency_ns.max(1) as f64;
+    // Several cores: a share of the time the cores ran (every core's ops
+    // add up to at most 100 %, as on one core).
+    let latency = tr.summary.latency_ns.max(1) as f64 * f64::from(tr.summary.cores.max(1));
     let per_op = ledger.per_op(tr);
     let mem = memory_by_op(tr);
     tr.ops

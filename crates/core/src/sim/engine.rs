@@ -344,16 +344,16 @@ impl<'a> Sim<'a> {
         }
     }
 
-    /// When op `i`'s inputs in the shared pool that other cores produce
-    /// are there (0 if none).
-    fn shared_ready(&self, i: usize) -> u64 {
+    /// When op `i`'s inputs that other cores produce exist, in DRAM or
+    /// the shared pool (0 if it has none).
+    fn cross_ready(&self, i: usize) -> u64 {
         let Some(c) = &self.crossing else {
             return 0;
         };
         self.g.ops[i]
             .inputs
             .iter()
-            .filter(|&&t| c.shared[t] && c.cross_in[t])
+            .filter(|&&t| c.cross_in[t])
             .filter_map(|&t| c.ready[t])
             .max()
             .unwrap_or(0)
@@ -593,6 +593,10 @@ impl<'a> Sim<'a> {
     /// Runs step `i` (op `i` in schedule order); an error when the run's
     /// clock or byte totals leave [`limits`]' range at this op.
     pub(crate) fn step(&mut self, i: usize) -> Result<()> {
+        // An op whose inputs another core produces starts once they exist
+        // (in DRAM or the shared pool): until then its core is idle, which
+        // is not a stall (a stall is waiting for this op's own transfers).
+        self.now = self.now.max(self.cross_ready(i));
         let operands = self.operands(i);
         for &t in &operands {
             self.protected[t] = true;
@@ -778,9 +782,8 @@ impl<'a> Sim<'a> {
         operands: &[TensorId],
         streamed: &mut Vec<TensorId>,
     ) -> Ready {
-        // Inputs in the shared pool are read in place once produced.
         let mut ready = Ready {
-            wait_until: self.now.max(self.shared_ready(i)),
+            wait_until: self.now,
             fragmentation_evictions: 0,
             recompute_ns: 0,
         };

@@ -108,6 +108,8 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
                     format!("{stall} of {cores} cores' time, {bus} bus contention"),
                     format!("{stall}, {bus} bus contention"),
                     format!("{}, {bus} contention", c.fmt(s.stall_ns)),
+                    // Latencies of 10 ms and more at 80 columns.
+                    format!("{}, {bus} on bus", c.fmt(s.stall_ns)),
                 ];
                 crate::ui::first_fit(&alts, room)
             } else {
