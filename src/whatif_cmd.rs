@@ -42,6 +42,16 @@ pub fn to_csv(rows: &[RunRow]) -> String {
     s
 }
 
+/// A flag's value refused, named once: `--cores 0: 0 cores: from 1 to 64`
+/// (the value's own error without a second `config:`).
+fn flag_error(flag: &str, value: &str, e: Error) -> Error {
+    let why = match e {
+        Error::Config(m) => m,
+        other => other.to_string(),
+    };
+    Error::Config(format!("{flag} {value}: {why}"))
+}
+
 pub fn run_whatif(a: &WhatifArgs) -> Result<String> {
     let hw_opts = super::args::HwOpts {
         hw: a.hw.clone(),
@@ -54,8 +64,7 @@ pub fn run_whatif(a: &WhatifArgs) -> Result<String> {
         .spec(&a.model, &hw_opts, &a.model_opts, &[EvictionPolicy::Lru])?;
     let capacities = match &a.capacity {
         Some(r) => {
-            let v = parse_size_range(r)
-                .map_err(|e| spillscope::Error::Config(format!("--capacity {r}: {e}")))?;
+            let v = parse_size_range(r).map_err(|e| flag_error("--capacity", r, e))?;
             if v.contains(&0) {
                 return Err(spillscope::Error::Config(format!(
                     "--capacity {r}: a capacity must be greater than zero"
@@ -67,7 +76,7 @@ pub fn run_whatif(a: &WhatifArgs) -> Result<String> {
     };
     let bandwidths: Vec<Option<f64>> = match &a.bandwidth {
         Some(r) => parse_bandwidth_range(r)
-            .map_err(|e| spillscope::Error::Config(format!("--bandwidth {r}: {e}")))?
+            .map_err(|e| flag_error("--bandwidth", r, e))?
             .into_iter()
             .map(Some)
             .collect(),
@@ -75,7 +84,7 @@ pub fn run_whatif(a: &WhatifArgs) -> Result<String> {
     };
     let cores: Vec<Option<u32>> = match &a.cores {
         Some(r) => parse_cores_range(r)
-            .map_err(|e| spillscope::Error::Config(format!("--cores {r}: {e}")))?
+            .map_err(|e| flag_error("--cores", r, e))?
             .into_iter()
             .map(Some)
             .collect(),

@@ -443,6 +443,18 @@ fn whatif_sweeps_core_counts() {
         let noun = if k == 1 { "core" } else { "cores" };
         assert!(table.contains(&format!("lru on {k} {noun}: ")), "{table}");
     }
+    // A core count out of range is named once, in one line.
+    let o = assert_cmd::Command::cargo_bin("spillscope")
+        .unwrap()
+        .args(["whatif", model.to_str().unwrap(), "--cores", "1,0"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{err}");
+    assert_eq!(
+        err.trim(),
+        "spillscope: error: config: --cores 1,0: 0 cores: from 1 to 64"
+    );
     let csv = run("csv");
     assert!(
         csv.lines()
