@@ -86,12 +86,14 @@ pub(crate) fn simulate_cores(
     cancel: &Cancel,
 ) -> Result<Trace> {
     let k = hw.cores.count as usize;
-    let runs: Vec<CoreRun> = match core_graph(g, hw, cfg)? {
+    // Under a batch split every core runs the one core graph.
+    let core = core_graph(g, hw, cfg)?;
+    let runs: Vec<CoreRun> = match &core {
         Some(core) => {
             let ids: Vec<usize> = (0..core.tensors.len()).collect();
             (0..k)
                 .map(|_| CoreRun {
-                    graph: Cow::Owned(core.as_ref().clone()),
+                    graph: Cow::Borrowed(core.as_ref()),
                     plan: plan.clone(),
                     crossing: None,
                     local: Vec::new(),
@@ -331,7 +333,8 @@ fn publish(runs: &[CoreRun], sims: &mut [Sim], c: usize, i: usize) {
 }
 
 /// Each op's stall on a core with the bus to itself (its inputs from other
-/// cores arriving when they did in the shared run).
+/// cores arriving when they did in the shared run): the ops are stepped,
+/// no trace is built.
 fn stalls_alone(
     core: &Graph,
     hw: &HardwareProfile,
@@ -340,8 +343,14 @@ fn stalls_alone(
     crossing: Option<Crossing>,
     cancel: &Cancel,
 ) -> Result<Vec<u64>> {
-    let tr = Sim::with_crossing(core, hw, cfg, plan, crossing)?.run(cancel)?;
-    Ok(tr.ops.iter().map(|o| o.stall_ns).collect())
+    let mut sim = Sim::with_crossing(core, hw, cfg, plan, crossing)?;
+    for i in 0..core.ops.len() {
+        if i.is_multiple_of(CANCEL_EVERY) {
+            cancel.check()?;
+        }
+        sim.step(i)?;
+    }
+    Ok(sim.stalls())
 }
 
 /// One trace of every core's run: core `c`'s tensors, ops and pools are

@@ -1227,6 +1227,11 @@ impl<'a> Sim<'a> {
     }
 
     /// The trace of the run: summary, tensors, ops, events and counters.
+    /// Each op's stall so far, in step order.
+    pub(crate) fn stalls(&self) -> Vec<u64> {
+        self.ops.iter().map(|o| o.stall_ns).collect()
+    }
+
     pub(crate) fn finish(mut self) -> Trace {
         self.drain();
         let summary = self.summary();
