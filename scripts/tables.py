@@ -139,6 +139,26 @@ def speed():
     return "\n".join(rows) + "\n"
 
 
+def cores():
+    """`whatif --cores` on the bundled ResNet-50 batch 8: each core count
+    runs its share of the batch, capacities per core, one DRAM bus."""
+    build_release()
+    out = run([BIN, "whatif", "sample-traces/resnet50_b8.shapes.onnx", "--capacity", "4MiB,16MiB",
+               "--cores", "1,2,4,8", "--policy", "lru", "--ilp-time", "0", "--format", "json", "--no-cache"])
+    runs = json.loads(out)["runs"]
+    one = {r["capacity_bytes"]: r["latency_ns"] for r in runs if r.get("cores", 1) == 1}
+    mib = lambda b: f"{b / 2**20:.1f} MiB"
+    ms = lambda ns: f"{ns / 1e6:.3f} ms"
+    rows = ["| capacity per core | cores | latency | speed-up | spill traffic | stall | of which bus contention |",
+            "|---|---|---|---|---|---|---|"]
+    for r in sorted(runs, key=lambda r: (r["capacity_bytes"], r.get("cores", 1))):
+        k = r.get("cores", 1)
+        rows.append(f"| {mib(r['capacity_bytes'])} | {k} | {ms(r['latency_ns'])} | "
+                    f"{one[r['capacity_bytes']] / r['latency_ns']:.2f}x | {mib(r['traffic_bytes'])} | "
+                    f"{ms(r['stall_ns'])} | {ms(r['contention_ns']) if k > 1 else '-'} |")
+    return "\n".join(rows) + "\n"
+
+
 def keys():
     """The explorer's key table, printed from the key table itself."""
     return run(["cargo", "run", "-q", "--example", "key_table"])
@@ -154,6 +174,7 @@ GENERATORS = {
     "npu-ttq": (script("scripts/npu-time-to-quality.sh"), "scripts/npu-time-to-quality.sh"),
     "speed": (speed, "cargo bench --bench sim/explorer/import/whatif/scale/onnx_scale/stream (criterion medians)"),
     "keys": (keys, "cargo run --example key_table"),
+    "cores": (cores, "spillscope whatif resnet50_b8 --capacity 4MiB,16MiB --cores 1,2,4,8 --policy lru"),
     "executorch-arenas": (executorch("arenas"), "scripts/executorch_table.sh DATA arenas"),
     "executorch-banked": (executorch("banked"), "scripts/executorch_table.sh DATA banked"),
 }
