@@ -81,6 +81,20 @@ pub fn shape_text(shape: &[u64]) -> String {
         .join("x")
 }
 
+/// Returns the allocator's free pages to the system. A session's job
+/// builds large transient structures (the graph a trace ran, rebuilt for
+/// its bound; suggestions' runs) and glibc keeps what they freed mapped,
+/// so a viewer on an edge board would hold its peak for good. Elsewhere
+/// it does nothing.
+pub fn release_free_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only returns free heap memory to the system; it
+    // takes no pointers and is thread-safe in glibc.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -342,7 +342,11 @@ impl<'a> Job<'a> {
         let Some(first) = loaded.first().filter(|_| wants_more) else {
             return Ok(());
         };
-        let (g, hw, cfg) = match inputs_of_trace(&first.trace) {
+        // The first trace's graph, rebuilt for its bound, serves its
+        // suggestions too (rebuilding it again held two at once); the
+        // others' go now.
+        let rebuilt = inputs.into_iter().next().flatten();
+        let (g, hw, cfg) = match rebuilt.map_or_else(|| inputs_of_trace(&first.trace), Ok) {
             Ok(x) => x,
             Err(e) => {
                 let msg = e.to_string();

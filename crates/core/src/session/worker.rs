@@ -119,6 +119,9 @@ fn work(shared: &Shared, mut tails: Tails, post: &(dyn Fn(Posted) + Send + Sync)
             Ok(_) | Err(crate::Error::Cancelled) => {}
             Err(e) => tag(Update::Failed(e)),
         }
+        // The job's graphs, plans and re-simulated runs are dropped: hand
+        // their pages back while the views hold only what they show.
+        crate::limits::release_free_memory();
         if let Ok(mut s) = shared.state.lock() {
             s.running = None;
         }
