@@ -611,6 +611,18 @@ fn the_placement_is_reported_and_pins_the_same_run() {
     ] {
         assert_eq!(first["runs"][0][k], again["runs"][0][k], "{k}");
     }
+    // The table says why its bound is only per-op.
+    let o = assert_cmd::Command::cargo_bin("spillscope")
+        .unwrap()
+        .args(base)
+        .args(["--split", "graph"])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("bound: per-op only: a graph split has no one core graph"),
+        "{out}"
+    );
     // Refused where there is no placement, before anything runs.
     let o = assert_cmd::Command::cargo_bin("spillscope")
         .unwrap()

@@ -118,6 +118,16 @@ impl<'a> Job<'a> {
         let whole = prepare_graph(&g, &r.config)?;
         let per_core = crate::sim::cores::core_graph(&whole, &r.hardware, &r.config)?;
         let one_graph = per_core.is_some();
+        if !one_graph
+            && req.wants.bound
+            && req.budgets.bound_s > 0.0
+            && r.policies.iter().any(|&p| p != EvictionPolicy::Ideal)
+        {
+            // Say why the bound stays weak here (the gap reads large).
+            self.out.notes.push(
+                "bound: per-op only: a graph split has no one core graph for the exact program to solve (the planned policy solves each core's part)".into(),
+            );
+        }
         let prepared = per_core.unwrap_or(std::borrow::Cow::Borrowed(&whole));
         let cores = r.hardware.cores.count;
         let solves = req.wants.bound
