@@ -23,6 +23,28 @@ fn trace_end(tr: &Trace) -> u64 {
         .max(1)
 }
 
+/// Core 0's live bytes per step of a multi-core trace (its `live_bytes`
+/// counter, pool `core0/...`, one sample per op of core 0).
+fn core0_live_by_step(trace: &Trace) -> Vec<u64> {
+    let on_core0 = |p: Option<&str>| p.is_some_and(|p| p == "core0" || p.starts_with("core0/"));
+    let Some(c) = trace
+        .counters
+        .iter()
+        .find(|c| c.name == "live_bytes" && on_core0(c.pool.as_deref()))
+    else {
+        return Vec::new();
+    };
+    let ops = trace
+        .ops
+        .iter()
+        .filter(|o| crate::analysis::cores::core_of(o) == Some(0))
+        .count();
+    if c.samples.len() != ops {
+        return Vec::new();
+    }
+    c.samples.iter().map(|s| s.1 as u64).collect()
+}
+
 /// Bytes per op step for the overview chart: the `live_bytes` counter (a
 /// simulation's working set), else (`true`) what the events left resident
 /// in the first pool while each op ran (an instrumented run).
@@ -37,8 +59,13 @@ fn live_by_step(trace: &Trace) -> (Vec<u64>, bool) {
     }
 }
 
-/// Live bytes per op step, from the `live_bytes` counter.
+/// Live bytes per op step, from the `live_bytes` counter. On several
+/// cores, core 0's steps and counter: the cores' steps are not one
+/// sequence (each core's counter follows its own ops).
 fn live_counter_by_step(trace: &Trace) -> Vec<u64> {
+    if trace.summary.cores > 1 {
+        return core0_live_by_step(trace);
+    }
     match trace.counters.iter().find(|c| c.name == "live_bytes") {
         Some(c) if c.samples.len() == trace.ops.len() => {
             c.samples.iter().map(|s| s.1 as u64).collect()

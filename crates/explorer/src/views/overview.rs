@@ -423,6 +423,10 @@ fn draw_live_chart(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Re
     // Residency from the events is the first pool's: with several pools,
     // say which (an NPU trace's peak above counts L1 and UB together).
     let title = match d.trace.pools.first() {
+        // Several cores: the chart is core 0's (each core has its steps).
+        _ if d.trace.summary.cores > 1 => {
+            format!(" core0{title}").replace(" vs capacity ", " vs its capacity ")
+        }
         Some(p) if d.live_is_resident && d.trace.pools.len() > 1 => {
             format!(" {}{title}", p.name).replace(" vs capacity ", " vs its capacity ")
         }
