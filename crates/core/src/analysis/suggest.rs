@@ -505,7 +505,7 @@ pub fn suggest_with(
 /// How many candidates [`suggest_with`] re-simulates at most (for its
 /// progress: pins of the five busiest, the capacity search, three other
 /// policies, prefetch distances, resident weights, fp16, fusion,
-/// recompute, an op order).
+/// recompute, an op order, core changes).
 fn candidates(cfg: &SimConfig, hw: &HardwareProfile, baseline: &RunRow) -> usize {
     let mut n = 5 + usize::from(baseline.traffic_bytes > 0) + 3;
     if hw.dma.async_dma {
@@ -515,11 +515,12 @@ fn candidates(cfg: &SimConfig, hw: &HardwareProfile, baseline: &RunRow) -> usize
     n += usize::from(cfg.dtype != ActivationDtype::Fp16);
     n += usize::from(!cfg.fuse);
     n += usize::from(cfg.recompute.is_off() && baseline.reloaded_bytes > 0);
-    n += match hw.cores.count {
-        0 | 1 => 0,
-        2 => 2,
-        _ => 3,
-    };
+    // Several cores: the other split, half the cores, and twice them
+    // where that many may be declared (`core_changes`).
+    let k = hw.cores.count;
+    if k > 1 {
+        n += 2 + usize::from(k * 2 <= crate::cost::hardware::MAX_CORES);
+    }
     n + usize::from(cfg.order.is_file())
 }
 
