@@ -1009,7 +1009,6 @@ impl App {
     /// `a` in Suggest: the selected change, to be written into the watched
     /// config; changes a config cannot express say why not.
     fn apply_selected(&mut self) -> Option<Effect> {
-        use spillscope::analysis::suggest::Change;
         let Some(x) = self.suggest.selected() else {
             self.status = "no suggestion selected".into();
             return None;
@@ -1018,15 +1017,8 @@ impl App {
             self.status = "to apply suggestions, open the model with --config SCHED.toml".into();
             return None;
         }
-        if let Change::Capacity { .. } = x.change {
-            self.status =
-                "a capacity is hardware: rerun with --capacity (the config cannot set it)".into();
-            return None;
-        }
-        if let Change::Cores { .. } = x.change {
-            self.status =
-                "a core count is hardware: rerun with --cores and --split (the config cannot set it)"
-                    .into();
+        if let Some(why) = spillscope::report::change::hardware_rerun(&x.change) {
+            self.status = format!("{why} (the config cannot set it)");
             return None;
         }
         Some(Effect::Apply(x.change.clone()))

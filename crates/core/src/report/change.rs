@@ -43,6 +43,16 @@ pub fn hardware_line(c: &Change) -> Option<String> {
     }
 }
 
+/// Why a schedule config cannot make `c` and how to make it instead, for
+/// a hardware change (`None` for any other).
+pub fn hardware_rerun(c: &Change) -> Option<&'static str> {
+    match c {
+        Change::Capacity { .. } => Some("a capacity is hardware: rerun with --capacity"),
+        Change::Cores { .. } => Some("a core count is hardware: rerun with --cores and --split"),
+        _ => None,
+    }
+}
+
 /// The command-line flags that make `c`.
 pub fn flags(c: &Change) -> String {
     match c {

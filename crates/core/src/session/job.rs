@@ -564,23 +564,21 @@ impl<'a> Job<'a> {
         let cache = req.cache.as_ref();
         let whole = prepare_graph(g, &r.config)?;
         // Each core count's graph per core (`None`: a graph split, which
-        // has no one graph to bound), checked before any run.
-        let mut per_cores: Vec<(u32, Option<Graph>)> = Vec::new();
+        // has no one graph to bound; one core borrows the whole graph),
+        // checked before any run.
+        let cores_of =
+            |p: &crate::analysis::whatif::Point| p.cores.unwrap_or(r.hardware.cores.count).max(1);
+        let mut per_cores: Vec<(u32, Option<std::borrow::Cow<Graph>>)> = Vec::new();
         for p in points {
-            let k = p.cores.unwrap_or(r.hardware.cores.count).max(1);
+            let k = cores_of(p);
             if per_cores.iter().all(|(c, _)| *c != k) {
                 let hw = r.hardware.clone().with_cores(k)?;
-                let one = crate::sim::cores::core_graph(&whole, &hw, &r.config)?
-                    .map(std::borrow::Cow::into_owned);
-                per_cores.push((k, one));
+                per_cores.push((k, crate::sim::cores::core_graph(&whole, &hw, &r.config)?));
             }
         }
         let mut keys: Vec<(u64, u32)> = points
             .iter()
-            .map(|p| {
-                let k = p.cores.unwrap_or(r.hardware.cores.count).max(1);
-                (p.capacity_bytes, k)
-            })
+            .map(|p| (p.capacity_bytes, cores_of(p)))
             .filter(|(_, k)| per_cores.iter().any(|(c, g)| c == k && g.is_some()))
             .collect();
         keys.sort_unstable();
@@ -613,7 +611,7 @@ impl<'a> Job<'a> {
                     let Some(prepared) = per_cores
                         .iter()
                         .find(|(n, _)| *n == k)
-                        .and_then(|(_, g)| g.as_ref())
+                        .and_then(|(_, g)| g.as_deref())
                     else {
                         return Err(Error::Config(format!("no graph per core at {k} cores")));
                     };

@@ -276,7 +276,7 @@ fn share_outputs(runs: &[CoreRun], sims: &mut [Sim], pool: &mut SharedPool, c: u
             .map(|d| sims[d].now)
             .min()
             .unwrap_or(sims[c].now);
-        if pool.place(&run.graph, global, c, t, i, from) {
+        if pool.place(&run.graph, global, c, t, from) {
             sims[c].share(t);
         }
     }
@@ -303,7 +303,7 @@ fn read_shared(runs: &[CoreRun], sims: &mut [Sim], pool: &mut SharedPool, c: usi
         }
     }
     for &t in &run.graph.ops[i].inputs {
-        pool.read(run.global[t], c, i, end);
+        pool.read(run.global[t], c, end);
     }
 }
 
@@ -344,12 +344,7 @@ fn stalls_alone(
     cancel: &Cancel,
 ) -> Result<Vec<u64>> {
     let mut sim = Sim::with_crossing(core, hw, cfg, plan, crossing)?;
-    for i in 0..core.ops.len() {
-        if i.is_multiple_of(CANCEL_EVERY) {
-            cancel.check()?;
-        }
-        sim.step(i)?;
-    }
+    sim.step_all(cancel)?;
     Ok(sim.stalls())
 }
 
@@ -400,7 +395,7 @@ fn merge(
     let mut stall = 0u64;
     let mut contention = 0u64;
     for (c, tr) in traces.into_iter().enumerate() {
-        let (t0, o0) = (out.tensors.len(), out.ops.len());
+        let (t0, o0) = (t0s[c], o0s[c]);
         out.pools.extend(tr.pools.iter().map(|p| Pool {
             name: on_core(c, &p.name).into(),
             ..p.clone()

@@ -581,13 +581,20 @@ impl<'a> Sim<'a> {
 
     /// Runs every op in schedule order, checking `cancel` between ops.
     pub(crate) fn run(mut self, cancel: &Cancel) -> Result<Trace> {
+        self.step_all(cancel)?;
+        Ok(self.finish())
+    }
+
+    /// Steps every op in schedule order, checking `cancel` between ops
+    /// (the run without its trace: [`Sim::stalls`] reads what it did).
+    pub(crate) fn step_all(&mut self, cancel: &Cancel) -> Result<()> {
         for i in 0..self.g.ops.len() {
             if i.is_multiple_of(CANCEL_EVERY) {
                 cancel.check()?;
             }
             self.step(i)?;
         }
-        Ok(self.finish())
+        Ok(())
     }
 
     /// Runs step `i` (op `i` in schedule order); an error when the run's
@@ -1226,12 +1233,12 @@ impl<'a> Sim<'a> {
         }
     }
 
-    /// The trace of the run: summary, tensors, ops, events and counters.
     /// Each op's stall so far, in step order.
     pub(crate) fn stalls(&self) -> Vec<u64> {
         self.ops.iter().map(|o| o.stall_ns).collect()
     }
 
+    /// The trace of the run: summary, tensors, ops, events and counters.
     pub(crate) fn finish(mut self) -> Trace {
         self.drain();
         let summary = self.summary();

@@ -20,10 +20,9 @@ use compact_str::CompactString;
 /// One tensor's stay in the shared pool.
 #[derive(Debug, Clone)]
 pub(crate) struct Stay {
-    /// The core that produced it, its tensor and op there.
+    /// The core that produced it and its tensor there.
     pub core: usize,
     pub local: usize,
-    pub op: usize,
     pub bytes: u64,
     pub offset: u64,
     size: u64,
@@ -32,8 +31,9 @@ pub(crate) struct Stay {
     pub to: Option<u64>,
     /// Reader ops yet to run.
     pending: usize,
-    /// The reader that ended last so far: its core and op, and its end.
-    pub last: Option<(usize, usize)>,
+    /// The core of the reader that ended last so far (the producer's
+    /// before any), and that end.
+    last_core: usize,
     latest: u64,
 }
 
@@ -75,16 +75,15 @@ impl SharedPool {
     }
 
     /// Places global tensor `global` (tensor `local` of core `core`'s
-    /// graph `g`, produced by its op `op`) from `from` on, if it is an
-    /// activation with readers and a hole of its size is free over every
-    /// stay that overlaps it in time. Returns whether it was placed.
+    /// graph `g`) from `from` on, if it is an activation with readers and
+    /// a hole of its size is free over every stay that overlaps it in
+    /// time. Returns whether it was placed.
     pub fn place(
         &mut self,
         g: &Graph,
         global: usize,
         core: usize,
         local: usize,
-        op: usize,
         from: u64,
     ) -> bool {
         let t = &g.tensors[local];
@@ -103,14 +102,13 @@ impl SharedPool {
         self.stays.push(Stay {
             core,
             local,
-            op,
             bytes: t.bytes,
             offset,
             size,
             from,
             to: None,
             pending,
-            last: None,
+            last_core: core,
             latest: from,
         });
         true
@@ -136,17 +134,17 @@ impl SharedPool {
         (at.saturating_add(size) <= self.capacity).then_some(at)
     }
 
-    /// Core `core`'s op `op` read `global` and ended at `end`: the stay
+    /// An op of core `core` read `global` and ended at `end`: the stay
     /// ends with its last reader.
-    pub fn read(&mut self, global: usize, core: usize, op: usize, end: u64) {
+    pub fn read(&mut self, global: usize, core: usize, end: u64) {
         let Some(i) = self.of.get(global).copied().flatten() else {
             return;
         };
         let s = &mut self.stays[i];
         s.pending = s.pending.saturating_sub(1);
-        if s.last.is_none() || end >= s.latest {
+        if end >= s.latest {
             s.latest = end;
-            s.last = Some((core, op));
+            s.last_core = core;
         }
         if s.pending == 0 {
             s.to = Some(s.latest);
@@ -184,11 +182,10 @@ impl SharedPool {
             alloc.thread = Some(s.core as u64);
             alloc.reason = Some("shared".into());
             events.push(alloc);
-            let (core, _) = s.last.unwrap_or((s.core, s.op));
             let to = s.to.unwrap_or(latency).max(s.from);
             let mut free = Event::plain(to, EventKind::Free, tensor, s.bytes, SHARED_POOL);
             free.offset = Some(s.offset);
-            free.thread = Some(core as u64);
+            free.thread = Some(s.last_core as u64);
             events.push(free);
         }
     }

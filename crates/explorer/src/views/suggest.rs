@@ -238,14 +238,10 @@ fn detail_texts(
     b: &RunRow,
 ) -> [String; 4] {
     let r = &x.run;
-    let apply = match (&app.config, &x.change) {
-        (_, spillscope::analysis::suggest::Change::Capacity { .. }) => {
-            "a capacity is hardware: rerun with --capacity".to_string()
-        }
-        (_, spillscope::analysis::suggest::Change::Cores { .. }) => {
-            "a core count is hardware: rerun with --cores and --split".to_string()
-        }
-        (Some(c), _) => format!(
+    let hardware = spillscope::report::change::hardware_rerun(&x.change);
+    let apply = match (&app.config, hardware) {
+        (_, Some(why)) => why.to_string(),
+        (Some(c), None) => format!(
             "a writes it into {} (u restores the file)",
             c.file_name()
                 .map(|n| n.to_string_lossy())
