@@ -1017,8 +1017,10 @@ impl App {
             self.status = "to apply suggestions, open the model with --config SCHED.toml".into();
             return None;
         }
-        if let Some(why) = spillscope::report::change::hardware_rerun(&x.change) {
-            self.status = format!("{why} (the config cannot set it)");
+        // The detail pane says how to make it; the status (half the
+        // footer at 80 columns) only why it was not applied.
+        if let Some((why, _)) = spillscope::report::change::hardware_rerun(&x.change) {
+            self.status = format!("not applied: {why}");
             return None;
         }
         Some(Effect::Apply(x.change.clone()))

@@ -44,11 +44,14 @@ pub fn hardware_line(c: &Change) -> Option<String> {
 }
 
 /// Why a schedule config cannot make `c` and how to make it instead, for
-/// a hardware change (`None` for any other).
-pub fn hardware_rerun(c: &Change) -> Option<&'static str> {
+/// a hardware change (`None` for any other): `("a capacity is hardware",
+/// "rerun with --capacity")`.
+pub fn hardware_rerun(c: &Change) -> Option<(&'static str, &'static str)> {
     match c {
-        Change::Capacity { .. } => Some("a capacity is hardware: rerun with --capacity"),
-        Change::Cores { .. } => Some("a core count is hardware: rerun with --cores and --split"),
+        Change::Capacity { .. } => Some(("a capacity is hardware", "rerun with --capacity")),
+        Change::Cores { .. } => {
+            Some(("a core count is hardware", "rerun with --cores and --split"))
+        }
         _ => None,
     }
 }

@@ -240,7 +240,7 @@ fn detail_texts(
     let r = &x.run;
     let hardware = spillscope::report::change::hardware_rerun(&x.change);
     let apply = match (&app.config, hardware) {
-        (_, Some(why)) => why.to_string(),
+        (_, Some((why, how))) => format!("{why}: {how}"),
         (Some(c), None) => format!(
             "a writes it into {} (u restores the file)",
             c.file_name()
