@@ -110,7 +110,7 @@ pub struct TraceTensor {
     pub kind: TensorKind,
     pub pool: CompactString,
     pub producer: Option<usize>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::input::exact_vec")]
     pub consumers: Vec<usize>,
 }
 
@@ -123,12 +123,12 @@ pub struct TraceOp {
     pub end_ns: u64,
     #[serde(default)]
     pub stall_ns: u64,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::input::exact_vec")]
     pub inputs: Vec<usize>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::input::exact_vec")]
     pub outputs: Vec<usize>,
     /// Operands read or written in DRAM by tiled streaming (did not fit).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::input::exact_vec")]
     pub streamed: Vec<usize>,
     /// Extension: estimated FLOPs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -523,6 +523,19 @@ impl Trace {
     pub fn settle(&mut self) {
         self.upgrade();
         self.reconcile();
+        self.fit();
+    }
+
+    /// Gives back the growth room parsing left in the op, tensor and
+    /// counter lists (a list read from JSON grows by doubling; the id lists
+    /// are read exact, [`crate::input::exact_vec`]).
+    fn fit(&mut self) {
+        self.ops.shrink_to_fit();
+        self.tensors.shrink_to_fit();
+        self.counters.shrink_to_fit();
+        for c in &mut self.counters {
+            c.samples.shrink_to_fit();
+        }
     }
 
     /// Loads a trace file. Read whole and parsed in parallel (1.6-1.8x

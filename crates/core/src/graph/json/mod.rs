@@ -38,7 +38,11 @@ pub struct TensorJson {
     pub name: CompactString,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bytes: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::input::exact_vec_opt"
+    )]
     pub shape: Option<Vec<u64>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dtype: Option<CompactString>,
@@ -52,9 +56,9 @@ pub struct OpJson {
     pub name: CompactString,
     #[serde(default = "default_op_type")]
     pub op_type: CompactString,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::input::exact_vec")]
     pub inputs: Vec<CompactString>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::input::exact_vec")]
     pub outputs: Vec<CompactString>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flops: Option<f64>,
