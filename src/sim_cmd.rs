@@ -131,6 +131,8 @@ pub fn run(a: &SimArgs) -> Result<String> {
         source: Source::Model(Box::new(spec)),
         wants: Wants {
             bound: true,
+            // Only the table is printed: no run keeps its trace.
+            summary_only: a.output.is_none() && a.write_placement.is_none(),
             ..Default::default()
         },
         budgets: a.session.budgets()?,

@@ -482,3 +482,75 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+    /// A run that keeps only its summary (`sim` without `-o`, sweeps) has
+    /// every figure of the run that records its trace, the ledger's among
+    /// them: its running ledger sees each tensor's events in the trace's
+    /// order. Every policy, weight mode, with and without async DMA and
+    /// recomputation.
+    #[test]
+    fn a_summary_only_run_has_the_whole_runs_figures(
+        g in arb_graph(false),
+        cap_units in 1u64..64,
+        async_dma in any::<bool>(),
+        weights in 0usize..3,
+        recompute in any::<bool>(),
+    ) {
+        use spillscope::cancel::Cancel;
+        use spillscope::sim::{plan_for, simulate_summary, RecomputeSpec};
+        let cap = cap_units * 128;
+        let mut hw = test_hw(cap);
+        hw.dma.async_dma = async_dma;
+        hw.dma.prefetch_distance = if async_dma { 2 } else { 0 };
+        let weights = [WeightMode::Stream, WeightMode::Resident, WeightMode::Ignore][weights];
+        for p in EvictionPolicy::ALL {
+            let cfg = SimConfig {
+                policy: p,
+                weights,
+                recompute: RecomputeSpec::All(recompute),
+                ..Default::default()
+            };
+            let plan = (p == EvictionPolicy::Planned)
+                .then(|| plan_for(&g, PoolSize::of(&hw)))
+                .flatten();
+            let full = spillscope::sim::simulate_with(&g, &hw, &cfg, plan.clone(), &Cancel::never()).unwrap();
+            let summary = simulate_summary(&g, &hw, &cfg, plan, &Cancel::never()).unwrap();
+            prop_assert_eq!(&summary.summary, &full.summary, "{}", p);
+            prop_assert!(summary.events.is_empty() && summary.ops.is_empty() && summary.tensors.is_empty());
+        }
+    }
+}
+
+/// The summary-only run on fixed graphs that spill, stream and reload:
+/// the same figures as the whole run, and those figures are not all zero.
+#[test]
+fn summary_only_runs_match_on_spilling_graphs() {
+    use spillscope::cancel::Cancel;
+    use spillscope::sim::simulate_summary;
+    let mut checked = 0;
+    for g in small_graphs(40) {
+        for cap in [256u64, 640, 1536] {
+            let hw = test_hw(cap);
+            for p in [
+                EvictionPolicy::Lru,
+                EvictionPolicy::Belady,
+                EvictionPolicy::Lifetime,
+            ] {
+                let cfg = SimConfig {
+                    policy: p,
+                    ..Default::default()
+                };
+                let full = simulate(&g, &hw, &cfg).unwrap();
+                let s = simulate_summary(&g, &hw, &cfg, None, &Cancel::never()).unwrap();
+                assert_eq!(s.summary, full.summary, "{p} at {cap}");
+                if full.summary.spill_count > 0 && full.summary.reloaded_bytes > 0 {
+                    checked += 1;
+                }
+            }
+        }
+    }
+    assert!(checked >= 20, "only {checked} runs spilled and reloaded");
+}

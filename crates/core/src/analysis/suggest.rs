@@ -219,6 +219,8 @@ pub fn suggest_with(
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<Suggestions> {
     let simulate = |g: &Graph, hw: &HardwareProfile, c: &SimConfig| runner.simulate(g, hw, c);
+    // A candidate whose row is all that is read keeps no trace.
+    let summarise = |g: &Graph, hw: &HardwareProfile, c: &SimConfig| runner.summarise(g, hw, c);
     let base_tr = simulate(g, hw, cfg)?;
     let baseline = RunRow::from_trace(&base_tr);
     let base_lat = baseline.latency_ns as i64;
@@ -278,7 +280,7 @@ pub fn suggest_with(
         pinned.push(name.clone());
         let mut c = cfg.clone();
         c.pins.push(name.clone());
-        let r = RunRow::from_trace(&simulate(g, hw, &c)?);
+        let r = RunRow::from_trace(&summarise(g, hw, &c)?);
         let what = if t.oscillating {
             "oscillating"
         } else {
@@ -331,7 +333,7 @@ pub fn suggest_with(
                 policy: p,
                 ..cfg.clone()
             };
-            let r = RunRow::from_trace(&simulate(g, hw, &c)?);
+            let r = RunRow::from_trace(&summarise(g, hw, &c)?);
             let mut description = format!("switch policy {} -> {p}", cfg.policy);
             if p == EvictionPolicy::Planned && r.traffic_bytes < base_traffic {
                 description += &format!(
@@ -351,7 +353,7 @@ pub fn suggest_with(
                     prefetch_distance: Some(d),
                     ..cfg.clone()
                 };
-                let r = RunRow::from_trace(&simulate(g, hw, &c)?);
+                let r = RunRow::from_trace(&summarise(g, hw, &c)?);
                 consider(
                     Change::Prefetch { distance: d },
                     format!(
@@ -370,7 +372,7 @@ pub fn suggest_with(
             weights: WeightMode::Resident,
             ..cfg.clone()
         };
-        let r = RunRow::from_trace(&simulate(g, hw, &c)?);
+        let r = RunRow::from_trace(&summarise(g, hw, &c)?);
         consider(
             Change::Weights {
                 mode: WeightMode::Resident,
@@ -386,7 +388,7 @@ pub fn suggest_with(
             dtype: ActivationDtype::Fp16,
             ..cfg.clone()
         };
-        let r = RunRow::from_trace(&simulate(g, hw, &c)?);
+        let r = RunRow::from_trace(&summarise(g, hw, &c)?);
         consider(
             Change::Fp16,
             "fp16 activations (f32 activation bytes halved)".into(),
@@ -402,7 +404,7 @@ pub fn suggest_with(
                 fuse: true,
                 ..cfg.clone()
             };
-            let r = RunRow::from_trace(&simulate(g, hw, &c)?);
+            let r = RunRow::from_trace(&summarise(g, hw, &c)?);
             let bytes: u64 = fusions.iter().map(|f| f.removed_bytes).sum();
             consider(
                 Change::Fuse,
@@ -438,7 +440,7 @@ pub fn suggest_with(
                 recompute: RecomputeSpec::Tensors(names.clone()),
                 ..cfg.clone()
             };
-            let tr = simulate(g, hw, &c)?;
+            let tr = summarise(g, hw, &c)?;
             let shown: Vec<&str> = names.iter().take(3).map(String::as_str).collect();
             consider(
                 Change::Recompute {
@@ -462,7 +464,7 @@ pub fn suggest_with(
             ..cfg.clone()
         };
         let h = prepare_graph(g, &c)?;
-        let r = RunRow::from_trace(&simulate(g, hw, &c)?);
+        let r = RunRow::from_trace(&summarise(g, hw, &c)?);
         let before = prepare_graph(g, cfg)?;
         let moved = before
             .ops

@@ -179,7 +179,7 @@ pub fn run_with(
                 policy: p.policy,
                 ..base.clone()
             };
-            let tr = runner.simulate(g, &h, &cfg)?;
+            let tr = runner.summarise(g, &h, &cfg)?;
             tick();
             Ok(RunRow::from_trace(&tr))
         })
@@ -234,7 +234,7 @@ pub fn zero_traffic_capacity_with(
     let mut sims = 0usize;
     let mut run_at = |c: u64| -> Result<RunRow> {
         sims += 1;
-        Ok(RunRow::from_trace(&runner.simulate(
+        Ok(RunRow::from_trace(&runner.summarise(
             g,
             &hw.clone().with_capacity(c.max(1))?,
             cfg,

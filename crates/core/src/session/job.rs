@@ -2,7 +2,7 @@
 //! [`super`]), each checking the job's cancel token, each posting what it
 //! found as soon as it has it and filling the [`Outcome`].
 
-use super::cache::{Cache, KeyBuilder};
+use super::cache::KeyBuilder;
 use super::dataset::Dataset;
 use super::planner::{optimum, SessionPlanner};
 use super::source::{label_of, profile_of, Loaded};
@@ -15,7 +15,9 @@ use crate::graph::Graph;
 use crate::run::{Resolved, RunSpec};
 use crate::sim::optimum::{Optimum, OptimumLimits, PoolSize};
 use crate::sim::plan::Residency;
-use crate::sim::{prepare_graph, simulate_with, EvictionPolicy, Runner, SimConfig};
+use crate::sim::{
+    prepare_graph, simulate_summary, simulate_with, EvictionPolicy, Runner, SimConfig,
+};
 use crate::trace::{Source as TraceSource, Trace};
 use crate::{Error, Result};
 use std::sync::Arc;
@@ -146,7 +148,7 @@ impl<'a> Job<'a> {
                 continue;
             }
             self.progress(Stage::Simulate, i, policies.len());
-            let trace = self.simulate(cache, &g, &r.hardware, &r.config_for(p), None)?;
+            let trace = self.simulate(req, &g, &r.hardware, &r.config_for(p), None)?;
             let bound = TrafficBound::of(&trace.summary).with_state(first_state(p));
             runs[i] = Some(Run {
                 policy: Some(p),
@@ -207,7 +209,7 @@ impl<'a> Job<'a> {
                 None => None,
             };
             let cfg = r.config_for(EvictionPolicy::Planned);
-            let trace = self.simulate(cache, &g, &r.hardware, &cfg, Some(plan))?;
+            let trace = self.simulate(req, &g, &r.hardware, &cfg, Some(plan))?;
             let own = TrafficBound::of(&trace.summary);
             let bound = match &self.out.optimum {
                 Some(o) => own.refined(o),
@@ -398,7 +400,7 @@ impl<'a> Job<'a> {
     /// One simulation, from the cache where it was slow enough to keep.
     fn simulate(
         &self,
-        cache: Option<&Cache>,
+        req: &Request,
         g: &Graph,
         hw: &HardwareProfile,
         cfg: &SimConfig,
@@ -408,17 +410,23 @@ impl<'a> Job<'a> {
         if let Some(p) = &plan {
             keyed.plan = p.clone();
         }
+        let summary_only = req.wants.summary_only;
         let key = KeyBuilder::new("run")
             .graph(g)
             .hardware(hw)
             .config(&keyed)
+            .part("summary_only", &summary_only)
             .finish();
+        let cache = req.cache.as_ref();
         if let Some(t) = cache.and_then(|c| c.get::<Trace>(&key)) {
             return Ok(Arc::new(t));
         }
         let started = Instant::now();
         // `None`: not the planned policy; `Some(None)`: planned, no plan found.
-        let t = simulate_with(g, hw, cfg, plan.flatten(), &self.cancel)?;
+        let t = match summary_only {
+            true => simulate_summary(g, hw, cfg, plan.flatten(), &self.cancel)?,
+            false => simulate_with(g, hw, cfg, plan.flatten(), &self.cancel)?,
+        };
         if started.elapsed().as_secs_f64() > CACHE_RUNS_SLOWER_THAN_S {
             if let Some(c) = cache {
                 c.put(&key, &t);

@@ -139,6 +139,10 @@ pub struct Wants {
     /// re-simulating interactively); larger ones say so.
     pub suggest_max_ops: Option<usize>,
     pub whatif: Option<WhatIfGrid>,
+    /// The runs' figures only: their traces keep no events, ops or tensors
+    /// (`sim` without `-o`; [`crate::sim::simulate_summary`]), which on a
+    /// large graph is most of a run's memory.
+    pub summary_only: bool,
 }
 
 /// One job's input.

@@ -27,7 +27,7 @@ use crate::cost::bus::Direction;
 use crate::cost::{op_time_ns, BusModel, HardwareProfile, Roofline};
 use crate::graph::{transform, Graph, Liveness, TensorId, TensorKind};
 use crate::limits;
-use crate::trace::ledger::Ledger;
+use crate::trace::ledger::{Ledger, RunningLedger};
 use crate::trace::{
     BoundMethod, Counter, Event, EventKind, Meta, Pool, Source, Summary, Trace, TraceOp,
     TraceTensor, SCHEMA,
@@ -125,6 +125,9 @@ pub(crate) struct Sim<'a> {
     /// `--split graph`: how this core's part of the graph meets the other
     /// cores' (none on one core or a batch split).
     pub(crate) crossing: Option<Crossing>,
+    /// A run that keeps no events, ops or samples, only their ledger
+    /// ([`simulate_summary`]); `None` for a run that records its trace.
+    running: Option<RunningLedger>,
 }
 
 /// The tensors a core's part shares with other cores, through DRAM or
@@ -165,6 +168,19 @@ impl<'a> Sim<'a> {
         cfg: &'a SimConfig,
         plan: Option<Arc<Residency>>,
         crossing: Option<Crossing>,
+    ) -> Result<Sim<'a>> {
+        Self::build(g, hw, cfg, plan, crossing, false)
+    }
+
+    /// The one constructor; `summary_only`: keep no events, ops or samples,
+    /// only their ledger ([`simulate_summary`]), from the first event on.
+    fn build(
+        g: &'a Graph,
+        hw: &'a HardwareProfile,
+        cfg: &'a SimConfig,
+        plan: Option<Arc<Residency>>,
+        crossing: Option<Crossing>,
+        summary_only: bool,
     ) -> Result<Sim<'a>> {
         let (n, nt) = (g.ops.len(), g.tensors.len());
         let ideal = cfg.policy == EvictionPolicy::Ideal;
@@ -232,16 +248,23 @@ impl<'a> Sim<'a> {
             demand,
             dies_at,
             prefetch_distance,
-            events: crate::trace::Events::with_capacity(2 * nt),
-            ops: Vec::with_capacity(n),
+            events: match summary_only {
+                true => crate::trace::Events::default(),
+                false => crate::trace::Events::with_capacity(2 * nt),
+            },
+            ops: Vec::with_capacity(if summary_only { 0 } else { n }),
             totals: Totals::default(),
             peak_resident: 0,
             resident_samples: vec![Vec::new(); n_pools],
-            live_samples: Vec::with_capacity(n),
+            live_samples: Vec::with_capacity(if summary_only { 0 } else { n }),
             now: 0,
             plan: None,
             placement: None,
             crossing,
+            running: summary_only.then(|| {
+                let kinds = g.tensors.iter().map(|t| t.kind).collect();
+                RunningLedger::new(kinds, n_pools)
+            }),
         };
         for t in &g.tensors {
             if matches!(t.kind, TensorKind::Weight | TensorKind::Input) {
@@ -418,6 +441,10 @@ impl<'a> Sim<'a> {
             e.live_bytes = Some(self.demand[step]);
         }
         self.totals.event_bytes = self.totals.event_bytes.saturating_add(e.bytes);
+        if let Some(r) = &mut self.running {
+            r.add(&e, self.pool_of[e.tensor]);
+            return;
+        }
         if self.events.len() == self.events.capacity() {
             // Past the up-front reserve (an alloc and a free per tensor),
             // grow by a quarter rather than doubling: events are the
@@ -441,6 +468,9 @@ impl<'a> Sim<'a> {
     fn note_resident(&mut self, t_ns: u64) {
         let total: u64 = self.allocs.iter().map(Allocator::used).sum();
         self.peak_resident = self.peak_resident.max(total);
+        if self.running.is_some() {
+            return;
+        }
         for (a, samples) in self.allocs.iter().zip(&mut self.resident_samples) {
             let used = a.used() as f64;
             match samples.last_mut() {
@@ -1030,8 +1060,10 @@ impl<'a> Sim<'a> {
         self.record_streams(i, streamed, &parts, window);
         let stall = end.saturating_sub(start).saturating_sub(compute);
         self.totals.stall_ns = self.totals.stall_ns.saturating_add(stall);
-        self.live_samples
-            .push((start, self.live.live_bytes[i] as f64));
+        if self.running.is_none() {
+            self.live_samples
+                .push((start, self.live.live_bytes[i] as f64));
+        }
         self.totals.sram_bytes = self.totals.sram_bytes.saturating_add(operand_bytes);
         Run {
             start,
@@ -1152,6 +1184,9 @@ impl<'a> Sim<'a> {
     /// (`weights = "ignore"`) are left out of its inputs, as they took no
     /// room and moved no bytes.
     fn record_op(&mut self, i: usize, mut streamed: Vec<TensorId>, run: &Run) {
+        if self.running.is_some() {
+            return;
+        }
         let op = &self.g.ops[i];
         streamed.sort_unstable();
         self.ops.push(TraceOp {
@@ -1263,9 +1298,12 @@ impl<'a> Sim<'a> {
                 alignment: d.alignment,
             })
             .collect();
+        let running = self.running.take();
+        let rows = running.is_none();
         let tensors = g
             .tensors
             .iter()
+            .take_while(|_| rows)
             .map(|t| TraceTensor {
                 id: t.id,
                 name: t.name.clone(),
@@ -1309,15 +1347,23 @@ impl<'a> Sim<'a> {
             summary,
             recomputed: Vec::new(),
         };
-        settle_ledger(&mut tr, hw, sram_bytes);
+        let ledger = match running {
+            Some(r) => {
+                // Nothing was recorded: no counters either.
+                tr.counters.clear();
+                let names: Vec<String> = tr.pools.iter().map(|p| p.name.clone()).collect();
+                r.finish(&names)
+            }
+            None => Ledger::of(&tr),
+        };
+        settle_ledger(&mut tr, &ledger, hw, sram_bytes);
         tr
     }
 }
 
 /// The ledger fields of the summary are the events' sums; energy counts
 /// every DRAM byte (spill, weights, input loads) and the on-chip bytes.
-fn settle_ledger(tr: &mut Trace, hw: &HardwareProfile, sram_bytes: u64) {
-    let ledger = Ledger::of(tr);
+fn settle_ledger(tr: &mut Trace, ledger: &Ledger, hw: &HardwareProfile, sram_bytes: u64) {
     ledger.fields().write_to(&mut tr.summary);
     tr.summary.energy_uj = (ledger.total.dram_bytes() as f64 * hw.energy.dram_pj_per_byte
         + sram_bytes as f64 * hw.energy.sram_pj_per_byte)
@@ -1489,6 +1535,27 @@ pub fn simulate_with(
         return super::cores::simulate_cores(&g, hw, cfg, plan, cancel);
     }
     Sim::new(&g, hw, cfg, plan)?.run(cancel)
+}
+
+/// [`simulate_with`] for a run whose summary is all that is wanted (`sim`
+/// without `-o`, sweeps): no events, ops, tensors or counters are kept,
+/// only the figures every table prints, the ledger's among them, which
+/// are the ones the whole trace's replay gives (tested). On a 10^6-op
+/// graph that is most of a run's memory (docs/memory.md). Several cores
+/// or several pools record the whole trace (their figures read it).
+pub fn simulate_summary(
+    g: &Graph,
+    hw: &HardwareProfile,
+    cfg: &SimConfig,
+    plan: Option<Arc<Residency>>,
+    cancel: &Cancel,
+) -> Result<Trace> {
+    if hw.cores.count > 1 || !hw.is_single_pool() {
+        return simulate_with(g, hw, cfg, plan, cancel);
+    }
+    cancel.check()?;
+    let g = prepare_graph(g, cfg)?;
+    Sim::build(&g, hw, cfg, plan, None, true)?.run(cancel)
 }
 
 /// Ops simulated between checks of the cancel token (a check is one

@@ -25,6 +25,6 @@ mod shared;
 
 pub use allocator::Allocator;
 pub use config::{ActivationDtype, RecomputeSpec, ScheduleFile, SimConfig, WeightMode};
-pub use engine::{plan_for, prepare_graph, simulate, simulate_with};
+pub use engine::{plan_for, prepare_graph, simulate, simulate_summary, simulate_with};
 pub use policy::EvictionPolicy;
 pub use runner::{Planner, Runner, SolveEach};

@@ -70,6 +70,26 @@ impl Runner<'_> {
     /// token fires; the planned policy follows `cfg.plan`, else the
     /// planner's plan.
     pub fn simulate(&self, g: &Graph, hw: &HardwareProfile, cfg: &SimConfig) -> Result<Trace> {
+        let plan = self.plan(g, hw, cfg)?;
+        simulate_with(g, hw, cfg, plan, self.cancel)
+    }
+
+    /// [`Runner::simulate`] keeping only the run's summary (no events, ops
+    /// or tensors: [`super::simulate_summary`]), for a sweep that reads
+    /// nothing else.
+    pub fn summarise(&self, g: &Graph, hw: &HardwareProfile, cfg: &SimConfig) -> Result<Trace> {
+        let plan = self.plan(g, hw, cfg)?;
+        super::simulate_summary(g, hw, cfg, plan, self.cancel)
+    }
+
+    /// The planned policy's plan for a run of `cfg` (`None` for the other
+    /// policies).
+    fn plan(
+        &self,
+        g: &Graph,
+        hw: &HardwareProfile,
+        cfg: &SimConfig,
+    ) -> Result<Option<Arc<Residency>>> {
         self.cancel.check()?;
         let plan = match cfg.policy {
             EvictionPolicy::Planned if cfg.plan.is_some() => cfg.plan.clone(),
@@ -84,6 +104,6 @@ impl Runner<'_> {
             }
             _ => None,
         };
-        simulate_with(g, hw, cfg, plan, self.cancel)
+        Ok(plan)
     }
 }

@@ -462,6 +462,64 @@ impl<'a> Replay<'a> {
     }
 }
 
+/// The ledger of a run kept as its events happen, for a simulation that
+/// keeps no events ([`crate::sim::simulate_summary`]): each tensor's events
+/// come in the order the trace would hold them, and [`classify`] needs no
+/// more than that order, so the totals are the ones [`Ledger::of`] would
+/// give the whole trace (tested against it).
+#[derive(Debug, Clone)]
+pub(crate) struct RunningLedger {
+    kinds: Vec<TensorKind>,
+    spilled: Vec<bool>,
+    total: Parts,
+    /// Per pool, by the simulator's pool index.
+    by_pool: Vec<Parts>,
+}
+
+impl RunningLedger {
+    pub(crate) fn new(kinds: Vec<TensorKind>, pools: usize) -> RunningLedger {
+        RunningLedger {
+            spilled: vec![false; kinds.len()],
+            kinds,
+            total: Parts::default(),
+            by_pool: vec![Parts::default(); pools],
+        }
+    }
+
+    /// Adds event `e`, of a tensor in pool `pool`.
+    pub(crate) fn add(&mut self, e: &Event, pool: usize) {
+        let kind = self
+            .kinds
+            .get(e.tensor)
+            .copied()
+            .unwrap_or(TensorKind::Activation);
+        let mut unknown = false;
+        let spilled = self.spilled.get_mut(e.tensor).unwrap_or(&mut unknown);
+        if let Some(p) = classify(kind, spilled, e) {
+            let bytes = Ledger::bytes(e);
+            self.total.add(p, bytes);
+            if let Some(parts) = self.by_pool.get_mut(pool) {
+                parts.add(p, bytes);
+            }
+        }
+    }
+
+    /// The ledger, its pools named (by index); no per-event parts.
+    pub(crate) fn finish(self, pool_names: &[String]) -> Ledger {
+        let mut per_pool = BTreeMap::new();
+        for (parts, name) in self.by_pool.into_iter().zip(pool_names) {
+            if !parts.is_empty() {
+                per_pool.insert(name.clone(), parts);
+            }
+        }
+        Ledger {
+            total: self.total,
+            per_pool,
+            ..Ledger::default()
+        }
+    }
+}
+
 /// The part a transfer from DRAM of a tensor of `kind` belongs to, given
 /// whether it was spilled before.
 fn inbound(kind: TensorKind, spilled: bool, spill_part: Part) -> Option<Part> {
