@@ -138,7 +138,7 @@ pub fn run(a: &SimArgs) -> Result<String> {
         budgets: a.session.budgets()?,
         cache: a.session.cache(),
     };
-    let outcome = spillscope::session::run(&request, &|_| {})?;
+    let mut outcome = spillscope::session::run(&request, &|_| {})?;
     let (g, r) = match (&outcome.graph, &outcome.resolved) {
         (Some(g), Some(r)) => (g, r),
         _ => return Err(spillscope::Error::Config("nothing was simulated".into())),
@@ -149,9 +149,10 @@ pub fn run(a: &SimArgs) -> Result<String> {
     }
     let several = outcome.runs.len() > 1;
     if let Some(out) = &a.output {
-        for run in &outcome.runs {
+        for run in &mut outcome.runs {
             let p = run.policy.unwrap_or_default();
-            run.trace_with_bound()
+            run.settle_bound();
+            run.trace
                 .write(&output_path_for(out, p, several), a.force)?;
         }
         // The trace is the output: no table after it.

@@ -1,0 +1,103 @@
+//! Heap bytes of a loaded trace and of each of the view's analyses of it,
+//! or of a graph JSON and its parts, counted by a global allocator (not
+//! RSS): where a large trace's or graph's memory goes.
+//! Usage: cargo run --release --example heap_parts -- TRACE.json
+//!        cargo run --release --example heap_parts -- --graph GRAPH.json
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+
+struct Counting;
+static NOW: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        let n = NOW.fetch_add(l.size(), Relaxed) + l.size();
+        PEAK.fetch_max(n, Relaxed);
+        unsafe { System.alloc(l) }
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        NOW.fetch_sub(l.size(), Relaxed);
+        unsafe { System.dealloc(p, l) }
+    }
+    unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
+        let now = NOW.fetch_add(n, Relaxed) + n;
+        PEAK.fetch_max(now, Relaxed);
+        NOW.fetch_sub(l.size(), Relaxed);
+        unsafe { System.realloc(p, l, n) }
+    }
+}
+#[global_allocator]
+static A: Counting = Counting;
+
+fn mb(b: usize) -> String {
+    format!("{:>8.1} MB", b as f64 / 1e6)
+}
+
+fn graph(p: &str) {
+    let g = spillscope::graph::json::load_graph_json(std::path::Path::new(p)).unwrap();
+    let (now, peak) = (NOW.load(Relaxed), PEAK.load(Relaxed));
+    println!("graph {} (peak while loading {})", mb(now), mb(peak));
+    println!(
+        "  struct sizes: tensor {} B, op {} B",
+        std::mem::size_of::<spillscope::graph::Tensor>(),
+        std::mem::size_of::<spillscope::graph::Op>()
+    );
+    let b = NOW.load(Relaxed);
+    let t = g.tensors.clone();
+    println!("  tensors (a clone) {}", mb(NOW.load(Relaxed) - b));
+    drop(t);
+    let b = NOW.load(Relaxed);
+    let o = g.ops.clone();
+    println!("  ops (a clone) {}", mb(NOW.load(Relaxed) - b));
+    drop(o);
+    let b = NOW.load(Relaxed);
+    let l = spillscope::graph::Liveness::compute(&g);
+    println!("liveness {}", mb(NOW.load(Relaxed) - b));
+    drop(l);
+}
+
+fn main() {
+    use spillscope::analysis::*;
+    let p = std::env::args()
+        .nth(1)
+        .expect("trace path (or --graph GRAPH.json)");
+    if p == "--graph" {
+        return graph(&std::env::args().nth(2).expect("graph path"));
+    }
+    let base = NOW.load(Relaxed);
+    let tr = spillscope::trace::Trace::load(std::path::Path::new(&p)).unwrap();
+    let t_all = NOW.load(Relaxed) - base;
+    println!("trace                {}", mb(t_all));
+    let ev = tr.events.heap_bytes();
+    println!("  events columns     {}", mb(ev));
+    let before = NOW.load(Relaxed);
+    let ops = tr.ops.clone();
+    println!("  ops (a clone)      {}", mb(NOW.load(Relaxed) - before));
+    drop(ops);
+    let before = NOW.load(Relaxed);
+    let ts = tr.tensors.clone();
+    println!("  tensors (a clone)  {}", mb(NOW.load(Relaxed) - before));
+    drop(ts);
+    let m = |what: &str, f: &dyn Fn() -> Box<dyn std::any::Any>| {
+        let before = NOW.load(Relaxed);
+        let x = f();
+        println!("{what:<20} {}", mb(NOW.load(Relaxed) - before));
+        x
+    };
+    let ledger = spillscope::trace::ledger::Ledger::of(&tr);
+    let _l = m("ledger (again)", &|| {
+        Box::new(spillscope::trace::ledger::Ledger::of(&tr))
+    });
+    let _a = m("timeline index", &|| {
+        Box::new(timeline::TimelineIndex::build(&tr, &ledger))
+    });
+    let _b = m("hotspots", &|| Box::new(hotspots::hotspots(&tr, &ledger)));
+    let _c = m("round trips", &|| {
+        Box::new(roundtrips::round_trips(&tr, &ledger))
+    });
+    let _d = m("classification", &|| {
+        Box::new(classify::classify_with_causes(&tr, &ledger))
+    });
+    let _e = m("placements", &|| Box::new(memmap::placements(&tr)));
+    let _g = m("graph from trace", &|| Box::new(tr.graph().unwrap()));
+}
