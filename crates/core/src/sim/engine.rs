@@ -149,19 +149,7 @@ pub(crate) struct Crossing {
 }
 
 impl<'a> Sim<'a> {
-    /// Phase 0: pins, free points, liveness, demand and death steps; graph
-    /// inputs and weights start in DRAM, inputs are delivered on chip where
-    /// they fit.
-    pub(crate) fn new(
-        g: &'a Graph,
-        hw: &'a HardwareProfile,
-        cfg: &'a SimConfig,
-        plan: Option<Arc<Residency>>,
-    ) -> Result<Sim<'a>> {
-        Self::with_crossing(g, hw, cfg, plan, None)
-    }
-
-    /// [`Sim::new`] for one core's part of a graph split over cores.
+    /// [`Sim::build`] for one core's part of a graph split over cores.
     pub(crate) fn with_crossing(
         g: &'a Graph,
         hw: &'a HardwareProfile,
@@ -172,8 +160,11 @@ impl<'a> Sim<'a> {
         Self::build(g, hw, cfg, plan, crossing, false)
     }
 
-    /// The one constructor; `summary_only`: keep no events, ops or samples,
-    /// only their ledger ([`simulate_summary`]), from the first event on.
+    /// The one constructor. Phase 0: pins, free points, liveness, demand
+    /// and death steps; graph inputs and weights start in DRAM, inputs are
+    /// delivered on chip where they fit. `summary_only`: keep no events,
+    /// ops or samples, only their ledger ([`simulate_summary`]), from the
+    /// first event on.
     fn build(
         g: &'a Graph,
         hw: &'a HardwareProfile,
@@ -1529,12 +1520,7 @@ pub fn simulate_with(
     plan: Option<Arc<Residency>>,
     cancel: &Cancel,
 ) -> Result<Trace> {
-    cancel.check()?;
-    let g = prepare_graph(g, cfg)?;
-    if hw.cores.count > 1 {
-        return super::cores::simulate_cores(&g, hw, cfg, plan, cancel);
-    }
-    Sim::new(&g, hw, cfg, plan)?.run(cancel)
+    run_one(g, hw, cfg, plan, cancel, false)
 }
 
 /// [`simulate_with`] for a run whose summary is all that is wanted (`sim`
@@ -1550,12 +1536,25 @@ pub fn simulate_summary(
     plan: Option<Arc<Residency>>,
     cancel: &Cancel,
 ) -> Result<Trace> {
-    if hw.cores.count > 1 || !hw.is_single_pool() {
-        return simulate_with(g, hw, cfg, plan, cancel);
-    }
+    run_one(g, hw, cfg, plan, cancel, hw.is_single_pool())
+}
+
+/// The one way a run starts: the graph prepared, then several cores or
+/// one; `summary_only` on one core keeps no rows ([`simulate_summary`]).
+fn run_one(
+    g: &Graph,
+    hw: &HardwareProfile,
+    cfg: &SimConfig,
+    plan: Option<Arc<Residency>>,
+    cancel: &Cancel,
+    summary_only: bool,
+) -> Result<Trace> {
     cancel.check()?;
     let g = prepare_graph(g, cfg)?;
-    Sim::build(&g, hw, cfg, plan, None, true)?.run(cancel)
+    if hw.cores.count > 1 {
+        return super::cores::simulate_cores(&g, hw, cfg, plan, cancel);
+    }
+    Sim::build(&g, hw, cfg, plan, None, summary_only)?.run(cancel)
 }
 
 /// Ops simulated between checks of the cancel token (a check is one
