@@ -113,7 +113,7 @@ pub fn replay(tr: &Trace) -> Result<Fields, String> {
         }
     }
     for o in &tr.ops {
-        for &t in &o.streamed {
+        for &t in o.streamed {
             if !streams.contains(&(o.id, t)) {
                 return Err(format!(
                     "op {:?} streams {:?} without a stream event",

@@ -244,7 +244,7 @@ fn timeline_index_agrees_at_every_zoom() {
         assert_eq!((ev, rl), (tr.summary.spill_count as u32, reloads));
     }
     // Deep zoom into one op: that op fills the window.
-    let op = &tr.ops[4];
+    let op = &tr.ops.at(4);
     let cols = idx.columns(op.start_ns, op.end_ns, 10);
     assert!(cols
         .iter()
@@ -400,7 +400,7 @@ fn resident_bytes_per_op_of_an_instrumented_run() {
     use spillscope::analysis::residency::resident_by_step;
     let tr = instrumented_trace();
     assert!(tr.counters.is_empty(), "events only");
-    let names: Vec<&str> = tr.ops.iter().map(|o| o.name.as_str()).collect();
+    let names: Vec<&str> = tr.ops.iter().map(|o| o.name).collect();
     let per_op = resident_by_step(&tr, "sram");
     let by_name: std::collections::HashMap<&str, u64> =
         names.iter().copied().zip(per_op.iter().copied()).collect();

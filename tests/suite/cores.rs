@@ -81,7 +81,7 @@ fn two_cores_share_the_bus_and_pass_verify() {
             let units: std::collections::BTreeSet<_> = tr
                 .ops
                 .iter()
-                .filter_map(|o| o.unit.as_ref())
+                .filter_map(|o| o.unit)
                 .map(|u| u.as_str())
                 .collect();
             assert_eq!(units.len(), cores as usize, "{what}: {units:?}");
@@ -269,7 +269,7 @@ fn a_graph_split_runs_each_op_once_and_crosses_through_dram() {
             let mut seen = std::collections::BTreeSet::new();
             for o in &tr.ops {
                 assert!(
-                    seen.insert(spillscope::sim::cores::graph_name(&o.name).to_string()),
+                    seen.insert(spillscope::sim::cores::graph_name(o.name).to_string()),
                     "{what}"
                 );
             }
@@ -277,7 +277,7 @@ fn a_graph_split_runs_each_op_once_and_crosses_through_dram() {
             let mut out_at = std::collections::HashMap::new();
             let mut end_of = std::collections::HashMap::new();
             for o in &tr.ops {
-                for &t in &o.outputs {
+                for &t in o.outputs {
                     end_of.insert(
                         spillscope::sim::cores::graph_name(&tr.tensors[t].name),
                         o.end_ns,
@@ -311,7 +311,7 @@ fn a_graph_split_runs_each_op_once_and_crosses_through_dram() {
                 }
             }
             for o in &tr.ops {
-                for &t in &o.inputs {
+                for &t in o.inputs {
                     let name = spillscope::sim::cores::graph_name(&tr.tensors[t].name);
                     // An op starts once its inputs from other cores are in
                     // DRAM (its core idles meanwhile, which is no stall),
@@ -362,7 +362,7 @@ fn a_placement_pins_ops_and_one_core_ignores_the_split() {
         let o = tr
             .ops
             .iter()
-            .find(|o| spillscope::sim::cores::graph_name(&o.name) == name)
+            .find(|o| spillscope::sim::cores::graph_name(o.name) == name)
             .unwrap();
         assert_eq!(o.unit.as_ref().unwrap().as_str(), "core1", "{name}");
     }
@@ -717,7 +717,7 @@ fn a_shared_pool_carries_the_crossings_on_chip() {
         .filter(|t| t.pool == "shared")
         .collect();
     assert!(!shared.is_empty(), "no tensor crossed through the pool");
-    let core_of_op = |o: usize| spillscope::analysis::cores::core_of(&on_chip.ops[o]);
+    let core_of_op = |o: usize| spillscope::analysis::cores::core_of(on_chip.ops.at(o));
     for t in &shared {
         let producer = core_of_op(t.producer.unwrap());
         assert!(
@@ -736,7 +736,7 @@ fn a_shared_pool_carries_the_crossings_on_chip() {
             .find(|e| e.tensor == t.id && e.kind == spillscope::trace::EventKind::Free)
             .unwrap();
         for &o in &t.consumers {
-            let op = &on_chip.ops[o];
+            let op = &on_chip.ops.at(o);
             assert!(op.inputs.contains(&t.id), "{}", op.name);
             assert!(
                 alloc.t_ns <= op.start_ns && op.end_ns <= free.t_ns,

@@ -178,7 +178,7 @@ fn noopt_ort_traces_match_the_onnx_nodes_one_to_one() {
             .filter(|o| o.op_type != "Constant")
             .map(|o| o.name.as_str())
             .collect();
-        let mut got: Vec<&str> = tr.ops.iter().map(|o| o.name.as_str()).collect();
+        let mut got: Vec<&str> = tr.ops.iter().map(|o| o.name).collect();
         want.sort();
         got.sort();
         assert_eq!(got, want, "{m}: ORT nodes vs ONNX nodes (minus Constant)");
@@ -256,7 +256,7 @@ fn pytorch_memory_trace_imports_with_the_files_peak() {
         assert!(
             tr.events
                 .iter()
-                .filter_map(|e| e.op.map(|o| (e, &tr.ops[o])))
+                .filter_map(|e| e.op.map(|o| (e, tr.ops.at(o))))
                 .all(|(e, o)| o.start_ns <= e.t_ns && e.t_ns <= o.end_ns),
             "{f}"
         );
@@ -289,16 +289,16 @@ fn generic_chrome_traces_with_quirks() {
     std::fs::write(&p, text).unwrap();
     assert_eq!(import::detect(&p).unwrap(), Format::Chrome);
     let (tr, warnings) = import::import(&p, None, &ImportOptions::default()).unwrap();
-    let names: Vec<&str> = tr.ops.iter().map(|o| o.name.as_str()).collect();
+    let names: Vec<&str> = tr.ops.iter().map(|o| o.name).collect();
     assert_eq!(
         names,
         ["early", "span", "late", "neg"],
         "ops sorted by time"
     );
     // Times are relative to the earliest event (the flow at 1 µs).
-    assert_eq!(tr.ops[0].start_ns, 250);
-    assert_eq!(tr.ops[0].end_ns, 2250);
-    assert_eq!(tr.ops[2].start_ns, 49_500);
+    assert_eq!(tr.ops.at(0).start_ns, 250);
+    assert_eq!(tr.ops.at(0).end_ns, 2250);
+    assert_eq!(tr.ops.at(2).start_ns, 49_500);
     assert_eq!(tr.events.len(), 2);
     assert_eq!(tr.pools[0].name, "l1");
     assert_eq!(tr.counters[0].samples, vec![(4000, 0.5)]);
@@ -635,7 +635,7 @@ fn a_followed_stream_replaced_by_a_larger_one_is_read_again_not_mixed() {
         3000,
         "old ops kept, or the new file read from the old offset"
     );
-    assert_eq!(tr.ops[0].name, "new0");
+    assert_eq!(tr.ops.at(0).name, "new0");
     assert_eq!(tail.replaced, 1);
     // Replaced by `mv` (another inode) with the same first line.
     let other = dir.path().join("next.jsonl");

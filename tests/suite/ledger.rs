@@ -312,7 +312,7 @@ fn a_round_trip_ends_at_the_stream_in_that_brings_it_back() {
     let tx = trips.iter().find(|t| t.tensor == x).expect("x goes out");
     assert_eq!(tx.trips.len(), 1);
     let wide = tr.ops.iter().position(|o| o.name == "wide").unwrap();
-    assert!(tr.ops[wide].streamed.contains(&x), "x streams into wide");
+    assert!(tr.ops.at(wide).streamed.contains(&x), "x streams into wide");
     assert_eq!(tx.trips[0].back, Some(Back::StreamedIn));
     assert_eq!(tx.trips[0].back_op, Some(wide));
     assert_eq!(replay(&tr).unwrap(), summary_fields(&tr));

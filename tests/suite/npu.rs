@@ -631,7 +631,7 @@ fn kernel_dag_simulates_as_a_graph_with_pools_and_pipes() {
         }
         // Every op on its pipe, as the case says.
         for op in &tr.ops {
-            let want = match op.op_type.as_str() {
+            let want = match op.op_type {
                 "COPY_IN" => "MTE2",
                 "MOVE" => "MTE1",
                 "MATMUL" => "CUBE",

@@ -137,8 +137,7 @@ fn optimised_profiles_link_to_the_optimised_model_and_report_the_original() {
         assert_eq!(l.unmatched, 0, "{}", l.line());
         assert!(l.renamed > 0 && l.inserted > 0, "{}", l.line());
         let g = spillscope::graph::load(&orig, &Default::default()).unwrap();
-        let names: std::collections::HashSet<&str> =
-            tr.ops.iter().map(|o| o.name.as_str()).collect();
+        let names: std::collections::HashSet<&str> = tr.ops.iter().map(|o| o.name).collect();
         for o in g
             .ops
             .iter()

@@ -130,9 +130,9 @@ fn pipe_spelled_in_op_types_becomes_the_unit() {
       "events":[],"summary":{"latency_ns":9,"spill_count":0,"spilled_bytes":0,"reloaded_bytes":0,
       "traffic_bytes":0,"stall_ns":0,"peak_live_bytes":4,"peak_resident_bytes":4,"lower_bound_traffic_bytes":0}}"#;
     let tr = Trace::from_slice(text.as_bytes()).unwrap();
-    assert_eq!(tr.ops[0].op_type, "MATMUL");
-    assert_eq!(tr.ops[0].unit.as_ref().unwrap().as_str(), "CUBE");
-    assert_eq!(tr.ops[1].unit.as_ref().unwrap().as_str(), "VECTOR");
+    assert_eq!(tr.ops.at(0).op_type, "MATMUL");
+    assert_eq!(tr.ops.at(0).unit.as_ref().unwrap().as_str(), "CUBE");
+    assert_eq!(tr.ops.at(1).unit.as_ref().unwrap().as_str(), "VECTOR");
     let spillscope::trace::Producer::NpuCase(n) = &tr.meta.producer else {
         panic!("{:?}", tr.meta.producer)
     };

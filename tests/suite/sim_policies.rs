@@ -146,10 +146,14 @@ fn oversized_tensor_is_streamed() {
         EvictionPolicy::Lifetime,
     ] {
         let tr = run(&g, 4 * K, p);
-        assert!(tr.ops[0]
+        assert!(tr
+            .ops
+            .at(0)
             .streamed
             .contains(&g.tensor_by_name("big").unwrap().id));
-        assert!(tr.ops[1]
+        assert!(tr
+            .ops
+            .at(1)
             .streamed
             .contains(&g.tensor_by_name("big").unwrap().id));
         // Streamed out once by op0, streamed in once by op1; nothing

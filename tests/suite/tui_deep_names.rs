@@ -249,7 +249,7 @@ fn the_timeline_cursor_line_keeps_its_figures_on_deep_names() {
     for (g, cap) in [(vit(), 256 * K), (densenet(), 256 * K)] {
         let tr = run(&g, cap);
         // The op with the longest name, cursor inside it.
-        let o = tr.ops.iter().max_by_key(|o| o.name.len()).unwrap().clone();
+        let o = tr.ops.iter().max_by_key(|o| o.name.len()).unwrap().owned();
         let mut a = App::new(vec![Dataset::build("deep.json", tr)]);
         a.view = View::Timeline;
         a.cursor = o.start_ns;

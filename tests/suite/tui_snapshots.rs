@@ -132,9 +132,14 @@ fn long_lists_scroll_to_keep_the_selection_visible() {
     let mut a = pair();
     a.view = View::Hotspots;
     a.hot.sel = a.hot.order.len() - 1;
-    let last = a.primary().unwrap().trace.ops[a.hot.order[a.hot.sel]]
+    let last = a
+        .primary()
+        .unwrap()
+        .trace
+        .ops
+        .at(a.hot.order[a.hot.sel])
         .name
-        .clone();
+        .to_string();
     let s = render(&a, 120, 24);
     let tail: String = last
         .chars()

@@ -107,7 +107,7 @@ fn hotspot_sorting_and_enter_jumps_to_the_op() {
     key(&mut a, KeyCode::Enter);
     assert_eq!(a.view, View::Timeline);
     assert_eq!(a.focus_op, Some(target));
-    let op = &a.primary().unwrap().trace.ops[target];
+    let op = &a.primary().unwrap().trace.ops.at(target);
     assert!(a.window.0 <= op.start_ns && op.end_ns <= a.window.1);
 }
 

@@ -700,7 +700,10 @@ impl App {
 
     /// Shows op `o` in the timeline.
     pub fn goto_op(&mut self, o: usize) {
-        let Some(op) = self.primary().and_then(|d| d.trace.ops.get(o)).cloned() else {
+        let Some(op) = self
+            .primary()
+            .and_then(|d| d.trace.ops.get(o).map(|op| op.owned()))
+        else {
             return;
         };
         let dur = op.end_ns.saturating_sub(op.start_ns).max(1);
@@ -899,7 +902,7 @@ impl App {
                 }
             };
             for o in &d.trace.ops {
-                push(Target::Op(o.id), &o.name);
+                push(Target::Op(o.id), o.name);
             }
             for t in &d.trace.tensors {
                 push(Target::Tensor(t.id), &t.name);

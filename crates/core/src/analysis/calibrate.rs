@@ -77,7 +77,7 @@ pub fn free_points(g: &Graph, tr: &Trace) -> Vec<(String, usize)> {
         if g.tensor_by_name(&t.name).is_none() {
             continue;
         }
-        if let Some(&s) = step.get(op.name.as_str()) {
+        if let Some(&s) = step.get(op.name) {
             let v = out.entry(t.name.clone().into()).or_insert(s);
             *v = (*v).max(s);
         }

@@ -6,7 +6,7 @@
 //! needed, so a trace read back gives the same rows.
 
 use super::hotspots::Hotspot;
-use crate::trace::{Trace, TraceOp};
+use crate::trace::{OpRef, Trace};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -31,7 +31,7 @@ pub struct CoreRow {
 }
 
 /// The core an op of a multi-core trace ran on (its unit `core{c}`).
-pub fn core_of(o: &TraceOp) -> Option<u32> {
+pub fn core_of(o: OpRef<'_>) -> Option<u32> {
     o.unit
         .as_ref()?
         .as_str()
@@ -83,16 +83,16 @@ pub fn per_core(tr: &Trace, hs: &[Hotspot]) -> Vec<CoreRow> {
     }
     for (r, s) in rows.iter_mut().zip(span) {
         if let Some(((_, a), (_, b))) = s {
-            r.first_op = graph_op(&tr.ops[a]).to_string();
-            r.last_op = graph_op(&tr.ops[b]).to_string();
+            r.first_op = graph_op(tr.ops.at(a)).to_string();
+            r.last_op = graph_op(tr.ops.at(b)).to_string();
         }
     }
     rows
 }
 
 /// The graph's name of an op of a multi-core trace.
-fn graph_op(o: &TraceOp) -> &str {
-    crate::sim::cores::graph_name(&o.name)
+fn graph_op<'a>(o: OpRef<'a>) -> &'a str {
+    crate::sim::cores::graph_name(o.name)
 }
 
 /// Where each of the graph's ops ran: op name -> core, as a schedule

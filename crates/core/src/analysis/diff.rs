@@ -217,7 +217,7 @@ pub fn agreement(a: &Trace, b: &Trace, keep_unmatched: usize) -> Agreement {
                 .unwrap_or_default();
             let on =
                 e.op.and_then(|o| t.ops.get(o))
-                    .map(|o| o.name.clone())
+                    .map(|o| o.name)
                     .unwrap_or_default();
             *m.entry((e.kind, tn.into(), on.into())).or_default() += 1;
         }

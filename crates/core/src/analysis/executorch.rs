@@ -171,12 +171,12 @@ pub fn compare(p: &crate::trace::Trace, s: &crate::trace::Trace) -> Option<PlanC
         return None;
     }
     let s_ops: std::collections::HashMap<&str, usize> =
-        s.ops.iter().map(|o| (o.name.as_str(), o.id)).collect();
+        s.ops.iter().map(|o| (o.name, o.id)).collect();
     let mut ops: Vec<OpBytes> = p
         .ops
         .iter()
         .filter_map(|o| {
-            let sb = s_ops.get(o.name.as_str()).map_or(0, |&i| sop[i]);
+            let sb = s_ops.get(o.name).map_or(0, |&i| sop[i]);
             (pop[o.id] > 0 || sb > 0).then(|| OpBytes {
                 op: o.name.to_string(),
                 plan_bytes: pop[o.id],

@@ -217,8 +217,8 @@ pub fn hotspots(tr: &Trace, ledger: &Ledger) -> Vec<Hotspot> {
                 .sum();
             Hotspot {
                 op: o.id,
-                name: o.name.clone(),
-                op_type: o.op_type.clone(),
+                name: o.name.into(),
+                op_type: o.op_type.into(),
                 evictions: p.get(Part::EvictedOut).count,
                 evicted_bytes: p.get(Part::EvictedOut).bytes,
                 reloads: p.get(Part::Reloaded).count,

@@ -338,8 +338,8 @@ pub fn build_with(tr: &Trace, extra: Resimulated) -> Report {
     let trips = round_trips(tr, &ledger);
     let op_name = |o: Option<usize>| {
         o.and_then(|i| tr.ops.get(i))
-            .map(|x| x.name.clone())
-            .unwrap_or_else(|| "-".into())
+            .map(|x| x.name)
+            .unwrap_or("-")
     };
     let mut worst: Vec<TripRow> = trips
         .iter()

@@ -212,7 +212,7 @@ pub fn compare(v: &Trace, s: &Trace) -> Option<VelaComparison> {
         // an activation into the op before it), so it is never stored.
         let reshape = t.producer.and_then(|p| s.ops.get(p)).is_some_and(|o| {
             matches!(
-                o.op_type.as_str(),
+                o.op_type,
                 "RESHAPE"
                     | "SQUEEZE"
                     | "EXPAND_DIMS"
@@ -265,7 +265,8 @@ pub fn compare(v: &Trace, s: &Trace) -> Option<VelaComparison> {
 /// Ops matched by their output tensor's name, sorted by |Vela - sim|.
 fn op_rows(v: &Trace, s: &Trace, vop: &[u64], sop: &[u64]) -> Vec<OpBytes> {
     let out_name = |tr: &Trace, o: usize| -> Option<String> {
-        (tr.ops[o]
+        (tr.ops
+            .at(o)
             .outputs
             .first()
             .and_then(|&t| tr.tensors.get(t))

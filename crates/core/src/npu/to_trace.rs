@@ -219,7 +219,7 @@ fn build(k: &Kernel, sol: &Solution, span: &[(u64, u64)], m: &Metrics) -> Trace 
             })
             .collect(),
         tensors,
-        ops,
+        ops: ops.into(),
         events: events.into(),
         counters: vec![Counter {
             name: "resident_bytes".into(),

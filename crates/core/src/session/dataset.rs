@@ -37,7 +37,7 @@ fn core0_live_by_step(trace: &Trace) -> Vec<u64> {
     let ops = trace
         .ops
         .iter()
-        .filter(|o| crate::analysis::cores::core_of(o) == Some(0))
+        .filter(|o| crate::analysis::cores::core_of(*o) == Some(0))
         .count();
     if c.samples.len() != ops {
         return Vec::new();
@@ -212,8 +212,8 @@ fn pipe_indexes(tr: &Trace) -> Vec<(String, TimelineIndex)> {
                 ops: tr
                     .ops
                     .iter()
-                    .filter(|o| o.unit.as_ref().is_some_and(|u| u.as_str() == p))
-                    .cloned()
+                    .filter(|o| o.unit.is_some_and(|u| u.as_str() == p))
+                    .map(|o| o.owned())
                     .collect(),
                 counters: Vec::new(),
                 tensors: Vec::new(),

@@ -415,16 +415,16 @@ fn merge(
             contention = contention.saturating_add(waited);
             out.ops.push(TraceOp {
                 id: o.id + o0,
-                name: on_core(c, &o.name),
+                name: on_core(c, o.name),
                 inputs: o.inputs.iter().map(|&x| x + t0).collect(),
                 outputs: o.outputs.iter().map(|&x| x + t0).collect(),
                 streamed: o.streamed.iter().map(|&x| x + t0).collect(),
-                unit: Some(Unit(match &o.unit {
+                unit: Some(Unit(match o.unit {
                     Some(u) => on_core(c, u.as_str()),
                     None => format_compact!("core{c}"),
                 })),
                 contention_ns: Some(waited),
-                ..o.clone()
+                ..o.owned()
             });
         }
         for e in tr.events.iter() {
@@ -491,6 +491,8 @@ fn read_in_place(
     t0s: &[usize],
     o0s: &[usize],
 ) {
+    // Inputs joined per merged op, added in one pass over the op columns.
+    let mut joined: Vec<Vec<usize>> = vec![Vec::new(); out.ops.len()];
     for (c, run) in runs.iter().enumerate() {
         for (i, op) in run.graph.ops.iter().enumerate() {
             for &l in &op.inputs {
@@ -500,10 +502,8 @@ fn read_in_place(
                 let stay = &pool.stays[stay];
                 let tensor = t0s[stay.core] + stay.local;
                 let merged_op = o0s[c] + i;
-                if let Some(o) = out.ops.get_mut(merged_op) {
-                    if !o.inputs.contains(&tensor) {
-                        o.inputs.push(tensor);
-                    }
+                if let Some(j) = joined.get_mut(merged_op) {
+                    j.push(tensor);
                 }
                 if c != stay.core {
                     if let Some(t) = out.tensors.get_mut(tensor) {
@@ -517,6 +517,15 @@ fn read_in_place(
                 }
             }
         }
+    }
+    if joined.iter().any(|j| !j.is_empty()) {
+        out.ops.update_all(|i, o| {
+            for &t in &joined[i] {
+                if !o.inputs.contains(&t) {
+                    o.inputs.push(t);
+                }
+            }
+        });
     }
 }
 

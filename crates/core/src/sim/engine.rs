@@ -109,7 +109,7 @@ pub(crate) struct Sim<'a> {
     dies_at: Vec<Vec<TensorId>>,
     prefetch_distance: usize,
     events: crate::trace::Events,
-    ops: Vec<TraceOp>,
+    ops: crate::trace::Ops,
     totals: Totals,
     peak_resident: u64,
     /// Resident bytes over time, per pool.
@@ -243,7 +243,7 @@ impl<'a> Sim<'a> {
                 true => crate::trace::Events::default(),
                 false => crate::trace::Events::with_capacity(2 * nt),
             },
-            ops: Vec::with_capacity(if summary_only { 0 } else { n }),
+            ops: crate::trace::Ops::new(),
             totals: Totals::default(),
             peak_resident: 0,
             resident_samples: vec![Vec::new(); n_pools],

@@ -300,7 +300,7 @@ impl TraceBuilder {
             meta: self.meta,
             pools,
             tensors: self.tensors,
-            ops: self.ops,
+            ops: self.ops.into(),
             events: self.events,
             counters: self.counters,
             summary,

@@ -12,9 +12,10 @@
 //! body is an error, never a panic or an out-of-range id (the trace's own
 //! checks run again after decoding, as for JSON).
 
+use super::ops::{IdLists, OpCols, OpRest};
 use super::{
-    Bound, CompactString, Counter, Events, Meta, Pool, Source, Summary, Trace, TraceOp,
-    TraceTensor, Unit,
+    Bound, CompactString, Counter, Events, Meta, OpRef, Ops, Pool, Source, Summary, Trace,
+    TraceTensor,
 };
 use crate::graph::TensorKind;
 use rayon::prelude::*;
@@ -441,19 +442,19 @@ const HAS_UNIT: u8 = 2;
 const HAS_SELF: u8 = 4;
 const HAS_CONTENTION: u8 = 8;
 
-fn encode_ops<W: Write>(os: &[TraceOp], w: &mut Writer<W>) -> io::Result<()> {
+fn encode_ops<W: Write>(os: &Ops, w: &mut Writer<W>) -> io::Result<()> {
     let n = os.len();
     w.u64s(1, std::iter::once(n as u64))?;
     w.u64s(n, os.iter().map(|o| o.id as u64))?;
-    w.strs(n, os.iter().map(|o| o.name.as_str()))?;
-    w.strs(n, os.iter().map(|o| o.op_type.as_str()))?;
-    w.u64s(n, os.iter().map(|o| o.start_ns))?;
-    w.u64s(n, os.iter().map(|o| o.end_ns))?;
+    w.strs(n, os.iter().map(|o| o.name))?;
+    w.strs(n, os.iter().map(|o| o.op_type))?;
+    w.u64s(n, os.start_col().iter().copied())?;
+    w.u64s(n, os.end_col().iter().copied())?;
     w.u64s(n, os.iter().map(|o| o.stall_ns))?;
-    w.lists(n, os.iter().map(|o| o.inputs.as_slice()))?;
-    w.lists(n, os.iter().map(|o| o.outputs.as_slice()))?;
-    w.lists(n, os.iter().map(|o| o.streamed.as_slice()))?;
-    let has = |o: &TraceOp| {
+    w.lists(n, os.iter().map(|o| o.inputs))?;
+    w.lists(n, os.iter().map(|o| o.outputs))?;
+    w.lists(n, os.iter().map(|o| o.streamed))?;
+    let has = |o: OpRef| {
         let bit = |on: bool, b: u8| if on { b } else { 0 };
         bit(o.flops.is_some(), HAS_FLOPS)
             | bit(o.unit.is_some(), HAS_UNIT)
@@ -463,17 +464,18 @@ fn encode_ops<W: Write>(os: &[TraceOp], w: &mut Writer<W>) -> io::Result<()> {
     w.u8s(n, os.iter().map(has))?;
     w.u64s(n, os.iter().map(|o| o.flops.unwrap_or(0.0).to_bits()))?;
     w.u8s(n, os.iter().map(|o| bound_tag(o.bound)))?;
-    w.strs(
-        n,
-        os.iter()
-            .map(|o| o.unit.as_ref().map_or("", |u| u.as_str())),
-    )?;
+    w.strs(n, os.iter().map(|o| o.unit.map_or("", |u| u.as_str())))?;
     w.u64s(n, os.iter().map(|o| opt(o.parent)))?;
     w.u64s(n, os.iter().map(|o| o.self_ns.unwrap_or(0)))?;
     w.u64s(n, os.iter().map(|o| o.contention_ns.unwrap_or(0)))
 }
 
-fn decode_ops(r: &mut Reader) -> Result<Vec<TraceOp>, Fail> {
+/// An id-list column as the ops hold it.
+fn id_lists(l: Lists) -> IdLists {
+    IdLists::from_offsets(&l.offsets, l.vals)
+}
+
+fn decode_ops(r: &mut Reader) -> Result<Ops, Fail> {
     let n = r.count("ops")?;
     let id = r.u64s(n, "op ids")?;
     let name = r.strs(n, "op names")?;
@@ -486,34 +488,38 @@ fn decode_ops(r: &mut Reader) -> Result<Vec<TraceOp>, Fail> {
     let streamed = r.lists(n, "op streamed operands")?;
     let has = r.u8s(n, "op fields present")?;
     let flops = r.u64s(n, "op flops")?;
-    let bound = r.u8s(n, "op bounds")?;
-    if let Some(bad) = bound.iter().find(|&&b| bound_of(b).is_none()) {
-        return Err(format!("op bounds: unknown tag {bad}"));
-    }
+    let bound = r
+        .u8s(n, "op bounds")?
+        .iter()
+        .map(|&b| bound_of(b).ok_or_else(|| format!("op bounds: unknown tag {b}")))
+        .collect::<Result<Vec<_>, Fail>>()?;
     let unit = r.strs(n, "op units")?;
     let parent = r.u64s(n, "op parents")?;
     let self_ns = r.u64s(n, "op self times")?;
     let contention = r.u64s(n, "op contention stalls")?;
-    Ok((0..n)
+    let names: Vec<CompactString> = (0..n)
         .into_par_iter()
-        .map(|i| TraceOp {
-            id: id[i] as usize,
-            name: CompactString::from(name.get(i)),
-            op_type: CompactString::from(op_type.get(i)),
-            start_ns: start[i],
-            end_ns: end[i],
-            stall_ns: stall[i],
-            inputs: inputs.get(i),
-            outputs: outputs.get(i),
-            streamed: streamed.get(i),
-            flops: (has[i] & HAS_FLOPS != 0).then(|| f64::from_bits(flops[i])),
-            bound: bound_of(bound[i]).flatten(),
-            unit: (has[i] & HAS_UNIT != 0).then(|| Unit(unit.get(i).into())),
-            parent: unopt(parent[i]),
-            self_ns: (has[i] & HAS_SELF != 0).then_some(self_ns[i]),
-            contention_ns: (has[i] & HAS_CONTENTION != 0).then_some(contention[i]),
-        })
-        .collect())
+        .map(|i| CompactString::from(name.get(i)))
+        .collect();
+    let cols = OpCols {
+        id,
+        name: names,
+        start_ns: start,
+        end_ns: end,
+        stall_ns: stall,
+        inputs: id_lists(inputs),
+        outputs: id_lists(outputs),
+        streamed: id_lists(streamed),
+        bound,
+    };
+    Ok(Ops::from_cols(cols, |i| OpRest {
+        op_type: op_type.get(i),
+        unit: (has[i] & HAS_UNIT != 0).then(|| unit.get(i)),
+        flops: (has[i] & HAS_FLOPS != 0).then(|| f64::from_bits(flops[i])),
+        parent: unopt(parent[i]),
+        self_ns: (has[i] & HAS_SELF != 0).then_some(self_ns[i]),
+        contention_ns: (has[i] & HAS_CONTENTION != 0).then_some(contention[i]),
+    }))
 }
 
 #[cfg(test)]

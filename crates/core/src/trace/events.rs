@@ -19,11 +19,11 @@
 //! array of objects as before, written and read row by row, so no reader
 //! ever holds a vector of rows.
 
-use super::{CompactString, Event, EventKind};
+use super::cols::{Dictionary, OptCol};
+use super::{Event, EventKind};
 use serde::de::{SeqAccess, Visitor};
 use serde::ser::SerializeSeq;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use std::collections::HashMap;
 
 /// No op (the `op` column's spelling of `None`).
 const NO_OP: u32 = u32::MAX;
@@ -78,123 +78,6 @@ fn heap<T>(v: &Vec<T>) -> usize {
 /// A column's values in `order`.
 fn gather<T: Copy>(v: &[T], order: &[u32]) -> Vec<T> {
     order.iter().map(|&i| v[i as usize]).collect()
-}
-
-/// An optional `u64` field as a column: empty until some event carries it,
-/// then one value and one presence bit per event.
-#[derive(Debug, Clone, Default)]
-struct OptCol {
-    vals: Vec<u64>,
-    present: Vec<u64>,
-}
-
-impl OptCol {
-    fn get(&self, i: usize) -> Option<u64> {
-        let on = self
-            .present
-            .get(i / 64)
-            .is_some_and(|w| w >> (i % 64) & 1 == 1);
-        on.then(|| self.vals[i])
-    }
-
-    /// Appends the value of event `i` (the column's length is `i` when it
-    /// is in use).
-    fn push(&mut self, i: usize, v: Option<u64>) {
-        if v.is_none() && self.vals.is_empty() {
-            return;
-        }
-        self.vals.resize(i, 0);
-        self.vals.push(v.unwrap_or(0));
-        self.present.resize((i + 1).div_ceil(64), 0);
-        if v.is_some() {
-            self.present[i / 64] |= 1 << (i % 64);
-        }
-    }
-
-    fn set(&mut self, i: usize, len: usize, v: Option<u64>) {
-        if self.vals.is_empty() {
-            if v.is_none() {
-                return;
-            }
-            self.vals.resize(len, 0);
-            self.present.resize(len.div_ceil(64), 0);
-        }
-        self.vals[i] = v.unwrap_or(0);
-        let bit = 1u64 << (i % 64);
-        if v.is_some() {
-            self.present[i / 64] |= bit;
-        } else {
-            self.present[i / 64] &= !bit;
-        }
-    }
-
-    fn truncate(&mut self, n: usize) {
-        if self.vals.len() > n {
-            self.vals.truncate(n);
-            self.present.truncate(n.div_ceil(64));
-            if let Some(w) = self.present.last_mut() {
-                if !n.is_multiple_of(64) {
-                    *w &= (1u64 << (n % 64)) - 1;
-                }
-            }
-        }
-    }
-
-    fn gather(&self, order: &[u32]) -> OptCol {
-        if self.vals.is_empty() {
-            return OptCol::default();
-        }
-        let mut out = OptCol::default();
-        for (i, &j) in order.iter().enumerate() {
-            out.push(i, self.get(j as usize));
-        }
-        out
-    }
-
-    fn heap_bytes(&self) -> usize {
-        (self.vals.capacity() + self.present.capacity()) * 8
-    }
-
-    fn shrink(&mut self) {
-        self.vals.shrink_to_fit();
-        self.present.shrink_to_fit();
-    }
-}
-
-/// Pool names and reasons, each stored once (id 0 is reserved for "no
-/// reason").
-#[derive(Debug, Clone)]
-struct Dictionary {
-    names: Vec<CompactString>,
-    ids: HashMap<CompactString, u32>,
-}
-
-impl Default for Dictionary {
-    fn default() -> Self {
-        Dictionary {
-            names: vec![CompactString::default()],
-            ids: HashMap::new(),
-        }
-    }
-}
-
-impl Dictionary {
-    fn id(&mut self, s: &str) -> u32 {
-        if let Some(&i) = self.ids.get(s) {
-            return i;
-        }
-        let i = self.names.len() as u32;
-        self.names.push(s.into());
-        self.ids.insert(s.into(), i);
-        i
-    }
-
-    fn name(&self, id: u32) -> &str {
-        self.names
-            .get(id as usize)
-            .map(|s| s.as_str())
-            .unwrap_or("")
-    }
 }
 
 /// A trace's events, in trace order (see the module's doc).
@@ -695,21 +578,7 @@ impl Events {
         }
         let k = r.count("event names")?;
         let strs = r.strs(k, "event names")?;
-        // `k` is bounded by the bytes just read (one offset per name).
-        let mut dict = Dictionary {
-            names: Vec::with_capacity(k),
-            ids: HashMap::with_capacity(k),
-        };
-        for i in 0..k {
-            let s = strs.get(i);
-            dict.names.push(s.into());
-            if i > 0 {
-                dict.ids.entry(s.into()).or_insert(i as u32);
-            }
-        }
-        if dict.names.first().is_none_or(|s| !s.is_empty()) {
-            return Err("event names: the first is not the empty name".into());
-        }
+        let dict = Dictionary::from_names((0..k).map(|i| strs.get(i)), "event names")?;
         if let Some(bad) = pool.iter().chain(&reason).find(|&&i| i as usize >= k) {
             return Err(format!("event pools or reasons: name {bad} of {k}"));
         }

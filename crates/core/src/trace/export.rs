@@ -61,7 +61,7 @@ pub fn to_chrome(tr: &Trace) -> Value {
             "ph": "X", "cat": "op", "name": o.name, "pid": PID, "tid": TID_COMPUTE,
             "ts": us(o.start_ns, t0), "dur": o.end_ns.saturating_sub(o.start_ns) as f64 / 1000.0,
             "args": {"op_type": o.op_type, "start_ns": o.start_ns, "end_ns": o.end_ns, "stall_ns": o.stall_ns,
-                     "inputs": names(&o.inputs), "outputs": names(&o.outputs), "streamed": names(&o.streamed),
+                     "inputs": names(o.inputs), "outputs": names(o.outputs), "streamed": names(o.streamed),
                      "flops": o.flops, "bound": o.bound, "unit": o.unit},
         }));
     }
@@ -74,7 +74,7 @@ pub fn to_chrome(tr: &Trace) -> Value {
             m.insert("tensor_name".into(), json!(name(e.tensor)));
             m.insert(
                 "op_name".into(),
-                json!(e.op.and_then(|o| tr.ops.get(o)).map(|o| o.name.clone())),
+                json!(e.op.and_then(|o| tr.ops.get(o)).map(|o| o.name)),
             );
             m.insert("index".into(), json!(i));
         }

@@ -573,7 +573,7 @@ fn derived_streams(tr: &Trace) -> Vec<DerivedStream> {
         .collect();
     let mut v: Vec<DerivedStream> = Vec::new();
     for o in &tr.ops {
-        for &t in &o.streamed {
+        for &t in o.streamed {
             if have.contains(&(o.id, t)) {
                 continue;
             }

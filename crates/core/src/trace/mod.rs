@@ -11,12 +11,14 @@
 
 pub mod build;
 pub mod caps;
+mod cols;
 pub mod columnar;
 pub mod events;
 pub mod export;
 pub mod import;
 pub mod ledger;
 pub mod nesting;
+pub mod ops;
 mod ranges;
 pub mod residency;
 pub mod store;
@@ -24,6 +26,7 @@ mod traffic;
 pub mod verify;
 pub mod window;
 pub use events::Events;
+pub use ops::{OpRef, Ops};
 pub use traffic::Traffic;
 
 use crate::{Error, Result};
@@ -83,7 +86,8 @@ pub struct Trace {
     pub meta: Meta,
     pub pools: Vec<Pool>,
     pub tensors: Vec<TraceTensor>,
-    pub ops: Vec<TraceOp>,
+    /// Held as columns ([`Ops`]); read and written as the JSON array.
+    pub ops: Ops,
     /// Held as columns ([`Events`]); read and written as the JSON array.
     pub events: Events,
     #[serde(default)]
@@ -469,7 +473,7 @@ impl Trace {
             meta: self.meta.clone(),
             pools: self.pools.clone(),
             tensors: Vec::new(),
-            ops: Vec::new(),
+            ops: Ops::new(),
             events: Events::new(),
             counters: Vec::new(),
             summary: self.summary.clone(),
@@ -507,8 +511,8 @@ impl Trace {
         };
         for o in &self.ops {
             b.op(OpSpec {
-                name: o.name.clone(),
-                op_type: o.op_type.clone(),
+                name: o.name.into(),
+                op_type: o.op_type.into(),
                 inputs: o.inputs.iter().map(name).collect(),
                 outputs: o.outputs.iter().map(name).collect(),
                 flops: o.flops,
@@ -580,7 +584,7 @@ impl Trace {
     /// traces spelled each op's pipe into its type (`MATMUL@CUBE`); it is
     /// now the op's `unit`.
     pub fn upgrade(&mut self) {
-        let spelled = |o: &TraceOp| {
+        let spelled = |o: OpRef| {
             o.unit.is_none()
                 && o.op_type
                     .rsplit_once('@')
@@ -589,12 +593,12 @@ impl Trace {
         if self.ops.is_empty() || !self.ops.iter().all(spelled) {
             return;
         }
-        for o in &mut self.ops {
+        self.ops.update_all(|_, o| {
             if let Some((t, p)) = o.op_type.rsplit_once('@') {
                 o.unit = Some(Unit(p.into()));
                 o.op_type = t.to_string().into();
             }
-        }
+        });
     }
 
     fn checked_schema(path: &Path, t: Trace) -> Result<Trace> {
@@ -644,8 +648,8 @@ impl Trace {
             });
             let tensors = serde_json::from_str::<Vec<TraceTensor>>(s.tensors.get())
                 .map_err(|e| section("tensors", s.tensors, e));
-            let ops = serde_json::from_str::<Vec<TraceOp>>(s.ops.get())
-                .map_err(|e| section("ops", s.ops, e));
+            let ops =
+                serde_json::from_str::<Ops>(s.ops.get()).map_err(|e| section("ops", s.ops, e));
             let counters = match s.counters {
                 Some(c) => serde_json::from_str::<Vec<Counter>>(c.get())
                     .map_err(|e| section("counters", c, e)),
@@ -702,7 +706,7 @@ impl Trace {
             }
         }
         for (i, o) in self.ops.iter().enumerate() {
-            for &t in o.inputs.iter().chain(&o.outputs).chain(&o.streamed) {
+            for &t in o.inputs.iter().chain(o.outputs).chain(o.streamed) {
                 if t >= nt {
                     return Err(bad_t(format!("op {:?}", o.name), t));
                 }

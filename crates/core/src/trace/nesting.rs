@@ -9,7 +9,7 @@
 //!
 //! Owns the nesting queries and [`collapse`]; imports only the trace model.
 
-use super::{Trace, TraceOp};
+use super::{Ops, Trace, TraceOp};
 
 /// Depth and children of each op.
 #[derive(Debug, Clone, Default)]
@@ -20,7 +20,7 @@ pub struct Nesting {
 }
 
 impl Nesting {
-    pub fn of(ops: &[TraceOp]) -> Nesting {
+    pub fn of(ops: &Ops) -> Nesting {
         let n = ops.len();
         let mut depth = vec![0u32; n];
         let mut children = vec![Vec::new(); n];
@@ -56,7 +56,7 @@ impl Nesting {
     /// For each op, the op of the cut at `level` that holds it (itself or
     /// an ancestor); `None` for ops above the cut (they have ops of the
     /// cut inside them).
-    pub fn owner(&self, ops: &[TraceOp], level: u32) -> Vec<Option<usize>> {
+    pub fn owner(&self, ops: &Ops, level: u32) -> Vec<Option<usize>> {
         let d = level.max(1) - 1;
         let in_cut = {
             let mut v = vec![false; ops.len()];
@@ -70,7 +70,9 @@ impl Nesting {
             owner[i] = if in_cut[i] {
                 Some(i)
             } else if self.depth[i] > d {
-                ops[i].parent.and_then(|p| owner.get(p).copied().flatten())
+                ops.at(i)
+                    .parent
+                    .and_then(|p| owner.get(p).copied().flatten())
             } else {
                 None
             };
@@ -79,13 +81,16 @@ impl Nesting {
     }
 
     /// Time in each op outside its children.
-    pub fn self_ns(&self, ops: &[TraceOp]) -> Vec<u64> {
+    pub fn self_ns(&self, ops: &Ops) -> Vec<u64> {
         ops.iter()
             .enumerate()
             .map(|(i, o)| {
                 let inner: u64 = self.children[i]
                     .iter()
-                    .map(|&c| ops[c].end_ns.saturating_sub(ops[c].start_ns))
+                    .map(|&c| {
+                        let c = ops.at(c);
+                        c.end_ns.saturating_sub(c.start_ns)
+                    })
                     .sum();
                 o.end_ns.saturating_sub(o.start_ns).saturating_sub(inner)
             })
@@ -115,7 +120,7 @@ pub fn collapse(tr: &Trace, level: u32) -> Trace {
         .iter()
         .enumerate()
         .map(|(k, &i)| {
-            let mut o = tr.ops[i].clone();
+            let mut o = tr.ops.at(i).owned();
             o.id = k;
             o.parent = None;
             if !n.children[i].is_empty() {
@@ -132,9 +137,9 @@ pub fn collapse(tr: &Trace, level: u32) -> Trace {
         }
         let dst = &mut ops[k];
         for (from, to) in [
-            (&o.inputs, &mut dst.inputs),
-            (&o.outputs, &mut dst.outputs),
-            (&o.streamed, &mut dst.streamed),
+            (o.inputs, &mut dst.inputs),
+            (o.outputs, &mut dst.outputs),
+            (o.streamed, &mut dst.streamed),
         ] {
             for &t in from {
                 if !to.contains(&t) {
@@ -145,7 +150,7 @@ pub fn collapse(tr: &Trace, level: u32) -> Trace {
         dst.stall_ns += o.stall_ns;
     }
     let mut out = tr.clone();
-    out.ops = ops;
+    out.ops = ops.into();
     out.events.map_ops(map);
     for t in &mut out.tensors {
         t.producer = t.producer.and_then(map);
@@ -171,13 +176,14 @@ mod tests {
     fn cuts_tile_time_and_own_what_is_inside() {
         // conv2d [0,10) > convolution [1,9) > mkl [2,8); relu [10,12);
         // empty [3,4) inside mkl.
-        let ops = vec![
+        let ops: Ops = vec![
             op("conv2d", 0, 10, None),
             op("convolution", 1, 9, Some(0)),
             op("mkl", 2, 8, Some(1)),
             op("empty", 3, 4, Some(2)),
             op("relu", 10, 12, None),
-        ];
+        ]
+        .into();
         let n = Nesting::of(&ops);
         assert!(n.nested());
         assert_eq!(n.levels(), 4);

@@ -7,7 +7,8 @@
 //! per-op residency chart, pool lanes, importers' peaks) walks here, so
 //! they agree and the chart never shows more than the pool holds.
 
-use super::{Event, EventKind, Events, TraceOp};
+use super::ops::OpInputs;
+use super::{Event, EventKind, Events};
 
 /// The `reason` of an in-place `alloc`.
 pub const IN_PLACE: &str = "in-place";
@@ -16,7 +17,7 @@ pub const IN_PLACE: &str = "in-place";
 /// subtract, others 0), counting bytes an in-place output shares with the
 /// operands of its op once: the output adds only what it does not
 /// overlap, and each operand it overlapped later removes only the rest.
-pub fn deltas(events: &Events, ops: &[TraceOp], n_tensors: usize) -> Vec<i128> {
+pub fn deltas(events: &Events, ops: &(impl OpInputs + ?Sized), n_tensors: usize) -> Vec<i128> {
     // Where each resident tensor sits, and bytes it shares with an
     // in-place output placed over it.
     let mut at: Vec<Option<(u64, u64)>> = vec![None; n_tensors];
@@ -29,9 +30,9 @@ pub fn deltas(events: &Events, ops: &[TraceOp], n_tensors: usize) -> Vec<i128> {
             if e.kind.places() {
                 let mut overlap = 0u64;
                 if e.kind == EventKind::Alloc && e.reason.as_deref() == Some(IN_PLACE) {
-                    if let (Some(off), Some(op)) = (e.offset, e.op.and_then(|o| ops.get(o))) {
+                    if let (Some(off), Some(op)) = (e.offset, e.op.and_then(|o| ops.inputs_of(o))) {
                         let end = off.saturating_add(e.bytes);
-                        for &i in &op.inputs {
+                        for &i in op {
                             if let Some(Some((o2, e2))) = at.get(i).copied() {
                                 let k = end.min(e2).saturating_sub(off.max(o2));
                                 let k = k.min(e.bytes - overlap);
@@ -117,9 +118,9 @@ mod tests {
 
     #[test]
     fn shared_bytes_count_once() {
-        let mut op1 = TraceOp::span("add", "Add", 0, 1);
+        let mut op1 = crate::trace::TraceOp::span("add", "Add", 0, 1);
         op1.inputs = vec![0];
-        let ops = vec![TraceOp::span("conv", "Conv", 0, 1), op1];
+        let ops = vec![crate::trace::TraceOp::span("conv", "Conv", 0, 1), op1];
         // I at [0, 100); O (64 B) in place at [36, 100); then I and O freed.
         let events = [
             ev(EventKind::Alloc, 0, 0, 100, 0, None),

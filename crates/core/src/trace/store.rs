@@ -379,7 +379,7 @@ mod tests {
     fn rich() -> Trace {
         let mut tr = Trace::load(&sample("encdec-1mib.lru.json")).unwrap();
         let n = tr.ops.len();
-        for (i, o) in tr.ops.iter_mut().enumerate() {
+        tr.ops.update_all(|i, o| {
             o.unit = (i % 3 == 0).then(|| Unit(format!("pipe{}", i % 2).into()));
             o.parent = (i % 5 == 4).then(|| i - 1);
             o.self_ns = (i % 4 == 1).then_some(i as u64 * 7);
@@ -390,7 +390,7 @@ mod tests {
             if i % 7 == 0 {
                 o.streamed = o.inputs.clone();
             }
-        }
+        });
         tr.tensors[0].name = "a name past twenty-four bytes, with ünïcode".into();
         let mut e = Event::plain(5, EventKind::StreamIn, 1, 64, "dram-side pool name");
         e.reason = Some("prefetch".into());
@@ -516,7 +516,7 @@ mod tests {
         std::thread::sleep(Duration::from_millis(30));
         let before = std::fs::metadata(&p).unwrap().modified().unwrap();
         let len = std::fs::metadata(&p).unwrap().len();
-        let name = &tr.ops[tr.ops.len() / 2].name;
+        let name = &tr.ops.at(tr.ops.len() / 2).name;
         let at = find(&p, &format!("\"name\":\"{name}\",\"op_type\""));
         assert!(at > HEAD_BYTES && at < len - HEAD_BYTES, "a middle edit");
         let text = std::fs::read_to_string(&p).unwrap();

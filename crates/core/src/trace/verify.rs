@@ -195,18 +195,18 @@ impl<'a> Replay<'a> {
     }
 
     fn check_op(&mut self, o: usize) {
-        let op = &self.tr.ops[o];
+        let op = &self.tr.ops.at(o);
         for &t in op.inputs.iter().chain(op.outputs.iter()) {
             if op.streamed.contains(&t) {
                 continue;
             }
             if !matches!(self.state.get(t), Some(State::Resident { .. })) {
-                let (tn, on) = (self.tname(t), op.name.clone());
+                let (tn, on) = (self.tname(t), op.name);
                 self.fail(None, op.start_ns, "operand-not-resident", format!("op {on:?} starts but its operand {tn:?} is not resident (and not listed in `streamed`)"));
             }
         }
         // A streamed output is written to DRAM by its op and lives on there.
-        for &t in &op.streamed {
+        for &t in op.streamed {
             if op.outputs.contains(&t)
                 && t < self.state.len()
                 && !matches!(self.state[t], State::Resident { .. })
@@ -255,7 +255,7 @@ pub fn verify(tr: &Trace, limit: usize) -> VerifyReport {
     // Op starts are checkpoints: an op is checked once every event at or
     // before its start that belongs to it (or an earlier op) has been applied.
     let mut order: Vec<usize> = (0..tr.ops.len()).collect();
-    order.sort_by_key(|&o| (tr.ops[o].start_ns, o));
+    order.sort_by_key(|&o| (tr.ops.at(o).start_ns, o));
     let mut next_op = 0usize;
     // Operands of running ops may not be evicted or freed mid-op.
     let mut running: Vec<usize> = Vec::new();
@@ -263,7 +263,7 @@ pub fn verify(tr: &Trace, limit: usize) -> VerifyReport {
     for (idx, e) in tr.events.iter().enumerate() {
         while next_op < order.len() {
             let o = order[next_op];
-            let s = tr.ops[o].start_ns;
+            let s = tr.ops.at(o).start_ns;
             let belongs_later = e.op.map(|eo| eo > o).unwrap_or(false);
             if s < e.t_ns || (s == e.t_ns && belongs_later) {
                 r.check_op(o);
@@ -273,7 +273,7 @@ pub fn verify(tr: &Trace, limit: usize) -> VerifyReport {
                 break;
             }
         }
-        running.retain(|&o| tr.ops[o].end_ns > e.t_ns);
+        running.retain(|&o| tr.ops.at(o).end_ns > e.t_ns);
         r.report.events_checked += 1;
         if e.t_ns < last_t {
             r.fail(
@@ -428,10 +428,10 @@ impl Replay<'_> {
             );
         }
         for &o in running {
-            let op = &tr.ops[o];
+            let op = &tr.ops.at(o);
             let operand = op.inputs.contains(&t) || op.outputs.contains(&t);
             if operand && !op.streamed.contains(&t) && e.t_ns > op.start_ns && e.t_ns < op.end_ns {
-                let opn = op.name.clone();
+                let opn = op.name;
                 self.fail(
                     Some(idx),
                     e.t_ns,
@@ -478,7 +478,7 @@ impl Replay<'_> {
             return;
         }
         for o in &tr.ops {
-            for &t in &o.streamed {
+            for &t in o.streamed {
                 if !self.streams.contains(&(o.id, t)) {
                     let name = self.tname(t);
                     self.fail(

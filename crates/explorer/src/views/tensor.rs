@@ -148,7 +148,7 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
             ));
         }
         if let Some(&(op, count)) = x.evicted_by.first() {
-            let name = d.trace.ops.get(op).map(|o| o.name.as_str()).unwrap_or("?");
+            let name = d.trace.ops.get(op).map(|o| o.name).unwrap_or("?");
             lines.push(Line::from(vec![
                 Span::styled("pushed by ", k),
                 Span::raw(format!(

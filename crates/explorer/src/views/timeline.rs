@@ -152,13 +152,13 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
         .iter()
         .position(|o| o.start_ns <= app.cursor && app.cursor < o.end_ns.max(o.start_ns + 1));
     let w = inner.width as usize;
-    let line1 = match op.map(|i| &d.trace.ops[i]) {
+    let line1 = match op.map(|i| d.trace.ops.at(i)) {
         Some(o) => {
             let (label, name_w, tail) = cursor_line_parts(app, o, w);
             Line::from(vec![
                 Span::styled(label, muted),
                 Span::styled(
-                    spillscope::names::elide(&o.name, name_w, app.ascii),
+                    spillscope::names::elide(o.name, name_w, app.ascii),
                     theme.strong(theme.c.accent),
                 ),
                 Span::raw(tail),
@@ -264,7 +264,7 @@ fn draw_events(f: &mut Frame, app: &App, theme: &Theme, r: Rect) {
         let e = &d.trace.events.at(ei);
         let oname =
             e.op.and_then(|o| d.trace.ops.get(o))
-                .map(|o| o.name.as_str())
+                .map(|o| o.name)
                 .unwrap_or("-");
         let color = d
             .ledger
@@ -310,7 +310,7 @@ pub struct TimelineView {
 /// screens drop the label, then the type and stall, before the times.
 fn cursor_line_parts(
     app: &App,
-    o: &spillscope::trace::TraceOp,
+    o: spillscope::trace::OpRef<'_>,
     w: usize,
 ) -> (&'static str, usize, String) {
     let c = app.clock();

@@ -379,7 +379,7 @@ fn rebuild(path: &Path, meta: &ChromeEvent, events: &[ChromeEvent]) -> Result<Tr
         pools: serde_json::from_value::<Vec<Pool>>(parse("pools")?)
             .map_err(|e| bad(&e.to_string()))?,
         tensors,
-        ops,
+        ops: ops.into(),
         events: evs.into_iter().map(|x| x.1).collect(),
         counters,
         summary: serde_json::from_value::<Summary>(parse("summary")?)

@@ -1,0 +1,152 @@
+//! Column parts shared by the trace's columnar lists ([`super::Events`],
+//! [`super::Ops`]): optional `u64` fields stored only once some row has
+//! them, and names interned in a dictionary.
+
+use super::CompactString;
+use std::collections::HashMap;
+
+/// An optional `u64` field as a column: empty until some event carries it,
+/// then one value and one presence bit per event.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct OptCol {
+    pub(crate) vals: Vec<u64>,
+    pub(crate) present: Vec<u64>,
+}
+
+impl OptCol {
+    pub(crate) fn get(&self, i: usize) -> Option<u64> {
+        let on = self
+            .present
+            .get(i / 64)
+            .is_some_and(|w| w >> (i % 64) & 1 == 1);
+        on.then(|| self.vals[i])
+    }
+
+    /// Appends the value of event `i` (the column's length is `i` when it
+    /// is in use).
+    pub(crate) fn push(&mut self, i: usize, v: Option<u64>) {
+        if v.is_none() && self.vals.is_empty() {
+            return;
+        }
+        self.vals.resize(i, 0);
+        self.vals.push(v.unwrap_or(0));
+        self.present.resize((i + 1).div_ceil(64), 0);
+        if v.is_some() {
+            self.present[i / 64] |= 1 << (i % 64);
+        }
+    }
+
+    pub(crate) fn set(&mut self, i: usize, len: usize, v: Option<u64>) {
+        if self.vals.is_empty() {
+            if v.is_none() {
+                return;
+            }
+            self.vals.resize(len, 0);
+            self.present.resize(len.div_ceil(64), 0);
+        }
+        self.vals[i] = v.unwrap_or(0);
+        let bit = 1u64 << (i % 64);
+        if v.is_some() {
+            self.present[i / 64] |= bit;
+        } else {
+            self.present[i / 64] &= !bit;
+        }
+    }
+
+    pub(crate) fn truncate(&mut self, n: usize) {
+        if self.vals.len() > n {
+            self.vals.truncate(n);
+            self.present.truncate(n.div_ceil(64));
+            if let Some(w) = self.present.last_mut() {
+                if !n.is_multiple_of(64) {
+                    *w &= (1u64 << (n % 64)) - 1;
+                }
+            }
+        }
+    }
+
+    pub(crate) fn gather(&self, order: &[u32]) -> OptCol {
+        if self.vals.is_empty() {
+            return OptCol::default();
+        }
+        let mut out = OptCol::default();
+        for (i, &j) in order.iter().enumerate() {
+            out.push(i, self.get(j as usize));
+        }
+        out
+    }
+
+    pub(crate) fn heap_bytes(&self) -> usize {
+        (self.vals.capacity() + self.present.capacity()) * 8
+    }
+
+    pub(crate) fn shrink(&mut self) {
+        self.vals.shrink_to_fit();
+        self.present.shrink_to_fit();
+    }
+}
+
+/// Pool names and reasons, each stored once (id 0 is reserved for "no
+/// reason").
+#[derive(Debug, Clone)]
+pub(crate) struct Dictionary {
+    pub(crate) names: Vec<CompactString>,
+    pub(crate) ids: HashMap<CompactString, u32>,
+}
+
+impl Default for Dictionary {
+    fn default() -> Self {
+        Dictionary {
+            names: vec![CompactString::default()],
+            ids: HashMap::new(),
+        }
+    }
+}
+
+impl Dictionary {
+    pub(crate) fn id(&mut self, s: &str) -> u32 {
+        if let Some(&i) = self.ids.get(s) {
+            return i;
+        }
+        let i = self.names.len() as u32;
+        self.names.push(s.into());
+        self.ids.insert(s.into(), i);
+        i
+    }
+
+    pub(crate) fn name(&self, id: u32) -> &str {
+        self.names
+            .get(id as usize)
+            .map(|s| s.as_str())
+            .unwrap_or("")
+    }
+}
+
+impl Dictionary {
+    /// A dictionary read back (the cache): `names` in id order, the first
+    /// the empty name (id 0, "none").
+    pub(crate) fn from_names<'a>(
+        names: impl ExactSizeIterator<Item = &'a str>,
+        what: &str,
+    ) -> Result<Dictionary, String> {
+        let k = names.len();
+        let mut dict = Dictionary {
+            names: Vec::with_capacity(k),
+            ids: HashMap::with_capacity(k),
+        };
+        for (i, s) in names.enumerate() {
+            dict.names.push(s.into());
+            if i > 0 {
+                dict.ids.entry(s.into()).or_insert(i as u32);
+            }
+        }
+        if dict.names.first().is_none_or(|s| !s.is_empty()) {
+            return Err(format!("{what}: the first is not the empty name"));
+        }
+        Ok(dict)
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.names.len()
+    }
+}

@@ -1,0 +1,742 @@
+//! A trace's ops held as columns (struct of arrays), as its events are
+//! ([`super::Events`]): one vector per field, op types and units interned,
+//! the operand lists as one array of ids with offsets, optional fields
+//! stored only once some op carries them. What an op costs:
+//!
+//! | column                         | bytes per op                             |
+//! |--------------------------------|------------------------------------------|
+//! | `name`                         | 24 (inline up to 24 bytes, else + heap)  |
+//! | `op_type`, `unit`              | 4 each (dictionary ids; `unit` 0 until some op has one) |
+//! | `start_ns`, `end_ns`, `stall_ns` | 8 each                                 |
+//! | `inputs`, `outputs`, `streamed` | 8 each (an offset) + 8 per id           |
+//! | `bound`                        | 1                                        |
+//! | `id`                           | 0 while every op's id is its index, else 8 |
+//! | `flops`, `parent`, `self_ns`, `contention_ns` | 0 until some op has it, then 8 + 1/8 |
+//!
+//! The vector of [`TraceOp`] rows it replaced held 232 bytes of struct per
+//! op and a heap allocation for each non-empty id list. Readers take rows
+//! as [`OpRef`] values ([`Ops::at`], [`Ops::iter`]): the same field names,
+//! borrowing the strings and lists, so nothing is copied to read an op.
+//! Writers push owned [`TraceOp`] rows; the JSON is the same array of
+//! objects, written and read one op at a time.
+
+use super::cols::{Dictionary, OptCol};
+use super::{Bound, CompactString, TraceOp, Unit};
+use serde::de::{SeqAccess, Visitor};
+use serde::ser::SerializeSeq;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::collections::HashMap;
+
+/// One op, borrowed from the columns: what [`TraceOp`] holds, with its
+/// strings and id lists borrowed.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct OpRef<'a> {
+    pub id: usize,
+    pub name: &'a str,
+    pub op_type: &'a str,
+    pub start_ns: u64,
+    pub end_ns: u64,
+    pub stall_ns: u64,
+    pub inputs: &'a [usize],
+    pub outputs: &'a [usize],
+    pub streamed: &'a [usize],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub flops: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bound: Option<Bound>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unit: Option<&'a Unit>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub self_ns: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub contention_ns: Option<u64>,
+}
+
+impl OpRef<'_> {
+    /// The op as an owned row (to change it and push or set it back).
+    pub fn owned(&self) -> TraceOp {
+        TraceOp {
+            id: self.id,
+            name: self.name.into(),
+            op_type: self.op_type.into(),
+            start_ns: self.start_ns,
+            end_ns: self.end_ns,
+            stall_ns: self.stall_ns,
+            inputs: self.inputs.to_vec(),
+            outputs: self.outputs.to_vec(),
+            streamed: self.streamed.to_vec(),
+            flops: self.flops,
+            bound: self.bound,
+            unit: self.unit.cloned(),
+            parent: self.parent,
+            self_ns: self.self_ns,
+            contention_ns: self.contention_ns,
+        }
+    }
+}
+
+impl TraceOp {
+    /// The row borrowed as the columns lend it.
+    pub fn row(&self) -> OpRef<'_> {
+        OpRef {
+            id: self.id,
+            name: &self.name,
+            op_type: &self.op_type,
+            start_ns: self.start_ns,
+            end_ns: self.end_ns,
+            stall_ns: self.stall_ns,
+            inputs: &self.inputs,
+            outputs: &self.outputs,
+            streamed: &self.streamed,
+            flops: self.flops,
+            bound: self.bound,
+            unit: self.unit.as_ref(),
+            parent: self.parent,
+            self_ns: self.self_ns,
+            contention_ns: self.contention_ns,
+        }
+    }
+}
+
+/// An op's inputs by op id, from the columns or from rows still being
+/// built (an importer's list of [`TraceOp`]).
+pub trait OpInputs {
+    fn inputs_of(&self, op: usize) -> Option<&[usize]>;
+}
+
+impl OpInputs for Ops {
+    fn inputs_of(&self, op: usize) -> Option<&[usize]> {
+        (op < self.len()).then(|| self.inputs.get(op))
+    }
+}
+
+impl OpInputs for [TraceOp] {
+    fn inputs_of(&self, op: usize) -> Option<&[usize]> {
+        self.get(op).map(|o| &o.inputs[..])
+    }
+}
+
+impl OpInputs for Vec<TraceOp> {
+    fn inputs_of(&self, op: usize) -> Option<&[usize]> {
+        self[..].inputs_of(op)
+    }
+}
+
+/// Lists of ids, one per op: `ends[i]` is where op `i`'s list ends in
+/// `ids` (it starts where op `i - 1`'s ends).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct IdLists {
+    pub(crate) ends: Vec<usize>,
+    pub(crate) ids: Vec<usize>,
+}
+
+impl IdLists {
+    fn get(&self, i: usize) -> &[usize] {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.ids[start..self.ends[i]]
+    }
+
+    fn push(&mut self, l: &[usize]) {
+        self.ids.extend_from_slice(l);
+        self.ends.push(self.ids.len());
+    }
+
+    fn truncate(&mut self, n: usize) {
+        if n < self.ends.len() {
+            self.ends.truncate(n);
+            self.ids.truncate(self.ends.last().copied().unwrap_or(0));
+        }
+    }
+
+    fn heap_bytes(&self) -> usize {
+        (self.ends.capacity() + self.ids.capacity()) * 8
+    }
+
+    fn shrink(&mut self) {
+        self.ends.shrink_to_fit();
+        self.ids.shrink_to_fit();
+    }
+
+    /// The lists as read back from the cache: `offsets` (n + 1, from 0,
+    /// never decreasing, as the reader checked) into `vals`.
+    pub(crate) fn from_offsets(offsets: &[u64], vals: Vec<u64>) -> IdLists {
+        IdLists {
+            ends: offsets.iter().skip(1).map(|&o| o as usize).collect(),
+            ids: vals.into_iter().map(|v| v as usize).collect(),
+        }
+    }
+}
+
+/// Units (pipes, cores), each stored once; id 0 is "no unit".
+#[derive(Debug, Clone, Default)]
+struct Units {
+    list: Vec<Unit>,
+    ids: HashMap<CompactString, u32>,
+}
+
+impl Units {
+    fn id(&mut self, u: Option<&Unit>) -> u32 {
+        let Some(u) = u else { return 0 };
+        if let Some(&i) = self.ids.get(u.as_str()) {
+            return i;
+        }
+        self.list.push(u.clone());
+        let i = self.list.len() as u32;
+        self.ids.insert(u.0.clone(), i);
+        i
+    }
+
+    fn get(&self, id: u32) -> Option<&Unit> {
+        id.checked_sub(1).and_then(|i| self.list.get(i as usize))
+    }
+}
+
+/// A trace's ops, in trace order (see the module's doc).
+#[derive(Clone, Default)]
+pub struct Ops {
+    /// Empty while every op's id is its index.
+    id: Vec<usize>,
+    name: Vec<CompactString>,
+    op_type: Vec<u32>,
+    start_ns: Vec<u64>,
+    end_ns: Vec<u64>,
+    stall_ns: Vec<u64>,
+    inputs: IdLists,
+    outputs: IdLists,
+    streamed: IdLists,
+    bound: Vec<Option<Bound>>,
+    /// Empty until some op has a unit.
+    unit: Vec<u32>,
+    flops: OptCol,
+    parent: OptCol,
+    self_ns: OptCol,
+    contention_ns: OptCol,
+    types: Dictionary,
+    units: Units,
+}
+
+impl Ops {
+    pub fn new() -> Ops {
+        Ops::default()
+    }
+
+    pub fn len(&self) -> usize {
+        self.name.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.name.is_empty()
+    }
+
+    /// Op `i` as a row. Panics when `i` is out of range, like indexing.
+    pub fn at(&self, i: usize) -> OpRef<'_> {
+        OpRef {
+            id: self.id.get(i).copied().unwrap_or(i),
+            name: &self.name[i],
+            op_type: self.types.name(self.op_type[i]),
+            start_ns: self.start_ns[i],
+            end_ns: self.end_ns[i],
+            stall_ns: self.stall_ns[i],
+            inputs: self.inputs.get(i),
+            outputs: self.outputs.get(i),
+            streamed: self.streamed.get(i),
+            flops: self.flops.get(i).map(f64::from_bits),
+            bound: self.bound[i],
+            unit: self.unit.get(i).and_then(|&u| self.units.get(u)),
+            parent: self.parent.get(i).map(|p| p as usize),
+            self_ns: self.self_ns.get(i),
+            contention_ns: self.contention_ns.get(i),
+        }
+    }
+
+    pub fn get(&self, i: usize) -> Option<OpRef<'_>> {
+        (i < self.len()).then(|| self.at(i))
+    }
+
+    pub fn first(&self) -> Option<OpRef<'_>> {
+        self.get(0)
+    }
+
+    pub fn last(&self) -> Option<OpRef<'_>> {
+        self.len().checked_sub(1).map(|i| self.at(i))
+    }
+
+    pub fn iter(&self) -> Iter<'_> {
+        Iter {
+            ops: self,
+            at: 0,
+            end: self.len(),
+        }
+    }
+
+    /// Appends an op.
+    pub fn push(&mut self, o: TraceOp) {
+        self.push_ref(o.row());
+    }
+
+    /// Appends an op given as a borrowed row.
+    pub fn push_ref(&mut self, o: OpRef<'_>) {
+        let i = self.len();
+        if o.id != i || !self.id.is_empty() {
+            if self.id.len() < i {
+                self.id = (0..i).collect();
+            }
+            self.id.push(o.id);
+        }
+        self.name.push(o.name.into());
+        self.op_type.push(self.types.id(o.op_type));
+        self.start_ns.push(o.start_ns);
+        self.end_ns.push(o.end_ns);
+        self.stall_ns.push(o.stall_ns);
+        self.inputs.push(o.inputs);
+        self.outputs.push(o.outputs);
+        self.streamed.push(o.streamed);
+        self.bound.push(o.bound);
+        let unit = self.units.id(o.unit);
+        if unit != 0 || !self.unit.is_empty() {
+            self.unit.resize(i, 0);
+            self.unit.push(unit);
+        }
+        self.flops.push(i, o.flops.map(f64::to_bits));
+        self.parent.push(i, o.parent.map(|p| p as u64));
+        self.self_ns.push(i, o.self_ns);
+        self.contention_ns.push(i, o.contention_ns);
+    }
+
+    /// Changes op `i` through its row. Scalars change in place; a changed
+    /// operand list rebuilds the lists after it (rare: only fixing up a
+    /// trace moves operands).
+    pub fn update(&mut self, i: usize, f: impl FnOnce(&mut TraceOp)) {
+        let before = self.at(i).owned();
+        let mut o = before.clone();
+        f(&mut o);
+        if o == before {
+            return;
+        }
+        let lists_same = o.inputs == before.inputs
+            && o.outputs == before.outputs
+            && o.streamed == before.streamed;
+        if !lists_same {
+            let rows: Vec<TraceOp> = self.iter().map(|r| r.owned()).collect();
+            *self = Ops::default();
+            for (j, r) in rows.into_iter().enumerate() {
+                self.push(if j == i { o.clone() } else { r });
+            }
+            return;
+        }
+        let n = self.len();
+        if o.id != before.id {
+            if self.id.is_empty() {
+                self.id = (0..n).collect();
+            }
+            self.id[i] = o.id;
+        }
+        self.name[i] = o.name;
+        self.op_type[i] = self.types.id(&o.op_type);
+        self.start_ns[i] = o.start_ns;
+        self.end_ns[i] = o.end_ns;
+        self.stall_ns[i] = o.stall_ns;
+        self.bound[i] = o.bound;
+        let unit = self.units.id(o.unit.as_ref());
+        if unit != 0 && self.unit.is_empty() {
+            self.unit.resize(n, 0);
+        }
+        if !self.unit.is_empty() {
+            self.unit[i] = unit;
+        }
+        self.flops.set(i, n, o.flops.map(f64::to_bits));
+        self.parent.set(i, n, o.parent.map(|p| p as u64));
+        self.self_ns.set(i, n, o.self_ns);
+        self.contention_ns.set(i, n, o.contention_ns);
+    }
+
+    /// Changes every op through its row, rebuilding the columns once.
+    pub fn update_all(&mut self, mut f: impl FnMut(usize, &mut TraceOp)) {
+        let old = std::mem::take(self);
+        for (i, r) in old.iter().enumerate() {
+            let mut o = r.owned();
+            f(i, &mut o);
+            self.push(o);
+        }
+        self.shrink_to_fit();
+    }
+
+    /// Op `i`'s end (the column the live tail and the merge of cores move).
+    pub fn set_end_ns(&mut self, i: usize, t: u64) {
+        self.end_ns[i] = t;
+    }
+
+    pub fn truncate(&mut self, n: usize) {
+        if n >= self.len() {
+            return;
+        }
+        for v in [&mut self.start_ns, &mut self.end_ns, &mut self.stall_ns] {
+            v.truncate(n);
+        }
+        self.id.truncate(n);
+        self.name.truncate(n);
+        self.op_type.truncate(n);
+        self.bound.truncate(n);
+        self.unit.truncate(n);
+        for l in [&mut self.inputs, &mut self.outputs, &mut self.streamed] {
+            l.truncate(n);
+        }
+        for c in self.opt_cols_mut() {
+            c.truncate(n);
+        }
+    }
+
+    fn opt_cols_mut(&mut self) -> [&mut OptCol; 4] {
+        [
+            &mut self.flops,
+            &mut self.parent,
+            &mut self.self_ns,
+            &mut self.contention_ns,
+        ]
+    }
+
+    /// Gives back the columns' unused room (after loading).
+    pub fn shrink_to_fit(&mut self) {
+        for v in [&mut self.start_ns, &mut self.end_ns, &mut self.stall_ns] {
+            v.shrink_to_fit();
+        }
+        self.id.shrink_to_fit();
+        self.name.shrink_to_fit();
+        self.op_type.shrink_to_fit();
+        self.bound.shrink_to_fit();
+        self.unit.shrink_to_fit();
+        for l in [&mut self.inputs, &mut self.outputs, &mut self.streamed] {
+            l.shrink();
+        }
+        for c in self.opt_cols_mut() {
+            c.shrink();
+        }
+    }
+
+    /// Heap bytes the columns hold (their capacity, names past 24 bytes
+    /// counted at their length, the dictionaries at 64 bytes a name): the
+    /// figure docs/memory.md quotes per op.
+    pub fn heap_bytes(&self) -> usize {
+        let long: usize = self
+            .name
+            .iter()
+            .filter(|s| s.is_heap_allocated())
+            .map(|s| s.capacity())
+            .sum();
+        let lists: usize = [&self.inputs, &self.outputs, &self.streamed]
+            .iter()
+            .map(|l| l.heap_bytes())
+            .sum();
+        let opt: usize = [
+            &self.flops,
+            &self.parent,
+            &self.self_ns,
+            &self.contention_ns,
+        ]
+        .iter()
+        .map(|c| c.heap_bytes())
+        .sum();
+        (self.start_ns.capacity() + self.end_ns.capacity() + self.stall_ns.capacity()) * 8
+            + self.id.capacity() * 8
+            + self.name.capacity() * std::mem::size_of::<CompactString>()
+            + long
+            + (self.op_type.capacity() + self.unit.capacity()) * 4
+            + self.bound.capacity()
+            + lists
+            + opt
+            + (self.types.len() + self.units.list.len()) * 64
+    }
+
+    /// Every op's start (a column, for loops that need no whole row).
+    pub fn start_col(&self) -> &[u64] {
+        &self.start_ns
+    }
+
+    /// Every op's end.
+    pub fn end_col(&self) -> &[u64] {
+        &self.end_ns
+    }
+}
+
+/// Ops as rows, front to back (or back to front).
+#[derive(Clone)]
+pub struct Iter<'a> {
+    ops: &'a Ops,
+    at: usize,
+    end: usize,
+}
+
+impl<'a> Iterator for Iter<'a> {
+    type Item = OpRef<'a>;
+    fn next(&mut self) -> Option<OpRef<'a>> {
+        (self.at < self.end).then(|| {
+            self.at += 1;
+            self.ops.at(self.at - 1)
+        })
+    }
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let n = self.end - self.at;
+        (n, Some(n))
+    }
+    fn nth(&mut self, n: usize) -> Option<OpRef<'a>> {
+        self.at = self.at.saturating_add(n).min(self.end);
+        self.next()
+    }
+}
+
+impl DoubleEndedIterator for Iter<'_> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        (self.at < self.end).then(|| {
+            self.end -= 1;
+            self.ops.at(self.end)
+        })
+    }
+}
+
+impl ExactSizeIterator for Iter<'_> {}
+
+impl<'a> IntoIterator for &'a Ops {
+    type Item = OpRef<'a>;
+    type IntoIter = Iter<'a>;
+    fn into_iter(self) -> Iter<'a> {
+        self.iter()
+    }
+}
+
+impl FromIterator<TraceOp> for Ops {
+    fn from_iter<I: IntoIterator<Item = TraceOp>>(it: I) -> Ops {
+        let mut ops = Ops::new();
+        for o in it {
+            ops.push(o);
+        }
+        ops.shrink_to_fit();
+        ops
+    }
+}
+
+impl From<Vec<TraceOp>> for Ops {
+    fn from(v: Vec<TraceOp>) -> Ops {
+        v.into_iter().collect()
+    }
+}
+
+impl PartialEq for Ops {
+    fn eq(&self, other: &Ops) -> bool {
+        self.len() == other.len() && self.iter().eq(other.iter())
+    }
+}
+
+impl std::fmt::Debug for Ops {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+impl Serialize for Ops {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(self.len()))?;
+        for o in self.iter() {
+            seq.serialize_element(&o)?;
+        }
+        seq.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for Ops {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Ops, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Ops;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an array of ops")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Ops, A::Error> {
+                let mut ops = Ops::new();
+                while let Some(o) = seq.next_element::<TraceOp>()? {
+                    ops.push(o);
+                }
+                Ok(ops)
+            }
+        }
+        d.deserialize_seq(V)
+    }
+}
+
+/// The columns as the cache reads them back (`super::columnar`); the
+/// caller checked every list's length against the count of names.
+pub(crate) struct OpCols {
+    pub id: Vec<u64>,
+    pub name: Vec<CompactString>,
+    pub start_ns: Vec<u64>,
+    pub end_ns: Vec<u64>,
+    pub stall_ns: Vec<u64>,
+    pub inputs: IdLists,
+    pub outputs: IdLists,
+    pub streamed: IdLists,
+    pub bound: Vec<Option<Bound>>,
+}
+
+/// An op's interned and optional fields, as the cache reads them back.
+pub(crate) struct OpRest<'a> {
+    pub op_type: &'a str,
+    pub unit: Option<&'a str>,
+    pub flops: Option<f64>,
+    pub parent: Option<usize>,
+    pub self_ns: Option<u64>,
+    pub contention_ns: Option<u64>,
+}
+
+impl Ops {
+    /// Ops from columns read back whole (the cache), moved in where they
+    /// are held the same way; `rest(i)` gives op `i`'s other fields.
+    pub(crate) fn from_cols<'a>(c: OpCols, rest: impl Fn(usize) -> OpRest<'a>) -> Ops {
+        let n = c.name.len();
+        let mut ops = Ops {
+            name: c.name,
+            start_ns: c.start_ns,
+            end_ns: c.end_ns,
+            stall_ns: c.stall_ns,
+            inputs: c.inputs,
+            outputs: c.outputs,
+            streamed: c.streamed,
+            bound: c.bound,
+            op_type: Vec::with_capacity(n),
+            ..Ops::default()
+        };
+        if c.id.iter().enumerate().any(|(i, &id)| id as usize != i) {
+            ops.id = c.id.iter().map(|&v| v as usize).collect();
+        }
+        for i in 0..n {
+            let r = rest(i);
+            let t = ops.types.id(r.op_type);
+            ops.op_type.push(t);
+            let unit = r.unit.map(|u| Unit(u.into()));
+            let unit = ops.units.id(unit.as_ref());
+            if unit != 0 || !ops.unit.is_empty() {
+                ops.unit.reserve_exact(n - ops.unit.len());
+                ops.unit.resize(i, 0);
+                ops.unit.push(unit);
+            }
+            ops.flops.push(i, r.flops.map(f64::to_bits));
+            ops.parent.push(i, r.parent.map(|p| p as u64));
+            ops.self_ns.push(i, r.self_ns);
+            ops.contention_ns.push(i, r.contention_ns);
+        }
+        ops.shrink_to_fit();
+        ops
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn arb_op() -> impl Strategy<Value = TraceOp> {
+        let ids = || proptest::collection::vec(0usize..50, 0..4);
+        (
+            (0usize..8, "[a-z]{0,30}", prop::sample::select(vec!["Conv", "Add", ""])),
+            (0u64..1000, 0u64..1000, 0u64..50),
+            (ids(), ids(), ids()),
+            (
+                proptest::option::of(0.0f64..1e9),
+                prop::sample::select(vec![None, Some(Bound::Compute), Some(Bound::Memory)]),
+                proptest::option::of(prop::sample::select(vec!["CUBE", "VECTOR"])),
+            ),
+            (
+                proptest::option::of(0usize..8),
+                proptest::option::of(0u64..99),
+                proptest::option::of(0u64..99),
+            ),
+        )
+            .prop_map(|((id, name, ty), (s, e, st), (i, o, m), (f, b, u), (p, sn, c))| TraceOp {
+                id,
+                name: name.into(),
+                op_type: ty.into(),
+                start_ns: s,
+                end_ns: e,
+                stall_ns: st,
+                inputs: i,
+                outputs: o,
+                streamed: m,
+                flops: f,
+                bound: b,
+                unit: u.map(|u| Unit(u.into())),
+                parent: p,
+                self_ns: sn,
+                contention_ns: c,
+            })
+    }
+
+    proptest! {
+        /// Every row comes back as pushed, the JSON is the row vector's
+        /// byte for byte and reads back to the same columns.
+        #[test]
+        fn columns_hold_what_rows_held(rows in proptest::collection::vec(arb_op(), 0..20)) {
+            let ops: Ops = rows.iter().cloned().collect();
+            prop_assert_eq!(ops.len(), rows.len());
+            for (i, r) in rows.iter().enumerate() {
+                prop_assert_eq!(ops.at(i).owned(), r.clone());
+                prop_assert_eq!(ops.at(i), r.row());
+            }
+            let json = serde_json::to_string(&ops).unwrap();
+            prop_assert_eq!(&json, &serde_json::to_string(&rows).unwrap());
+            let back: Ops = serde_json::from_str(&json).unwrap();
+            prop_assert_eq!(&back, &ops);
+            let rev: Vec<TraceOp> = ops.iter().rev().map(|o| o.owned()).collect();
+            let mut want = rows.clone();
+            want.reverse();
+            prop_assert_eq!(rev, want);
+        }
+
+        /// Changing one op changes that op only, lists included; cutting
+        /// keeps the rows before the cut.
+        #[test]
+        fn an_update_or_a_cut_changes_only_what_it_names(
+            rows in proptest::collection::vec(arb_op(), 1..12),
+            new in arb_op(),
+            at in 0usize..12,
+            cut in 0usize..14,
+        ) {
+            let at = at % rows.len();
+            let mut ops: Ops = rows.iter().cloned().collect();
+            ops.update(at, |o| *o = new.clone());
+            let mut want = rows.clone();
+            want[at] = new.clone();
+            prop_assert_eq!(&ops, &want.iter().cloned().collect::<Ops>());
+            for (i, w) in want.iter().enumerate() {
+                prop_assert_eq!(ops.at(i).owned(), w.clone());
+            }
+            ops.truncate(cut);
+            want.truncate(cut);
+            prop_assert_eq!(ops.iter().map(|o| o.owned()).collect::<Vec<_>>(), want.clone());
+            // What is pushed after a cut lands where the cut left off.
+            ops.push(new.clone());
+            want.push(new);
+            prop_assert_eq!(ops.iter().map(|o| o.owned()).collect::<Vec<_>>(), want);
+        }
+    }
+
+    /// An op type or unit is stored once however many ops name it, and an
+    /// op whose id is its index costs no id.
+    #[test]
+    fn repeated_names_and_plain_ids_cost_nothing_per_op() {
+        let mut ops = Ops::new();
+        for i in 0..1000 {
+            let mut o = TraceOp::span(format!("op{i}"), "Conv", i, i + 1);
+            o.id = i as usize;
+            o.unit = Some(Unit("CUBE".into()));
+            ops.push(o);
+        }
+        assert_eq!((ops.types.len(), ops.units.list.len()), (2, 1));
+        assert!(ops.id.is_empty());
+        assert_eq!(ops.at(999).id, 999);
+        let mut odd = TraceOp::span("x", "Add", 0, 1);
+        odd.id = 7;
+        ops.push(odd);
+        assert_eq!(ops.id.len(), 1001);
+        assert_eq!((ops.at(999).id, ops.at(1000).id), (999, 7));
+    }
+}
