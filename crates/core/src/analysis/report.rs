@@ -336,11 +336,7 @@ pub fn build_with(tr: &Trace, extra: Resimulated) -> Report {
     causes.sort_by_key(|c| std::cmp::Reverse(c.count));
     causes.truncate(TOP);
     let trips = round_trips(tr, &ledger);
-    let op_name = |o: Option<usize>| {
-        o.and_then(|i| tr.ops.get(i))
-            .map(|x| x.name)
-            .unwrap_or("-")
-    };
+    let op_name = |o: Option<usize>| o.and_then(|i| tr.ops.get(i)).map(|x| x.name).unwrap_or("-");
     let mut worst: Vec<TripRow> = trips
         .iter()
         .flat_map(|t| {

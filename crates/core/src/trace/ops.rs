@@ -637,7 +637,11 @@ mod tests {
     fn arb_op() -> impl Strategy<Value = TraceOp> {
         let ids = || proptest::collection::vec(0usize..50, 0..4);
         (
-            (0usize..8, "[a-z]{0,30}", prop::sample::select(vec!["Conv", "Add", ""])),
+            (
+                0usize..8,
+                "[a-z]{0,30}",
+                prop::sample::select(vec!["Conv", "Add", ""]),
+            ),
             (0u64..1000, 0u64..1000, 0u64..50),
             (ids(), ids(), ids()),
             (
@@ -651,23 +655,25 @@ mod tests {
                 proptest::option::of(0u64..99),
             ),
         )
-            .prop_map(|((id, name, ty), (s, e, st), (i, o, m), (f, b, u), (p, sn, c))| TraceOp {
-                id,
-                name: name.into(),
-                op_type: ty.into(),
-                start_ns: s,
-                end_ns: e,
-                stall_ns: st,
-                inputs: i,
-                outputs: o,
-                streamed: m,
-                flops: f,
-                bound: b,
-                unit: u.map(|u| Unit(u.into())),
-                parent: p,
-                self_ns: sn,
-                contention_ns: c,
-            })
+            .prop_map(
+                |((id, name, ty), (s, e, st), (i, o, m), (f, b, u), (p, sn, c))| TraceOp {
+                    id,
+                    name: name.into(),
+                    op_type: ty.into(),
+                    start_ns: s,
+                    end_ns: e,
+                    stall_ns: st,
+                    inputs: i,
+                    outputs: o,
+                    streamed: m,
+                    flops: f,
+                    bound: b,
+                    unit: u.map(|u| Unit(u.into())),
+                    parent: p,
+                    self_ns: sn,
+                    contention_ns: c,
+                },
+            )
     }
 
     proptest! {
