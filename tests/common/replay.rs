@@ -34,13 +34,13 @@ pub fn replay(tr: &Trace) -> Result<Fields, String> {
     let mut streams: HashSet<(usize, usize)> = HashSet::new();
     for (i, e) in tr.events.iter().enumerate() {
         let t = e.tensor;
-        let kind = tr.tensors[t].kind;
+        let kind = tr.tensors.at(t).kind;
         let weight = kind == TensorKind::Weight;
         let from_dram = |f: &mut Fields, spill: &mut u64, what: &str| -> Result<(), String> {
             if !dram_current[t] {
                 return Err(format!(
                     "event {i}: {what} of {:?}, whose DRAM copy is not current",
-                    tr.tensors[t].name
+                    tr.tensors.at(t).name
                 ));
             }
             if weight {
@@ -65,7 +65,7 @@ pub fn replay(tr: &Trace) -> Result<Fields, String> {
                 if w == 0 && !dram_current[t] {
                     return Err(format!(
                         "event {i}: dropped {:?} without a DRAM copy",
-                        tr.tensors[t].name
+                        tr.tensors.at(t).name
                     ));
                 }
                 if !weight {
@@ -117,7 +117,8 @@ pub fn replay(tr: &Trace) -> Result<Fields, String> {
             if !streams.contains(&(o.id, t)) {
                 return Err(format!(
                     "op {:?} streams {:?} without a stream event",
-                    o.name, tr.tensors[t].name
+                    o.name,
+                    tr.tensors.at(t).name
                 ));
             }
         }

@@ -279,22 +279,22 @@ fn a_graph_split_runs_each_op_once_and_crosses_through_dram() {
             for o in &tr.ops {
                 for &t in o.outputs {
                     end_of.insert(
-                        spillscope::sim::cores::graph_name(&tr.tensors[t].name),
+                        spillscope::sim::cores::graph_name(tr.tensors.at(t).name),
                         o.end_ns,
                     );
                 }
             }
             for e in tr.events.iter() {
                 if e.kind == spillscope::trace::EventKind::StreamOut {
-                    let name =
-                        spillscope::sim::cores::graph_name(&tr.tensors[e.tensor].name).to_string();
+                    let name = spillscope::sim::cores::graph_name(tr.tensors.at(e.tensor).name)
+                        .to_string();
                     out_at.insert(name, e.dma_end_ns.unwrap());
                 }
             }
             let mut crossings = 0;
             for e in tr.events.iter() {
-                let t = &tr.tensors[e.tensor];
-                let name = spillscope::sim::cores::graph_name(&t.name);
+                let t = &tr.tensors.at(e.tensor);
+                let name = spillscope::sim::cores::graph_name(t.name);
                 let is_load = matches!(
                     e.kind,
                     spillscope::trace::EventKind::Alloc | spillscope::trace::EventKind::StreamIn
@@ -312,7 +312,7 @@ fn a_graph_split_runs_each_op_once_and_crosses_through_dram() {
             }
             for o in &tr.ops {
                 for &t in o.inputs {
-                    let name = spillscope::sim::cores::graph_name(&tr.tensors[t].name);
+                    let name = spillscope::sim::cores::graph_name(tr.tensors.at(t).name);
                     // An op starts once its inputs from other cores are in
                     // DRAM (its core idles meanwhile, which is no stall),
                     // and cannot end before they were produced.
@@ -324,7 +324,7 @@ fn a_graph_split_runs_each_op_once_and_crosses_through_dram() {
                         );
                     }
                     if let Some(&out) = out_at.get(name) {
-                        if tr.tensors[t].kind == spillscope::graph::TensorKind::Input {
+                        if tr.tensors.at(t).kind == spillscope::graph::TensorKind::Input {
                             assert!(
                                 o.start_ns >= out,
                                 "{what}: {} before {name} in DRAM",
@@ -711,7 +711,7 @@ fn a_shared_pool_carries_the_crossings_on_chip() {
     let on_chip = with_shared(4 << 20);
     check(&on_chip, "shared 4 MiB");
     assert!(on_chip.pools.iter().any(|p| p.name == "shared"));
-    let shared: Vec<&spillscope::trace::TraceTensor> = on_chip
+    let shared: Vec<spillscope::trace::TensorRef> = on_chip
         .tensors
         .iter()
         .filter(|t| t.pool == "shared")
@@ -735,8 +735,8 @@ fn a_shared_pool_carries_the_crossings_on_chip() {
             .iter()
             .find(|e| e.tensor == t.id && e.kind == spillscope::trace::EventKind::Free)
             .unwrap();
-        for &o in &t.consumers {
-            let op = &on_chip.ops.at(o);
+        for &o in t.consumers {
+            let op = on_chip.ops.at(o);
             assert!(op.inputs.contains(&t.id), "{}", op.name);
             assert!(
                 alloc.t_ns <= op.start_ns && op.end_ns <= free.t_ns,

@@ -84,7 +84,7 @@ fn every_planned_buffer_matches_the_exported_plan() {
             for b in &i.buffers {
                 *got.entry((b.arena, b.offset, b.bytes)).or_insert(0) += 1;
                 // The trace's tensor is the buffer, at the buffer's size.
-                assert_eq!(tr.tensors[b.tensor].bytes, b.bytes, "{m} {plan}");
+                assert_eq!(tr.tensors.at(b.tensor).bytes, b.bytes, "{m} {plan}");
             }
             assert_eq!(got, want, "{m} {plan}: planned buffers");
             assert_eq!(i.arena_bytes, sizes, "{m} {plan}: arena sizes");
@@ -353,16 +353,16 @@ fn diff_and_compare_show_the_plan_against_the_run() {
     let dram: std::collections::BTreeSet<&str> = info(&plan)
         .buffers
         .iter()
-        .filter(|x| x.arena != 1 && plan.tensors[x.tensor].kind == TensorKind::Activation)
-        .map(|x| plan.tensors[x.tensor].name.as_str())
+        .filter(|x| x.arena != 1 && plan.tensors.at(x.tensor).kind == TensorKind::Activation)
+        .map(|x| plan.tensors.at(x.tensor).name)
         .collect();
     let spilled: std::collections::BTreeSet<&str> = run
         .events
         .iter()
         .filter(|e| matches!(e.kind, EventKind::Evict | EventKind::StreamOut))
-        .map(|e| &run.tensors[e.tensor])
+        .map(|e| run.tensors.at(e.tensor))
         .filter(|t| t.kind == TensorKind::Activation)
-        .map(|t| t.name.as_str())
+        .map(|t| t.name)
         .collect();
     let inter = plan
         .tensors

@@ -92,7 +92,7 @@ fn ort_profiles_import_with_counts_and_bytes_from_the_file() {
                 .ops
                 .iter()
                 .flat_map(|o| o.outputs.iter())
-                .map(|&t| tr.tensors[t].bytes)
+                .map(|&t| tr.tensors.at(t).bytes)
                 .sum();
             assert_eq!(out_bytes, bytes, "{fname} run {}", r + 1);
             assert!(verify(&tr, 5).ok(), "{fname}");
@@ -456,7 +456,7 @@ fn jsonl_stream_imports_and_tails_incrementally() {
     )
     .unwrap();
     assert_eq!(tail.poll().unwrap(), 1);
-    assert_eq!(tail.state.snapshot().tensors[0].name, "y");
+    assert_eq!(tail.state.snapshot().tensors.at(0).name, "y");
     let (whole, warnings) = import::import(&p, None, &ImportOptions::default()).unwrap();
     assert_eq!(whole.events.len(), 1);
     assert!(warnings.is_empty());

@@ -619,15 +619,10 @@ fn kernel_dag_simulates_as_a_graph_with_pools_and_pipes() {
         let caps: Vec<u64> = tr.pools.iter().map(|p| p.capacity_bytes).collect();
         assert_eq!(caps, [4096, 1024, 256, 256, 512]);
         for t in &tr.tensors {
-            assert_eq!(
-                Some(t.pool.as_str()),
-                t.name.split('/').next(),
-                "{}",
-                t.name
-            );
+            assert_eq!(Some(t.pool), t.name.split('/').next(), "{}", t.name);
         }
         for e in &tr.events {
-            assert_eq!(e.pool.as_str(), tr.tensors[e.tensor].pool.as_str());
+            assert_eq!(e.pool.as_str(), tr.tensors.at(e.tensor).pool);
         }
         // Every op on its pipe, as the case says.
         for op in &tr.ops {

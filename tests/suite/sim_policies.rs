@@ -24,7 +24,7 @@ fn evicted(tr: &Trace) -> Vec<String> {
     tr.events
         .iter()
         .filter(|e| e.kind == EventKind::Evict)
-        .map(|e| tr.tensors[e.tensor].name.to_string())
+        .map(|e| tr.tensors.at(e.tensor).name.to_string())
         .collect()
 }
 
@@ -113,7 +113,7 @@ fn fragmentation_spill_when_live_bytes_fit() {
             .filter(|e| e.kind == EventKind::Evict)
             .collect();
         assert_eq!(ev.len(), 1, "{p}");
-        assert_eq!(tr.tensors[ev[0].tensor].name, "b");
+        assert_eq!(tr.tensors.at(ev[0].tensor).name, "b");
         assert_eq!(ev[0].reason.as_deref(), Some("fragmentation"));
         assert_eq!(ev[0].op, Some(6));
         // Live bytes at that step fit: a lifetime spill, not a capacity spill.
@@ -215,7 +215,7 @@ fn clean_tensors_are_dropped_without_write_back() {
         .filter(|e| e.kind == EventKind::Evict)
         .collect();
     assert_eq!(ev.len(), 1);
-    assert_eq!(tr.tensors[ev[0].tensor].name, "x");
+    assert_eq!(tr.tensors.at(ev[0].tensor).name, "x");
     assert!(ev[0].dma_start_ns.is_none());
     assert_eq!(tr.summary.spilled_bytes, 0);
     assert_eq!(tr.summary.reloaded_bytes, K);

@@ -468,10 +468,10 @@ proptest! {
             prop_assert!(v.ok(), "{p}: {:?}", v.violations);
             prop_assert_eq!(tr.pools.len(), 2);
             for t in &tr.tensors {
-                prop_assert_eq!(t.pool.as_str(), if side(&t.name) { "side" } else { "sram" });
+                prop_assert_eq!(t.pool, if side(t.name) { "side" } else { "sram" });
             }
             for e in &tr.events {
-                prop_assert_eq!(e.pool.as_str(), tr.tensors[e.tensor].pool.as_str());
+                prop_assert_eq!(e.pool.as_str(), tr.tensors.at(e.tensor).pool);
             }
             for c in tr.counters.iter().filter(|c| c.name == "resident_bytes") {
                 let cap = tr.pools.iter().find(|p| Some(&p.name) == c.pool.as_ref()).unwrap().capacity_bytes;

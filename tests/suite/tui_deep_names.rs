@@ -283,7 +283,7 @@ fn the_memory_cursor_line_keeps_its_figures_on_deep_names() {
             .events
             .iter()
             .filter(|e| e.kind == EventKind::Alloc && e.offset.is_some())
-            .max_by_key(|e| tr.tensors[e.tensor].name.len())
+            .max_by_key(|e| tr.tensors.at(e.tensor).name.len())
             .unwrap()
             .clone();
         let mut a = App::new(vec![Dataset::build("deep.json", tr)]);

@@ -131,7 +131,10 @@ fn search_selects_and_jumps_to_a_tensor() {
     assert!(a.search.is_none());
     assert_eq!(a.view, View::Tensor);
     let t = a.tensors.tensor.unwrap();
-    assert_eq!(a.primary().unwrap().trace.tensors[t].name, "dec3.attn.norm");
+    assert_eq!(
+        a.primary().unwrap().trace.tensors.at(t).name,
+        "dec3.attn.norm"
+    );
     // Esc cancels; keys typed in search do not trigger actions.
     chars(&mut a, "/q");
     assert!(!a.quit);
@@ -472,7 +475,7 @@ fn suggestions_arrive_for_the_current_trace_only_and_pin_opens_the_tensor() {
     key(&mut a, KeyCode::Enter);
     assert_eq!(a.view, View::Tensor);
     let t = a.tensors.tensor.unwrap();
-    assert_eq!(a.data[0].trace.tensors[t].name, "enc5.ffn.norm");
+    assert_eq!(a.data[0].trace.tensors.at(t).name, "enc5.ffn.norm");
     // A newly loaded primary trace resets the view to pending.
     update(
         &mut a,
@@ -861,7 +864,7 @@ fn in_compare_t_gives_the_list_keys_to_the_tensor_table_and_back() {
     key(&mut app, KeyCode::Enter);
     assert_eq!(app.view, View::Tensor);
     let t = app.tensors.tensor.unwrap();
-    assert_eq!(app.primary().unwrap().trace.tensors[t].name, changed[1]);
+    assert_eq!(app.primary().unwrap().trace.tensors.at(t).name, changed[1]);
     // Shown B (no round trips there), Enter opens the tensor on A, where
     // it moves.
     key(&mut app, KeyCode::Char('b'));

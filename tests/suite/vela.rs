@@ -233,7 +233,7 @@ fn every_vela_run_imports_as_vela_reported_it() {
                 .tensors
                 .iter()
                 .filter(|t| t.kind == TensorKind::Input)
-                .map(|t| t.name.clone())
+                .map(|t| t.name)
                 .map(|n| rows.iter().filter(|r| r.0 == n).map(|r| r.1).sum::<u64>())
                 .sum();
             let listed_bytes: u64 = rows.iter().map(|r| r.1).sum();

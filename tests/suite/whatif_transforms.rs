@@ -150,7 +150,7 @@ fn recompute_beats_reload() {
         .events
         .iter()
         .filter(|e| e.kind == EventKind::Reload)
-        .map(|e| plain.tensors[e.tensor].name.as_str())
+        .map(|e| plain.tensors.at(e.tensor).name)
         .collect();
     assert_eq!(reloads, vec!["a"]);
 
@@ -163,7 +163,7 @@ fn recompute_beats_reload() {
         .events
         .iter()
         .filter(|e| e.kind == EventKind::Recompute)
-        .map(|e| tr.tensors[e.tensor].name.as_str())
+        .map(|e| tr.tensors.at(e.tensor).name)
         .collect();
     assert_eq!(recomputed, vec!["a"]);
     assert_eq!(tr.summary.reloaded_bytes, 0);

@@ -680,7 +680,7 @@ impl App {
                     .trace
                     .tensors
                     .get(e.tensor)
-                    .map(|t| t.name.clone())
+                    .map(|t| t.name)
                     .unwrap_or_default();
                 self.status = format!("{} of {} ({} B)", e.kind.as_str(), name, e.bytes);
                 if t < self.window.0 || t >= self.window.1 {
@@ -781,7 +781,7 @@ impl App {
                 .tensors
                 .tensor
                 .and_then(|t| d.trace.tensors.get(t))
-                .map(|t| t.name.clone()))
+                .map(|t| t.name))
             .map(Into::into),
             View::Compare if self.compare.on_tensors => self
                 .changed_tensor(self.compare.tensor_sel)
@@ -905,7 +905,7 @@ impl App {
                 push(Target::Op(o.id), o.name);
             }
             for t in &d.trace.tensors {
-                push(Target::Tensor(t.id), &t.name);
+                push(Target::Tensor(t.id), t.name);
             }
             hits.sort_by(|a, b| {
                 b.score

@@ -74,11 +74,11 @@ pub fn free_points(g: &Graph, tr: &Trace) -> Vec<(String, usize)> {
         else {
             continue;
         };
-        if g.tensor_by_name(&t.name).is_none() {
+        if g.tensor_by_name(t.name).is_none() {
             continue;
         }
         if let Some(&s) = step.get(op.name) {
-            let v = out.entry(t.name.clone().into()).or_insert(s);
+            let v = out.entry(t.name.into()).or_insert(s);
             *v = (*v).max(s);
         }
     }

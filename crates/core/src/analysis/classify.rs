@@ -102,13 +102,7 @@ impl<'a> Residency<'a> {
 /// request, or a tensor still resident after its last use (freed late).
 fn lifetime_cause(tr: &Trace, res: &Residency, i: usize, cap: u64) -> Option<String> {
     let e = &tr.events.at(i);
-    let name = |t: usize| {
-        tr.tensors
-            .get(t)
-            .map(|x| x.name.as_str())
-            .unwrap_or("?")
-            .to_string()
-    };
+    let name = |t: usize| tr.tensors.get(t).map(|x| x.name).unwrap_or("?").to_string();
     // The request this eviction made room for: the next placement at the same time.
     let request = tr
         .events
@@ -143,11 +137,11 @@ fn lifetime_cause(tr: &Trace, res: &Residency, i: usize, cap: u64) -> Option<Str
             (x.kind != TensorKind::Output && x.kind != TensorKind::Weight && last < op)
                 .then_some((end, t, last))
         })
-        .max_by_key(|&(_, t, _)| tr.tensors[t].bytes)?;
+        .max_by_key(|&(_, t, _)| tr.tensors.at(t).bytes)?;
     Some(format!(
         "late free: {} ({}) still resident after its last use at op {}",
         name(late.1),
-        fmt_bytes(tr.tensors[late.1].bytes),
+        fmt_bytes(tr.tensors.at(late.1).bytes),
         late.2
     ))
 }

@@ -210,11 +210,7 @@ pub fn agreement(a: &Trace, b: &Trace, keep_unmatched: usize) -> Agreement {
             if (spill && !is_spill) || (!spill && !is_alloc) {
                 continue;
             }
-            let tn = t
-                .tensors
-                .get(e.tensor)
-                .map(|x| x.name.clone())
-                .unwrap_or_default();
+            let tn = t.tensors.get(e.tensor).map(|x| x.name).unwrap_or_default();
             let on =
                 e.op.and_then(|o| t.ops.get(o))
                     .map(|o| o.name)

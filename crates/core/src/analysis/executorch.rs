@@ -145,16 +145,16 @@ pub fn compare(p: &crate::trace::Trace, s: &crate::trace::Trace) -> Option<PlanC
     let (pb, ps, pop) = super::vela::dram_use(p);
     let (sb, ss, sop) = super::vela::dram_use(s);
     let by_name: std::collections::HashMap<&str, usize> =
-        s.tensors.iter().map(|t| (t.name.as_str(), t.id)).collect();
+        s.tensors.iter().map(|t| (t.name, t.id)).collect();
     let inter = |k: TensorKind| k == TensorKind::Activation;
     let (mut matched, mut both_on_chip) = (0, 0);
     let (mut both, mut only_p, mut only_s) = (Vec::new(), Vec::new(), Vec::new());
     let (mut plan_dram, mut sim_dram) = (0u64, 0u64);
     for t in p.tensors.iter().filter(|t| inter(t.kind)) {
-        let Some(&si) = by_name.get(t.name.as_str()) else {
+        let Some(&si) = by_name.get(t.name) else {
             continue;
         };
-        if !inter(s.tensors[si].kind) {
+        if !inter(s.tensors.at(si).kind) {
             continue;
         }
         matched += 1;

@@ -133,7 +133,7 @@ pub fn round_trips(tr: &Trace, ledger: &Ledger) -> Vec<TensorTrips> {
         open[t] = u32::try_from(all.len()).unwrap_or(NONE_OPEN);
         all.push(RoundTrip {
             tensor: t,
-            bytes: tr.tensors[t].bytes,
+            bytes: tr.tensors.at(t).bytes,
             out,
             out_t_ns: t_ns,
             out_op: op,
@@ -196,8 +196,8 @@ fn tensor_trips(tr: &Trace, t: usize, trips: Vec<RoundTrip>, moved: u64) -> Tens
     let completed = trips.iter().filter(|r| r.back.is_some()).count();
     TensorTrips {
         tensor: t,
-        name: tr.tensors[t].name.clone().into(),
-        bytes: tr.tensors[t].bytes,
+        name: tr.tensors.at(t).name.into(),
+        bytes: tr.tensors.at(t).bytes,
         oscillating: completed >= OSCILLATION_TRIPS,
         trips,
         bytes_moved: moved,

@@ -255,7 +255,7 @@ pub fn live_pools_capacity(tr: &Trace) -> Option<u64> {
         .filter(|t| cores == 1 || t.name.starts_with("core0/"))
         .filter(|t| t.kind != TensorKind::Weight)
         .filter(|t| t.pool != crate::cost::hardware::SHARED_POOL || cores == 1)
-        .map(|t| t.pool.as_str())
+        .map(|t| t.pool)
         .collect();
     let live: Vec<u64> = tr
         .pools

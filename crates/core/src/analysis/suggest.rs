@@ -429,7 +429,7 @@ pub fn suggest_with(
         let mut names: Vec<String> = Vec::new();
         for e in tr.events.iter().filter(|e| e.kind == EventKind::Recompute) {
             if let Some(t) = tr.tensors.get(e.tensor) {
-                let name = graph_name(&t.name);
+                let name = graph_name(t.name);
                 if !names.contains(&name) {
                     names.push(name);
                 }

@@ -150,8 +150,7 @@ pub fn compare(v: &Trace, s: &Trace) -> Option<VelaComparison> {
     let info = vela_info(v)?.clone();
     let (vb, vs, vop) = dram_use(v);
     let (sb, ss, sop) = dram_use(s);
-    let s_by_name: HashMap<&str, usize> =
-        s.tensors.iter().map(|t| (t.name.as_str(), t.id)).collect();
+    let s_by_name: HashMap<&str, usize> = s.tensors.iter().map(|t| (t.name, t.id)).collect();
     let mut differences: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut note = |d: GraphDifference, name: &str| {
         differences
@@ -171,20 +170,20 @@ pub fn compare(v: &Trace, s: &Trace) -> Option<VelaComparison> {
         } else {
             vela_dram += vb[t.id];
         }
-        let Some(&si) = s_by_name.get(t.name.as_str()) else {
+        let Some(&si) = s_by_name.get(t.name) else {
             if !io(t.kind) {
-                note(vela_only_reason(&t.name), &t.name);
+                note(vela_only_reason(t.name), t.name);
             }
             continue;
         };
         seen_in_sim[si] = true;
-        if io(t.kind) || io(s.tensors[si].kind) {
+        if io(t.kind) || io(s.tensors.at(si).kind) {
             continue;
         }
-        if t.bytes > s.tensors[si].bytes {
-            note(GraphDifference::Padded, &t.name);
-        } else if t.bytes < s.tensors[si].bytes && info.cascades > 0 {
-            note(GraphDifference::Cascaded, &t.name);
+        if t.bytes > s.tensors.at(si).bytes {
+            note(GraphDifference::Padded, t.name);
+        } else if t.bytes < s.tensors.at(si).bytes && info.cascades > 0 {
+            note(GraphDifference::Cascaded, t.name);
         }
         matched += 1;
         vela_matched += vb[t.id];
@@ -228,7 +227,7 @@ pub fn compare(v: &Trace, s: &Trace) -> Option<VelaComparison> {
             } else {
                 GraphDifference::FusedByVela
             },
-            &t.name,
+            t.name,
         );
         not_stored_bytes += t.bytes;
     }
@@ -270,7 +269,7 @@ fn op_rows(v: &Trace, s: &Trace, vop: &[u64], sop: &[u64]) -> Vec<OpBytes> {
             .outputs
             .first()
             .and_then(|&t| tr.tensors.get(t))
-            .map(|t| t.name.clone()))
+            .map(|t| t.name))
         .map(Into::into)
     };
     let mut s_ops: HashMap<String, usize> = HashMap::new();

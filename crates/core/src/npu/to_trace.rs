@@ -218,7 +218,7 @@ fn build(k: &Kernel, sol: &Solution, span: &[(u64, u64)], m: &Metrics) -> Trace 
                 alignment: 1,
             })
             .collect(),
-        tensors,
+        tensors: tensors.into(),
         ops: ops.into(),
         events: events.into(),
         counters: vec![Counter {

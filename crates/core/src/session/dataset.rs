@@ -216,7 +216,7 @@ fn pipe_indexes(tr: &Trace) -> Vec<(String, TimelineIndex)> {
                     .map(|o| o.owned())
                     .collect(),
                 counters: Vec::new(),
-                tensors: Vec::new(),
+                tensors: crate::trace::Tensors::new(),
                 ..tr.clone_header()
             };
             (

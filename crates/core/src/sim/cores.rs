@@ -402,11 +402,11 @@ fn merge(
         }));
         out.tensors.extend(tr.tensors.iter().map(|t| TraceTensor {
             id: t.id + t0,
-            name: on_core(c, &t.name),
-            pool: on_core(c, &t.pool),
+            name: on_core(c, t.name),
+            pool: on_core(c, t.pool),
             producer: t.producer.map(|p| p + o0),
             consumers: t.consumers.iter().map(|&x| x + o0).collect(),
-            ..t.clone()
+            ..t.owned()
         }));
         for (i, o) in tr.ops.iter().enumerate() {
             let own = alone[c].get(i).copied().unwrap_or(o.stall_ns);
@@ -480,6 +480,15 @@ fn merge(
     Ok(out)
 }
 
+/// What reading a tensor in the shared pool does to a tensor's consumers.
+#[derive(Clone, Copy)]
+enum Reader {
+    /// The producer's tensor gains the reading op.
+    Joins(usize),
+    /// The reader's own copy, never loaded, loses its readers.
+    CopyUnread,
+}
+
 /// Every op that reads a tensor in the shared pool reads the producer's
 /// tensor there: it joins the op's inputs (a core's run leaves out what it
 /// does not hold) and the tensor's consumers, and the reader's own copy,
@@ -491,8 +500,10 @@ fn read_in_place(
     t0s: &[usize],
     o0s: &[usize],
 ) {
-    // Inputs joined per merged op, added in one pass over the op columns.
+    // Inputs joined per merged op and consumers per tensor, applied in
+    // one pass over each list's columns, in the order they were found.
     let mut joined: Vec<Vec<usize>> = vec![Vec::new(); out.ops.len()];
+    let mut readers: Vec<Vec<Reader>> = vec![Vec::new(); out.tensors.len()];
     for (c, run) in runs.iter().enumerate() {
         for (i, op) in run.graph.ops.iter().enumerate() {
             for &l in &op.inputs {
@@ -506,17 +517,26 @@ fn read_in_place(
                     j.push(tensor);
                 }
                 if c != stay.core {
-                    if let Some(t) = out.tensors.get_mut(tensor) {
-                        if !t.consumers.contains(&merged_op) {
-                            t.consumers.push(merged_op);
-                        }
+                    if let Some(r) = readers.get_mut(tensor) {
+                        r.push(Reader::Joins(merged_op));
                     }
-                    if let Some(copy) = out.tensors.get_mut(t0s[c] + l) {
-                        copy.consumers.clear();
+                    if let Some(r) = readers.get_mut(t0s[c] + l) {
+                        r.push(Reader::CopyUnread);
                     }
                 }
             }
         }
+    }
+    if readers.iter().any(|r| !r.is_empty()) {
+        out.tensors.update_all(|i, t| {
+            for r in &readers[i] {
+                match *r {
+                    Reader::Joins(o) if !t.consumers.contains(&o) => t.consumers.push(o),
+                    Reader::Joins(_) => {}
+                    Reader::CopyUnread => t.consumers.clear(),
+                }
+            }
+        });
     }
     if joined.iter().any(|j| !j.is_empty()) {
         out.ops.update_all(|i, o| {

@@ -15,7 +15,6 @@ use crate::cost::hardware::SHARED_POOL;
 use crate::cost::HardwareProfile;
 use crate::graph::{Graph, TensorKind};
 use crate::trace::{Event, EventKind, Events, Pool, Trace};
-use compact_str::CompactString;
 
 /// One tensor's stay in the shared pool.
 #[derive(Debug, Clone)]
@@ -159,10 +158,10 @@ impl SharedPool {
             capacity_bytes: self.capacity,
             alignment: self.alignment,
         });
-        let pool = CompactString::const_new(SHARED_POOL);
         for s in &self.stays {
-            if let Some(t) = out.tensors.get_mut(t0[s.core] + s.local) {
-                t.pool = pool.clone();
+            let t = t0[s.core] + s.local;
+            if t < out.tensors.len() {
+                out.tensors.set_pool(t, SHARED_POOL);
             }
         }
     }

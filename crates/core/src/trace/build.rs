@@ -299,7 +299,7 @@ impl TraceBuilder {
             source: self.source,
             meta: self.meta,
             pools,
-            tensors: self.tensors,
+            tensors: self.tensors.into(),
             ops: self.ops.into(),
             events: self.events,
             counters: self.counters,

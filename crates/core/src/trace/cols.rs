@@ -1,6 +1,7 @@
 //! Column parts shared by the trace's columnar lists ([`super::Events`],
-//! [`super::Ops`]): optional `u64` fields stored only once some row has
-//! them, and names interned in a dictionary.
+//! [`super::Ops`], [`super::Tensors`]): optional `u64` fields stored only
+//! once some row has them, names interned in a dictionary, and id lists
+//! as one array with offsets.
 
 use super::CompactString;
 use std::collections::HashMap;
@@ -148,5 +149,51 @@ impl Dictionary {
 
     pub(crate) fn len(&self) -> usize {
         self.names.len()
+    }
+}
+
+/// Lists of ids, one per row (an op's operands, a tensor's consumers):
+/// `ends[i]` is where row `i`'s list ends in `ids` (it starts where row
+/// `i - 1`'s ends).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct IdLists {
+    pub(crate) ends: Vec<usize>,
+    pub(crate) ids: Vec<usize>,
+}
+
+impl IdLists {
+    pub(crate) fn get(&self, i: usize) -> &[usize] {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.ids[start..self.ends[i]]
+    }
+
+    pub(crate) fn push(&mut self, l: &[usize]) {
+        self.ids.extend_from_slice(l);
+        self.ends.push(self.ids.len());
+    }
+
+    pub(crate) fn truncate(&mut self, n: usize) {
+        if n < self.ends.len() {
+            self.ends.truncate(n);
+            self.ids.truncate(self.ends.last().copied().unwrap_or(0));
+        }
+    }
+
+    pub(crate) fn heap_bytes(&self) -> usize {
+        (self.ends.capacity() + self.ids.capacity()) * 8
+    }
+
+    pub(crate) fn shrink(&mut self) {
+        self.ends.shrink_to_fit();
+        self.ids.shrink_to_fit();
+    }
+
+    /// The lists as read back from the cache: `offsets` (n + 1, from 0,
+    /// never decreasing, as the reader checked) into `vals`.
+    pub(crate) fn from_offsets(offsets: &[u64], vals: Vec<u64>) -> IdLists {
+        IdLists {
+            ends: offsets.iter().skip(1).map(|&o| o as usize).collect(),
+            ids: vals.into_iter().map(|v| v as usize).collect(),
+        }
     }
 }

@@ -12,10 +12,11 @@
 //! body is an error, never a panic or an out-of-range id (the trace's own
 //! checks run again after decoding, as for JSON).
 
-use super::ops::{IdLists, OpCols, OpRest};
+use super::cols::IdLists;
+use super::ops::{OpCols, OpRest};
+use super::tensors::TensorCols;
 use super::{
-    Bound, CompactString, Counter, Events, Meta, OpRef, Ops, Pool, Source, Summary, Trace,
-    TraceTensor,
+    Bound, CompactString, Counter, Events, Meta, OpRef, Ops, Pool, Source, Summary, Tensors, Trace,
 };
 use crate::graph::TensorKind;
 use rayon::prelude::*;
@@ -381,42 +382,47 @@ fn unopt(v: u64) -> Option<usize> {
     (v != NONE).then_some(v as usize)
 }
 
-fn encode_tensors<W: Write>(ts: &[TraceTensor], w: &mut Writer<W>) -> io::Result<()> {
+fn encode_tensors<W: Write>(ts: &Tensors, w: &mut Writer<W>) -> io::Result<()> {
     let n = ts.len();
     w.u64s(1, std::iter::once(n as u64))?;
     w.u64s(n, ts.iter().map(|t| t.id as u64))?;
-    w.strs(n, ts.iter().map(|t| t.name.as_str()))?;
-    w.u64s(n, ts.iter().map(|t| t.bytes))?;
+    w.strs(n, ts.iter().map(|t| t.name))?;
+    w.u64s(n, ts.bytes_col().iter().copied())?;
     w.u8s(n, ts.iter().map(|t| kind_tag(t.kind)))?;
-    w.strs(n, ts.iter().map(|t| t.pool.as_str()))?;
+    w.strs(n, ts.iter().map(|t| t.pool))?;
     w.u64s(n, ts.iter().map(|t| opt(t.producer)))?;
-    w.lists(n, ts.iter().map(|t| t.consumers.as_slice()))
+    w.lists(n, ts.iter().map(|t| t.consumers))
 }
 
-fn decode_tensors(r: &mut Reader) -> Result<Vec<TraceTensor>, Fail> {
+fn decode_tensors(r: &mut Reader) -> Result<Tensors, Fail> {
     let n = r.count("tensors")?;
     let id = r.u64s(n, "tensor ids")?;
     let name = r.strs(n, "tensor names")?;
     let bytes = r.u64s(n, "tensor sizes")?;
-    let kind = r.u8s(n, "tensor kinds")?;
-    if let Some(bad) = kind.iter().find(|&&k| kind_of(k).is_none()) {
-        return Err(format!("tensor kinds: unknown tag {bad}"));
-    }
+    let kind = r
+        .u8s(n, "tensor kinds")?
+        .iter()
+        .map(|&k| kind_of(k).ok_or_else(|| format!("tensor kinds: unknown tag {k}")))
+        .collect::<Result<Vec<_>, Fail>>()?;
     let pool = r.strs(n, "tensor pools")?;
     let producer = r.u64s(n, "tensor producers")?;
     let consumers = r.lists(n, "tensor consumers")?;
-    Ok((0..n)
+    let names: Vec<CompactString> = (0..n)
         .into_par_iter()
-        .map(|i| TraceTensor {
-            id: id[i] as usize,
-            name: CompactString::from(name.get(i)),
-            bytes: bytes[i],
-            kind: kind_of(kind[i]).unwrap_or(TensorKind::Activation),
-            pool: CompactString::from(pool.get(i)),
-            producer: unopt(producer[i]),
-            consumers: consumers.get(i),
-        })
-        .collect())
+        .map(|i| CompactString::from(name.get(i)))
+        .collect();
+    let cols = TensorCols {
+        id,
+        name: names,
+        bytes,
+        kind,
+        consumers: id_lists(consumers),
+    };
+    Ok(Tensors::from_cols(
+        cols,
+        |i| pool.get(i),
+        |i| unopt(producer[i]),
+    ))
 }
 
 fn bound_tag(b: Option<Bound>) -> u8 {

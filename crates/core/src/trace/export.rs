@@ -35,12 +35,7 @@ pub fn to_chrome(tr: &Trace) -> Value {
         .chain(tr.events.iter().map(|e| e.t_ns))
         .min()
         .unwrap_or(0);
-    let name = |t: usize| {
-        tr.tensors
-            .get(t)
-            .map(|x| x.name.clone())
-            .unwrap_or_default()
-    };
+    let name = |t: usize| tr.tensors.get(t).map(|x| x.name).unwrap_or_default();
     let names = |v: &[usize]| v.iter().map(|&t| name(t)).collect::<Vec<_>>();
     let mut ev: Vec<Value> = vec![
         json!({"ph": "M", "name": "process_name", "pid": PID, "tid": 0, "args": {"name": format!("spillscope: {} [{}]", tr.meta.model, tr.meta.policy)}}),

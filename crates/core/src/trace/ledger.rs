@@ -451,7 +451,7 @@ impl<'a> Replay<'a> {
                 .tr
                 .tensors
                 .get(d.tensor)
-                .map(|t| t.pool.clone())
+                .map(|t| t.pool)
                 .unwrap_or_default();
             self.ledger
                 .per_pool

@@ -22,11 +22,13 @@ pub mod ops;
 mod ranges;
 pub mod residency;
 pub mod store;
+pub mod tensors;
 mod traffic;
 pub mod verify;
 pub mod window;
 pub use events::Events;
 pub use ops::{OpRef, Ops};
+pub use tensors::{TensorRef, Tensors};
 pub use traffic::Traffic;
 
 use crate::{Error, Result};
@@ -85,7 +87,8 @@ pub struct Trace {
     pub source: Source,
     pub meta: Meta,
     pub pools: Vec<Pool>,
-    pub tensors: Vec<TraceTensor>,
+    /// Held as columns ([`Tensors`]); read and written as the JSON array.
+    pub tensors: Tensors,
     /// Held as columns ([`Ops`]); read and written as the JSON array.
     pub ops: Ops,
     /// Held as columns ([`Events`]); read and written as the JSON array.
@@ -472,7 +475,7 @@ impl Trace {
             source: self.source,
             meta: self.meta.clone(),
             pools: self.pools.clone(),
-            tensors: Vec::new(),
+            tensors: Tensors::new(),
             ops: Ops::new(),
             events: Events::new(),
             counters: Vec::new(),
@@ -493,20 +496,20 @@ impl Trace {
                 _ => None,
             };
             b.tensor(TensorSpec {
-                name: t.name.clone(),
+                name: t.name.into(),
                 bytes: t.bytes,
                 kind,
                 shape: None,
                 dtype: None,
             });
             if t.kind == TensorKind::Output {
-                b.output(t.name.clone());
+                b.output(t.name);
             }
         }
         let name = |i: &usize| {
             self.tensors
                 .get(*i)
-                .map(|t| t.name.clone())
+                .map(|t| CompactString::from(t.name))
                 .unwrap_or_default()
         };
         for o in &self.ops {
@@ -646,7 +649,7 @@ impl Trace {
                 serde_json::from_str::<Events>(s.events.get())
                     .map_err(|e| section("events", s.events, e))
             });
-            let tensors = serde_json::from_str::<Vec<TraceTensor>>(s.tensors.get())
+            let tensors = serde_json::from_str::<Tensors>(s.tensors.get())
                 .map_err(|e| section("tensors", s.tensors, e));
             let ops =
                 serde_json::from_str::<Ops>(s.ops.get()).map_err(|e| section("ops", s.ops, e));
@@ -721,7 +724,7 @@ impl Trace {
             }
         }
         for t in &self.tensors {
-            for &o in t.producer.iter().chain(&t.consumers) {
+            for &o in t.producer.iter().chain(t.consumers) {
                 if o >= no {
                     return Err(bad_o(format!("tensor {:?}", t.name), o));
                 }

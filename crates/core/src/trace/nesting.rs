@@ -152,12 +152,12 @@ pub fn collapse(tr: &Trace, level: u32) -> Trace {
     let mut out = tr.clone();
     out.ops = ops.into();
     out.events.map_ops(map);
-    for t in &mut out.tensors {
+    out.tensors.update_all(|_, t| {
         t.producer = t.producer.and_then(map);
         let mut c: Vec<usize> = t.consumers.iter().filter_map(|&o| map(o)).collect();
         c.dedup();
         t.consumers = c;
-    }
+    });
     out
 }
 

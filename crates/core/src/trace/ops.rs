@@ -20,7 +20,7 @@
 //! Writers push owned [`TraceOp`] rows; the JSON is the same array of
 //! objects, written and read one op at a time.
 
-use super::cols::{Dictionary, OptCol};
+use super::cols::{Dictionary, IdLists, OptCol};
 use super::{Bound, CompactString, TraceOp, Unit};
 use serde::de::{SeqAccess, Visitor};
 use serde::ser::SerializeSeq;
@@ -121,51 +121,6 @@ impl OpInputs for [TraceOp] {
 impl OpInputs for Vec<TraceOp> {
     fn inputs_of(&self, op: usize) -> Option<&[usize]> {
         self[..].inputs_of(op)
-    }
-}
-
-/// Lists of ids, one per op: `ends[i]` is where op `i`'s list ends in
-/// `ids` (it starts where op `i - 1`'s ends).
-#[derive(Debug, Clone, Default)]
-pub(crate) struct IdLists {
-    pub(crate) ends: Vec<usize>,
-    pub(crate) ids: Vec<usize>,
-}
-
-impl IdLists {
-    fn get(&self, i: usize) -> &[usize] {
-        let start = if i == 0 { 0 } else { self.ends[i - 1] };
-        &self.ids[start..self.ends[i]]
-    }
-
-    fn push(&mut self, l: &[usize]) {
-        self.ids.extend_from_slice(l);
-        self.ends.push(self.ids.len());
-    }
-
-    fn truncate(&mut self, n: usize) {
-        if n < self.ends.len() {
-            self.ends.truncate(n);
-            self.ids.truncate(self.ends.last().copied().unwrap_or(0));
-        }
-    }
-
-    fn heap_bytes(&self) -> usize {
-        (self.ends.capacity() + self.ids.capacity()) * 8
-    }
-
-    fn shrink(&mut self) {
-        self.ends.shrink_to_fit();
-        self.ids.shrink_to_fit();
-    }
-
-    /// The lists as read back from the cache: `offsets` (n + 1, from 0,
-    /// never decreasing, as the reader checked) into `vals`.
-    pub(crate) fn from_offsets(offsets: &[u64], vals: Vec<u64>) -> IdLists {
-        IdLists {
-            ends: offsets.iter().skip(1).map(|&o| o as usize).collect(),
-            ids: vals.into_iter().map(|v| v as usize).collect(),
-        }
     }
 }
 
@@ -513,6 +468,14 @@ impl FromIterator<TraceOp> for Ops {
         }
         ops.shrink_to_fit();
         ops
+    }
+}
+
+impl Extend<TraceOp> for Ops {
+    fn extend<I: IntoIterator<Item = TraceOp>>(&mut self, it: I) {
+        for o in it {
+            self.push(o);
+        }
     }
 }
 

@@ -98,7 +98,7 @@ mod tests {
         tr.events.extend(std::iter::repeat_n(at(7, 1 << 52), 1100));
         assert!(tr.check_ranges().unwrap_err().contains("2^62 bytes"));
         tr.events.truncate(1);
-        tr.tensors[0].bytes = u64::MAX;
+        tr.tensors.update(0, |t| t.bytes = u64::MAX);
         assert!(tr.check_ranges().unwrap_err().contains("tensor \"a\""));
     }
 }

@@ -391,7 +391,9 @@ mod tests {
                 o.streamed = o.inputs.clone();
             }
         });
-        tr.tensors[0].name = "a name past twenty-four bytes, with ünïcode".into();
+        tr.tensors.update(0, |t| {
+            t.name = "a name past twenty-four bytes, with ünïcode".into()
+        });
         let mut e = Event::plain(5, EventKind::StreamIn, 1, 64, "dram-side pool name");
         e.reason = Some("prefetch".into());
         e.thread = Some(3);

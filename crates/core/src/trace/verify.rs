@@ -220,7 +220,7 @@ impl<'a> Replay<'a> {
 /// Replays `tr`; keeps the first `limit` violations.
 pub fn verify(tr: &Trace, limit: usize) -> VerifyReport {
     let starts_in_dram =
-        |t: &super::TraceTensor| matches!(t.kind, TensorKind::Weight | TensorKind::Input);
+        |t: super::TensorRef| matches!(t.kind, TensorKind::Weight | TensorKind::Input);
     let mut r = Replay {
         tr,
         pools: tr
@@ -405,7 +405,7 @@ impl Replay<'_> {
             }
             EventKind::Evict | EventKind::Free => self.remove(idx, e, running),
         }
-        self.dram[t] = dram_after(tr.tensors[t].kind, self.dram[t], e);
+        self.dram[t] = dram_after(tr.tensors.at(t).kind, self.dram[t], e);
     }
 
     /// `evict` or `free` of a resident tensor, never of a running op's

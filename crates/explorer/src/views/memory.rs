@@ -199,12 +199,7 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
     // What is under the cursor.
     let line = match under {
         Some((t, p0, p1, off, bytes)) => {
-            let tn = d
-                .trace
-                .tensors
-                .get(t)
-                .map(|x| x.name.as_str())
-                .unwrap_or("?");
+            let tn = d.trace.tensors.get(t).map(|x| x.name).unwrap_or("?");
             // Whole in the width: the name shortens first, then the
             // offsets go, then the label.
             let c = app.clock();

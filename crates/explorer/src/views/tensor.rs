@@ -86,7 +86,7 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
     let outer = block(
         format!(
             " {} ",
-            spillscope::names::elide(&t.name, right.width.saturating_sub(4) as usize, app.ascii)
+            spillscope::names::elide(t.name, right.width.saturating_sub(4) as usize, app.ascii)
         ),
         theme,
         g,

@@ -245,11 +245,7 @@ fn draw_events(f: &mut Frame, app: &App, theme: &Theme, r: Rect) {
         .iter()
         .map(|&(_, ei)| {
             let e = &d.trace.events.at(ei);
-            d.trace
-                .tensors
-                .get(e.tensor)
-                .map(|t| t.name.as_str())
-                .unwrap_or("?")
+            d.trace.tensors.get(e.tensor).map(|t| t.name).unwrap_or("?")
         })
         .collect();
     let tnames = spillscope::names::elide_all(&tensor_names, (name_w * 3 / 5).max(8), app.ascii);

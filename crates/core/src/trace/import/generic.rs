@@ -378,7 +378,7 @@ fn rebuild(path: &Path, meta: &ChromeEvent, events: &[ChromeEvent]) -> Result<Tr
         meta: serde_json::from_value::<Meta>(parse("meta")?).map_err(|e| bad(&e.to_string()))?,
         pools: serde_json::from_value::<Vec<Pool>>(parse("pools")?)
             .map_err(|e| bad(&e.to_string()))?,
-        tensors,
+        tensors: tensors.into(),
         ops: ops.into(),
         events: evs.into_iter().map(|x| x.1).collect(),
         counters,

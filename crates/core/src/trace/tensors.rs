@@ -1,0 +1,441 @@
+//! A trace's tensors held as columns (struct of arrays), as its ops and
+//! events are: pools interned, consumers as one array of ids with
+//! offsets. What a tensor costs:
+//!
+//! | column        | bytes per tensor                                   |
+//! |---------------|----------------------------------------------------|
+//! | `name`        | 24 (inline up to 24 bytes, else + heap)            |
+//! | `bytes`       | 8                                                  |
+//! | `kind`        | 1                                                  |
+//! | `pool`        | 4 (a dictionary id)                                |
+//! | `producer`    | 0 until some tensor has one, then 8 + 1/8          |
+//! | `consumers`   | 8 (an offset) + 8 per consumer                     |
+//! | `id`          | 0 while every tensor's id is its index, else 8     |
+//!
+//! The vector of [`TraceTensor`] rows it replaced held 104 bytes of struct
+//! per tensor and a heap allocation for each non-empty consumer list.
+//! Readers take [`TensorRef`] rows (the same field names, strings and
+//! lists borrowed); writers push [`TraceTensor`] rows; the JSON is the
+//! same array of objects.
+
+use super::cols::{Dictionary, IdLists, OptCol};
+use super::{CompactString, TensorKind, TraceTensor};
+use serde::de::{SeqAccess, Visitor};
+use serde::ser::SerializeSeq;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// One tensor, borrowed from the columns.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct TensorRef<'a> {
+    pub id: usize,
+    pub name: &'a str,
+    pub bytes: u64,
+    pub kind: TensorKind,
+    pub pool: &'a str,
+    pub producer: Option<usize>,
+    pub consumers: &'a [usize],
+}
+
+impl TensorRef<'_> {
+    /// The tensor as an owned row.
+    pub fn owned(&self) -> TraceTensor {
+        TraceTensor {
+            id: self.id,
+            name: self.name.into(),
+            bytes: self.bytes,
+            kind: self.kind,
+            pool: self.pool.into(),
+            producer: self.producer,
+            consumers: self.consumers.to_vec(),
+        }
+    }
+}
+
+impl TraceTensor {
+    /// The row borrowed as the columns lend it.
+    pub fn row(&self) -> TensorRef<'_> {
+        TensorRef {
+            id: self.id,
+            name: &self.name,
+            bytes: self.bytes,
+            kind: self.kind,
+            pool: &self.pool,
+            producer: self.producer,
+            consumers: &self.consumers,
+        }
+    }
+}
+
+/// A trace's tensors, by id (see the module's doc).
+#[derive(Clone, Default)]
+pub struct Tensors {
+    /// Empty while every tensor's id is its index.
+    id: Vec<usize>,
+    name: Vec<CompactString>,
+    bytes: Vec<u64>,
+    kind: Vec<TensorKind>,
+    pool: Vec<u32>,
+    producer: OptCol,
+    consumers: IdLists,
+    pools: Dictionary,
+}
+
+impl Tensors {
+    pub fn new() -> Tensors {
+        Tensors::default()
+    }
+
+    pub fn len(&self) -> usize {
+        self.name.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.name.is_empty()
+    }
+
+    /// Tensor `i` as a row. Panics when `i` is out of range, like indexing.
+    pub fn at(&self, i: usize) -> TensorRef<'_> {
+        TensorRef {
+            id: self.id.get(i).copied().unwrap_or(i),
+            name: &self.name[i],
+            bytes: self.bytes[i],
+            kind: self.kind[i],
+            pool: self.pools.name(self.pool[i]),
+            producer: self.producer.get(i).map(|p| p as usize),
+            consumers: self.consumers.get(i),
+        }
+    }
+
+    pub fn get(&self, i: usize) -> Option<TensorRef<'_>> {
+        (i < self.len()).then(|| self.at(i))
+    }
+
+    pub fn first(&self) -> Option<TensorRef<'_>> {
+        self.get(0)
+    }
+
+    pub fn last(&self) -> Option<TensorRef<'_>> {
+        self.len().checked_sub(1).map(|i| self.at(i))
+    }
+
+    pub fn iter(&self) -> Iter<'_> {
+        Iter {
+            ts: self,
+            at: 0,
+            end: self.len(),
+        }
+    }
+
+    /// Every tensor's size (a column, for loops that need no whole row).
+    pub fn bytes_col(&self) -> &[u64] {
+        &self.bytes
+    }
+
+    /// Appends a tensor.
+    pub fn push(&mut self, t: TraceTensor) {
+        self.push_ref(t.row());
+    }
+
+    /// Appends a tensor given as a borrowed row.
+    pub fn push_ref(&mut self, t: TensorRef<'_>) {
+        let i = self.len();
+        if t.id != i || !self.id.is_empty() {
+            if self.id.len() < i {
+                self.id = (0..i).collect();
+            }
+            self.id.push(t.id);
+        }
+        self.name.push(t.name.into());
+        self.bytes.push(t.bytes);
+        self.kind.push(t.kind);
+        let pool = self.pools.id(t.pool);
+        self.pool.push(pool);
+        self.producer.push(i, t.producer.map(|p| p as u64));
+        self.consumers.push(t.consumers);
+    }
+
+    /// Tensor `i`'s pool (the one field a merge of cores moves in place).
+    pub fn set_pool(&mut self, i: usize, pool: &str) {
+        self.pool[i] = self.pools.id(pool);
+    }
+
+    /// Changes every tensor through its row, rebuilding the columns once.
+    pub fn update_all(&mut self, mut f: impl FnMut(usize, &mut TraceTensor)) {
+        let old = std::mem::take(self);
+        for (i, r) in old.iter().enumerate() {
+            let mut t = r.owned();
+            f(i, &mut t);
+            self.push(t);
+        }
+        self.shrink_to_fit();
+    }
+
+    /// Changes tensor `i` through its row (a changed consumer list
+    /// rebuilds the columns: only fixing up a trace does that).
+    pub fn update(&mut self, i: usize, f: impl FnOnce(&mut TraceTensor)) {
+        let before = self.at(i).owned();
+        let mut t = before.clone();
+        f(&mut t);
+        if t == before {
+            return;
+        }
+        if t.consumers != before.consumers || t.id != before.id {
+            self.update_all(|j, r| {
+                if j == i {
+                    *r = t.clone();
+                }
+            });
+            return;
+        }
+        self.name[i] = t.name;
+        self.bytes[i] = t.bytes;
+        self.kind[i] = t.kind;
+        self.pool[i] = self.pools.id(&t.pool);
+        let n = self.len();
+        self.producer.set(i, n, t.producer.map(|p| p as u64));
+    }
+
+    /// Gives back the columns' unused room (after loading).
+    pub fn shrink_to_fit(&mut self) {
+        self.id.shrink_to_fit();
+        self.name.shrink_to_fit();
+        self.bytes.shrink_to_fit();
+        self.kind.shrink_to_fit();
+        self.pool.shrink_to_fit();
+        self.producer.shrink();
+        self.consumers.shrink();
+    }
+
+    /// Heap bytes the columns hold (names past 24 bytes at their length,
+    /// pool names at 64 bytes each): the figure docs/memory.md quotes.
+    pub fn heap_bytes(&self) -> usize {
+        let long: usize = self
+            .name
+            .iter()
+            .filter(|s| s.is_heap_allocated())
+            .map(|s| s.capacity())
+            .sum();
+        self.id.capacity() * 8
+            + self.name.capacity() * std::mem::size_of::<CompactString>()
+            + long
+            + self.bytes.capacity() * 8
+            + self.kind.capacity() * std::mem::size_of::<TensorKind>()
+            + self.pool.capacity() * 4
+            + self.producer.heap_bytes()
+            + self.consumers.heap_bytes()
+            + self.pools.len() * 64
+    }
+}
+
+/// Tensors as rows.
+#[derive(Clone)]
+pub struct Iter<'a> {
+    ts: &'a Tensors,
+    at: usize,
+    end: usize,
+}
+
+impl<'a> Iterator for Iter<'a> {
+    type Item = TensorRef<'a>;
+    fn next(&mut self) -> Option<TensorRef<'a>> {
+        (self.at < self.end).then(|| {
+            self.at += 1;
+            self.ts.at(self.at - 1)
+        })
+    }
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let n = self.end - self.at;
+        (n, Some(n))
+    }
+    fn nth(&mut self, n: usize) -> Option<TensorRef<'a>> {
+        self.at = self.at.saturating_add(n).min(self.end);
+        self.next()
+    }
+}
+
+impl DoubleEndedIterator for Iter<'_> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        (self.at < self.end).then(|| {
+            self.end -= 1;
+            self.ts.at(self.end)
+        })
+    }
+}
+
+impl ExactSizeIterator for Iter<'_> {}
+
+impl<'a> IntoIterator for &'a Tensors {
+    type Item = TensorRef<'a>;
+    type IntoIter = Iter<'a>;
+    fn into_iter(self) -> Iter<'a> {
+        self.iter()
+    }
+}
+
+impl FromIterator<TraceTensor> for Tensors {
+    fn from_iter<I: IntoIterator<Item = TraceTensor>>(it: I) -> Tensors {
+        let mut ts = Tensors::new();
+        for t in it {
+            ts.push(t);
+        }
+        ts.shrink_to_fit();
+        ts
+    }
+}
+
+impl Extend<TraceTensor> for Tensors {
+    fn extend<I: IntoIterator<Item = TraceTensor>>(&mut self, it: I) {
+        for t in it {
+            self.push(t);
+        }
+    }
+}
+
+impl From<Vec<TraceTensor>> for Tensors {
+    fn from(v: Vec<TraceTensor>) -> Tensors {
+        v.into_iter().collect()
+    }
+}
+
+impl PartialEq for Tensors {
+    fn eq(&self, other: &Tensors) -> bool {
+        self.len() == other.len() && self.iter().eq(other.iter())
+    }
+}
+
+impl std::fmt::Debug for Tensors {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+impl Serialize for Tensors {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(self.len()))?;
+        for t in self.iter() {
+            seq.serialize_element(&t)?;
+        }
+        seq.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for Tensors {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Tensors, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Tensors;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an array of tensors")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Tensors, A::Error> {
+                let mut ts = Tensors::new();
+                while let Some(t) = seq.next_element::<TraceTensor>()? {
+                    ts.push(t);
+                }
+                Ok(ts)
+            }
+        }
+        d.deserialize_seq(V)
+    }
+}
+
+/// The columns as the cache reads them back (`super::columnar`); the
+/// caller checked every column's length against the count of names.
+pub(crate) struct TensorCols {
+    pub id: Vec<u64>,
+    pub name: Vec<CompactString>,
+    pub bytes: Vec<u64>,
+    pub kind: Vec<TensorKind>,
+    pub consumers: IdLists,
+}
+
+impl Tensors {
+    /// Tensors from columns read back whole (the cache); `pool(i)` and
+    /// `producer(i)` give tensor `i`'s other fields.
+    pub(crate) fn from_cols<'a>(
+        c: TensorCols,
+        pool: impl Fn(usize) -> &'a str,
+        producer: impl Fn(usize) -> Option<usize>,
+    ) -> Tensors {
+        let n = c.name.len();
+        let mut ts = Tensors {
+            name: c.name,
+            bytes: c.bytes,
+            kind: c.kind,
+            consumers: c.consumers,
+            pool: Vec::with_capacity(n),
+            ..Tensors::default()
+        };
+        if c.id.iter().enumerate().any(|(i, &id)| id as usize != i) {
+            ts.id = c.id.iter().map(|&v| v as usize).collect();
+        }
+        for i in 0..n {
+            let p = ts.pools.id(pool(i));
+            ts.pool.push(p);
+            ts.producer.push(i, producer(i).map(|p| p as u64));
+        }
+        ts.shrink_to_fit();
+        ts
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn arb_tensor() -> impl Strategy<Value = TraceTensor> {
+        (
+            0usize..6,
+            "[a-z]{0,30}",
+            0u64..1 << 40,
+            prop::sample::select(vec![
+                TensorKind::Input,
+                TensorKind::Weight,
+                TensorKind::Activation,
+                TensorKind::Output,
+            ]),
+            prop::sample::select(vec!["sram", "a pool name past twenty-four bytes"]),
+            proptest::option::of(0usize..9),
+            proptest::collection::vec(0usize..9, 0..4),
+        )
+            .prop_map(
+                |(id, name, bytes, kind, pool, producer, consumers)| TraceTensor {
+                    id,
+                    name: name.into(),
+                    bytes,
+                    kind,
+                    pool: pool.into(),
+                    producer,
+                    consumers,
+                },
+            )
+    }
+
+    proptest! {
+        /// Every row comes back as pushed and as changed; the JSON is the
+        /// row vector's byte for byte and reads back the same.
+        #[test]
+        fn columns_hold_what_rows_held(
+            rows in proptest::collection::vec(arb_tensor(), 0..20),
+            new in arb_tensor(),
+            at in 0usize..20,
+        ) {
+            let mut ts: Tensors = rows.iter().cloned().collect();
+            for (i, r) in rows.iter().enumerate() {
+                prop_assert_eq!(ts.at(i).owned(), r.clone());
+            }
+            let json = serde_json::to_string(&ts).unwrap();
+            prop_assert_eq!(&json, &serde_json::to_string(&rows).unwrap());
+            let back: Tensors = serde_json::from_str(&json).unwrap();
+            prop_assert_eq!(&back, &ts);
+            if !rows.is_empty() {
+                let at = at % rows.len();
+                ts.update(at, |t| *t = new.clone());
+                let mut want = rows.clone();
+                want[at] = new;
+                prop_assert_eq!(ts.iter().map(|t| t.owned()).collect::<Vec<_>>(), want);
+            }
+        }
+    }
+}
