@@ -197,3 +197,217 @@ impl IdLists {
         }
     }
 }
+
+/// A column stored only once some row's value differs from the one it has
+/// by default (`dflt(i)`: an id equal to its index, no unit): empty or one
+/// value per row.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Lazy<T> {
+    pub(crate) vals: Vec<T>,
+}
+
+impl<T: Copy + PartialEq> Lazy<T> {
+    pub(crate) fn get(&self, i: usize, dflt: impl Fn(usize) -> T) -> T {
+        self.vals.get(i).copied().unwrap_or_else(|| dflt(i))
+    }
+
+    /// Appends row `i`'s value (the column's length is `i` when in use).
+    pub(crate) fn push(&mut self, i: usize, v: T, dflt: impl Fn(usize) -> T) {
+        if v != dflt(i) || !self.vals.is_empty() {
+            let have = self.vals.len();
+            self.vals.extend((have..i).map(&dflt));
+            self.vals.push(v);
+        }
+    }
+
+    /// Replaces row `i`'s value of `n` rows.
+    pub(crate) fn set(&mut self, i: usize, n: usize, v: T, dflt: impl Fn(usize) -> T) {
+        if self.vals.is_empty() {
+            if v == dflt(i) {
+                return;
+            }
+            self.vals = (0..n).map(dflt).collect();
+        }
+        self.vals[i] = v;
+    }
+
+    pub(crate) fn truncate(&mut self, n: usize) {
+        self.vals.truncate(n);
+    }
+
+    pub(crate) fn shrink(&mut self) {
+        self.vals.shrink_to_fit();
+    }
+
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.vals.capacity() * std::mem::size_of::<T>()
+    }
+}
+
+/// An id equal to its row's index (the default of an id column).
+pub(crate) fn own_index(i: usize) -> usize {
+    i
+}
+
+/// The row plumbing the columnar lists share ([`super::Ops`],
+/// [`super::Tensors`]): lookups by index, an iterator of borrowed rows,
+/// changing every row, collecting and extending from owned rows, equality
+/// and debug output by rows, and the JSON as the array of row objects,
+/// read one row at a time. `$list` has `new`, `len`, `at`, `push` and
+/// `shrink_to_fit`; its borrowed row `$row` has `owned`.
+macro_rules! row_list {
+    ($list:ident, $row:ident, $owned:ty, $what:literal) => {
+        impl $list {
+            pub fn is_empty(&self) -> bool {
+                self.len() == 0
+            }
+
+            pub fn get(&self, i: usize) -> Option<$row<'_>> {
+                (i < self.len()).then(|| self.at(i))
+            }
+
+            pub fn first(&self) -> Option<$row<'_>> {
+                self.get(0)
+            }
+
+            pub fn last(&self) -> Option<$row<'_>> {
+                self.len().checked_sub(1).map(|i| self.at(i))
+            }
+
+            pub fn iter(&self) -> Iter<'_> {
+                Iter {
+                    list: self,
+                    at: 0,
+                    end: self.len(),
+                }
+            }
+
+            /// Changes every row through its owned form, rebuilding the
+            /// columns once.
+            pub fn update_all(&mut self, mut f: impl FnMut(usize, &mut $owned)) {
+                let old = std::mem::take(self);
+                for (i, r) in old.iter().enumerate() {
+                    let mut o = r.owned();
+                    f(i, &mut o);
+                    self.push(o);
+                }
+                self.shrink_to_fit();
+            }
+        }
+
+        /// Rows, front to back (or back to front).
+        #[derive(Clone)]
+        pub struct Iter<'a> {
+            list: &'a $list,
+            at: usize,
+            end: usize,
+        }
+
+        impl<'a> Iterator for Iter<'a> {
+            type Item = $row<'a>;
+            fn next(&mut self) -> Option<$row<'a>> {
+                (self.at < self.end).then(|| {
+                    self.at += 1;
+                    self.list.at(self.at - 1)
+                })
+            }
+            fn size_hint(&self) -> (usize, Option<usize>) {
+                let n = self.end - self.at;
+                (n, Some(n))
+            }
+            fn nth(&mut self, n: usize) -> Option<$row<'a>> {
+                self.at = self.at.saturating_add(n).min(self.end);
+                self.next()
+            }
+        }
+
+        impl DoubleEndedIterator for Iter<'_> {
+            fn next_back(&mut self) -> Option<Self::Item> {
+                (self.at < self.end).then(|| {
+                    self.end -= 1;
+                    self.list.at(self.end)
+                })
+            }
+        }
+
+        impl ExactSizeIterator for Iter<'_> {}
+
+        impl<'a> IntoIterator for &'a $list {
+            type Item = $row<'a>;
+            type IntoIter = Iter<'a>;
+            fn into_iter(self) -> Iter<'a> {
+                self.iter()
+            }
+        }
+
+        impl Extend<$owned> for $list {
+            fn extend<I: IntoIterator<Item = $owned>>(&mut self, it: I) {
+                for o in it {
+                    self.push(o);
+                }
+            }
+        }
+
+        impl FromIterator<$owned> for $list {
+            fn from_iter<I: IntoIterator<Item = $owned>>(it: I) -> $list {
+                let mut l = $list::new();
+                l.extend(it);
+                l.shrink_to_fit();
+                l
+            }
+        }
+
+        impl From<Vec<$owned>> for $list {
+            fn from(v: Vec<$owned>) -> $list {
+                v.into_iter().collect()
+            }
+        }
+
+        impl PartialEq for $list {
+            fn eq(&self, other: &$list) -> bool {
+                self.len() == other.len() && self.iter().eq(other.iter())
+            }
+        }
+
+        impl std::fmt::Debug for $list {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.debug_list().entries(self.iter()).finish()
+            }
+        }
+
+        impl serde::Serialize for $list {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                use serde::ser::SerializeSeq;
+                let mut seq = s.serialize_seq(Some(self.len()))?;
+                for r in self.iter() {
+                    seq.serialize_element(&r)?;
+                }
+                seq.end()
+            }
+        }
+
+        impl<'de> serde::Deserialize<'de> for $list {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<$list, D::Error> {
+                struct V;
+                impl<'de> serde::de::Visitor<'de> for V {
+                    type Value = $list;
+                    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                        f.write_str($what)
+                    }
+                    fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                        self,
+                        mut seq: A,
+                    ) -> Result<$list, A::Error> {
+                        let mut l = $list::new();
+                        while let Some(o) = seq.next_element::<$owned>()? {
+                            l.push(o);
+                        }
+                        Ok(l)
+                    }
+                }
+                d.deserialize_seq(V)
+            }
+        }
+    };
+}
+pub(crate) use row_list;

@@ -20,11 +20,9 @@
 //! Writers push owned [`TraceOp`] rows; the JSON is the same array of
 //! objects, written and read one op at a time.
 
-use super::cols::{Dictionary, IdLists, OptCol};
+use super::cols::{own_index, row_list, Dictionary, IdLists, Lazy, OptCol};
 use super::{Bound, CompactString, TraceOp, Unit};
-use serde::de::{SeqAccess, Visitor};
-use serde::ser::SerializeSeq;
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::Serialize;
 use std::collections::HashMap;
 
 /// One op, borrowed from the columns: what [`TraceOp`] holds, with its
@@ -132,14 +130,14 @@ struct Units {
 }
 
 impl Units {
-    fn id(&mut self, u: Option<&Unit>) -> u32 {
+    fn id(&mut self, u: Option<&str>) -> u32 {
         let Some(u) = u else { return 0 };
-        if let Some(&i) = self.ids.get(u.as_str()) {
+        if let Some(&i) = self.ids.get(u) {
             return i;
         }
-        self.list.push(u.clone());
+        self.list.push(Unit(u.into()));
         let i = self.list.len() as u32;
-        self.ids.insert(u.0.clone(), i);
+        self.ids.insert(u.into(), i);
         i
     }
 
@@ -148,11 +146,16 @@ impl Units {
     }
 }
 
+/// No unit (the `unit` column's default).
+fn no_unit(_: usize) -> u32 {
+    0
+}
+
 /// A trace's ops, in trace order (see the module's doc).
 #[derive(Clone, Default)]
 pub struct Ops {
     /// Empty while every op's id is its index.
-    id: Vec<usize>,
+    id: Lazy<usize>,
     name: Vec<CompactString>,
     op_type: Vec<u32>,
     start_ns: Vec<u64>,
@@ -163,7 +166,7 @@ pub struct Ops {
     streamed: IdLists,
     bound: Vec<Option<Bound>>,
     /// Empty until some op has a unit.
-    unit: Vec<u32>,
+    unit: Lazy<u32>,
     flops: OptCol,
     parent: OptCol,
     self_ns: OptCol,
@@ -171,6 +174,8 @@ pub struct Ops {
     types: Dictionary,
     units: Units,
 }
+
+row_list!(Ops, OpRef, TraceOp, "an array of ops");
 
 impl Ops {
     pub fn new() -> Ops {
@@ -181,14 +186,10 @@ impl Ops {
         self.name.len()
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.name.is_empty()
-    }
-
     /// Op `i` as a row. Panics when `i` is out of range, like indexing.
     pub fn at(&self, i: usize) -> OpRef<'_> {
         OpRef {
-            id: self.id.get(i).copied().unwrap_or(i),
+            id: self.id.get(i, own_index),
             name: &self.name[i],
             op_type: self.types.name(self.op_type[i]),
             start_ns: self.start_ns[i],
@@ -199,70 +200,45 @@ impl Ops {
             streamed: self.streamed.get(i),
             flops: self.flops.get(i).map(f64::from_bits),
             bound: self.bound[i],
-            unit: self.unit.get(i).and_then(|&u| self.units.get(u)),
+            unit: self.units.get(self.unit.get(i, no_unit)),
             parent: self.parent.get(i).map(|p| p as usize),
             self_ns: self.self_ns.get(i),
             contention_ns: self.contention_ns.get(i),
         }
     }
 
-    pub fn get(&self, i: usize) -> Option<OpRef<'_>> {
-        (i < self.len()).then(|| self.at(i))
-    }
-
-    pub fn first(&self) -> Option<OpRef<'_>> {
-        self.get(0)
-    }
-
-    pub fn last(&self) -> Option<OpRef<'_>> {
-        self.len().checked_sub(1).map(|i| self.at(i))
-    }
-
-    pub fn iter(&self) -> Iter<'_> {
-        Iter {
-            ops: self,
-            at: 0,
-            end: self.len(),
-        }
-    }
-
     /// Appends an op.
     pub fn push(&mut self, o: TraceOp) {
-        self.push_ref(o.row());
+        let i = self.len();
+        let r = o.row();
+        self.id.push(i, r.id, own_index);
+        self.start_ns.push(r.start_ns);
+        self.end_ns.push(r.end_ns);
+        self.stall_ns.push(r.stall_ns);
+        self.inputs.push(r.inputs);
+        self.outputs.push(r.outputs);
+        self.streamed.push(r.streamed);
+        self.bound.push(r.bound);
+        self.push_rest(i, OpRest::of(&r));
+        self.name.push(o.name);
     }
 
-    /// Appends an op given as a borrowed row.
-    pub fn push_ref(&mut self, o: OpRef<'_>) {
-        let i = self.len();
-        if o.id != i || !self.id.is_empty() {
-            if self.id.len() < i {
-                self.id = (0..i).collect();
-            }
-            self.id.push(o.id);
-        }
-        self.name.push(o.name.into());
-        self.op_type.push(self.types.id(o.op_type));
-        self.start_ns.push(o.start_ns);
-        self.end_ns.push(o.end_ns);
-        self.stall_ns.push(o.stall_ns);
-        self.inputs.push(o.inputs);
-        self.outputs.push(o.outputs);
-        self.streamed.push(o.streamed);
-        self.bound.push(o.bound);
-        let unit = self.units.id(o.unit);
-        if unit != 0 || !self.unit.is_empty() {
-            self.unit.resize(i, 0);
-            self.unit.push(unit);
-        }
-        self.flops.push(i, o.flops.map(f64::to_bits));
-        self.parent.push(i, o.parent.map(|p| p as u64));
-        self.self_ns.push(i, o.self_ns);
-        self.contention_ns.push(i, o.contention_ns);
+    /// Appends op `i`'s interned and optional fields (what [`Ops::push`]
+    /// and the cache's [`Ops::from_cols`] both append one op at a time).
+    fn push_rest(&mut self, i: usize, r: OpRest<'_>) {
+        let t = self.types.id(r.op_type);
+        self.op_type.push(t);
+        let unit = self.units.id(r.unit);
+        self.unit.push(i, unit, no_unit);
+        self.flops.push(i, r.flops.map(f64::to_bits));
+        self.parent.push(i, r.parent.map(|p| p as u64));
+        self.self_ns.push(i, r.self_ns);
+        self.contention_ns.push(i, r.contention_ns);
     }
 
     /// Changes op `i` through its row. Scalars change in place; a changed
-    /// operand list rebuilds the lists after it (rare: only fixing up a
-    /// trace moves operands).
+    /// operand list rebuilds the columns (rare: only fixing up a trace
+    /// moves operands).
     pub fn update(&mut self, i: usize, f: impl FnOnce(&mut TraceOp)) {
         let before = self.at(i).owned();
         let mut o = before.clone();
@@ -274,53 +250,27 @@ impl Ops {
             && o.outputs == before.outputs
             && o.streamed == before.streamed;
         if !lists_same {
-            let rows: Vec<TraceOp> = self.iter().map(|r| r.owned()).collect();
-            *self = Ops::default();
-            for (j, r) in rows.into_iter().enumerate() {
-                self.push(if j == i { o.clone() } else { r });
-            }
+            self.update_all(|j, r| {
+                if j == i {
+                    *r = o.clone();
+                }
+            });
             return;
         }
         let n = self.len();
-        if o.id != before.id {
-            if self.id.is_empty() {
-                self.id = (0..n).collect();
-            }
-            self.id[i] = o.id;
-        }
-        self.name[i] = o.name;
+        self.id.set(i, n, o.id, own_index);
         self.op_type[i] = self.types.id(&o.op_type);
         self.start_ns[i] = o.start_ns;
         self.end_ns[i] = o.end_ns;
         self.stall_ns[i] = o.stall_ns;
         self.bound[i] = o.bound;
-        let unit = self.units.id(o.unit.as_ref());
-        if unit != 0 && self.unit.is_empty() {
-            self.unit.resize(n, 0);
-        }
-        if !self.unit.is_empty() {
-            self.unit[i] = unit;
-        }
+        let unit = self.units.id(o.unit.as_ref().map(Unit::as_str));
+        self.unit.set(i, n, unit, no_unit);
         self.flops.set(i, n, o.flops.map(f64::to_bits));
         self.parent.set(i, n, o.parent.map(|p| p as u64));
         self.self_ns.set(i, n, o.self_ns);
         self.contention_ns.set(i, n, o.contention_ns);
-    }
-
-    /// Changes every op through its row, rebuilding the columns once.
-    pub fn update_all(&mut self, mut f: impl FnMut(usize, &mut TraceOp)) {
-        let old = std::mem::take(self);
-        for (i, r) in old.iter().enumerate() {
-            let mut o = r.owned();
-            f(i, &mut o);
-            self.push(o);
-        }
-        self.shrink_to_fit();
-    }
-
-    /// Op `i`'s end (the column the live tail and the merge of cores move).
-    pub fn set_end_ns(&mut self, i: usize, t: u64) {
-        self.end_ns[i] = t;
+        self.name[i] = o.name;
     }
 
     pub fn truncate(&mut self, n: usize) {
@@ -357,11 +307,11 @@ impl Ops {
         for v in [&mut self.start_ns, &mut self.end_ns, &mut self.stall_ns] {
             v.shrink_to_fit();
         }
-        self.id.shrink_to_fit();
+        self.id.shrink();
         self.name.shrink_to_fit();
         self.op_type.shrink_to_fit();
         self.bound.shrink_to_fit();
-        self.unit.shrink_to_fit();
+        self.unit.shrink();
         for l in [&mut self.inputs, &mut self.outputs, &mut self.streamed] {
             l.shrink();
         }
@@ -394,10 +344,11 @@ impl Ops {
         .map(|c| c.heap_bytes())
         .sum();
         (self.start_ns.capacity() + self.end_ns.capacity() + self.stall_ns.capacity()) * 8
-            + self.id.capacity() * 8
+            + self.id.heap_bytes()
             + self.name.capacity() * std::mem::size_of::<CompactString>()
             + long
-            + (self.op_type.capacity() + self.unit.capacity()) * 4
+            + self.op_type.capacity() * 4
+            + self.unit.heap_bytes()
             + self.bound.capacity()
             + lists
             + opt
@@ -415,118 +366,6 @@ impl Ops {
     }
 }
 
-/// Ops as rows, front to back (or back to front).
-#[derive(Clone)]
-pub struct Iter<'a> {
-    ops: &'a Ops,
-    at: usize,
-    end: usize,
-}
-
-impl<'a> Iterator for Iter<'a> {
-    type Item = OpRef<'a>;
-    fn next(&mut self) -> Option<OpRef<'a>> {
-        (self.at < self.end).then(|| {
-            self.at += 1;
-            self.ops.at(self.at - 1)
-        })
-    }
-    fn size_hint(&self) -> (usize, Option<usize>) {
-        let n = self.end - self.at;
-        (n, Some(n))
-    }
-    fn nth(&mut self, n: usize) -> Option<OpRef<'a>> {
-        self.at = self.at.saturating_add(n).min(self.end);
-        self.next()
-    }
-}
-
-impl DoubleEndedIterator for Iter<'_> {
-    fn next_back(&mut self) -> Option<Self::Item> {
-        (self.at < self.end).then(|| {
-            self.end -= 1;
-            self.ops.at(self.end)
-        })
-    }
-}
-
-impl ExactSizeIterator for Iter<'_> {}
-
-impl<'a> IntoIterator for &'a Ops {
-    type Item = OpRef<'a>;
-    type IntoIter = Iter<'a>;
-    fn into_iter(self) -> Iter<'a> {
-        self.iter()
-    }
-}
-
-impl FromIterator<TraceOp> for Ops {
-    fn from_iter<I: IntoIterator<Item = TraceOp>>(it: I) -> Ops {
-        let mut ops = Ops::new();
-        for o in it {
-            ops.push(o);
-        }
-        ops.shrink_to_fit();
-        ops
-    }
-}
-
-impl Extend<TraceOp> for Ops {
-    fn extend<I: IntoIterator<Item = TraceOp>>(&mut self, it: I) {
-        for o in it {
-            self.push(o);
-        }
-    }
-}
-
-impl From<Vec<TraceOp>> for Ops {
-    fn from(v: Vec<TraceOp>) -> Ops {
-        v.into_iter().collect()
-    }
-}
-
-impl PartialEq for Ops {
-    fn eq(&self, other: &Ops) -> bool {
-        self.len() == other.len() && self.iter().eq(other.iter())
-    }
-}
-
-impl std::fmt::Debug for Ops {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_list().entries(self.iter()).finish()
-    }
-}
-
-impl Serialize for Ops {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut seq = s.serialize_seq(Some(self.len()))?;
-        for o in self.iter() {
-            seq.serialize_element(&o)?;
-        }
-        seq.end()
-    }
-}
-
-impl<'de> Deserialize<'de> for Ops {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Ops, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Ops;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("an array of ops")
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Ops, A::Error> {
-                let mut ops = Ops::new();
-                while let Some(o) = seq.next_element::<TraceOp>()? {
-                    ops.push(o);
-                }
-                Ok(ops)
-            }
-        }
-        d.deserialize_seq(V)
-    }
-}
-
 /// The columns as the cache reads them back (`super::columnar`); the
 /// caller checked every list's length against the count of names.
 pub(crate) struct OpCols {
@@ -541,7 +380,7 @@ pub(crate) struct OpCols {
     pub bound: Vec<Option<Bound>>,
 }
 
-/// An op's interned and optional fields, as the cache reads them back.
+/// An op's interned and optional fields, appended one op at a time.
 pub(crate) struct OpRest<'a> {
     pub op_type: &'a str,
     pub unit: Option<&'a str>,
@@ -549,6 +388,19 @@ pub(crate) struct OpRest<'a> {
     pub parent: Option<usize>,
     pub self_ns: Option<u64>,
     pub contention_ns: Option<u64>,
+}
+
+impl<'a> OpRest<'a> {
+    fn of(o: &OpRef<'a>) -> OpRest<'a> {
+        OpRest {
+            op_type: o.op_type,
+            unit: o.unit.map(Unit::as_str),
+            flops: o.flops,
+            parent: o.parent,
+            self_ns: o.self_ns,
+            contention_ns: o.contention_ns,
+        }
+    }
 }
 
 impl Ops {
@@ -568,24 +420,11 @@ impl Ops {
             op_type: Vec::with_capacity(n),
             ..Ops::default()
         };
-        if c.id.iter().enumerate().any(|(i, &id)| id as usize != i) {
-            ops.id = c.id.iter().map(|&v| v as usize).collect();
+        for (i, &id) in c.id.iter().enumerate() {
+            ops.id.push(i, id as usize, own_index);
         }
         for i in 0..n {
-            let r = rest(i);
-            let t = ops.types.id(r.op_type);
-            ops.op_type.push(t);
-            let unit = r.unit.map(|u| Unit(u.into()));
-            let unit = ops.units.id(unit.as_ref());
-            if unit != 0 || !ops.unit.is_empty() {
-                ops.unit.reserve_exact(n - ops.unit.len());
-                ops.unit.resize(i, 0);
-                ops.unit.push(unit);
-            }
-            ops.flops.push(i, r.flops.map(f64::to_bits));
-            ops.parent.push(i, r.parent.map(|p| p as u64));
-            ops.self_ns.push(i, r.self_ns);
-            ops.contention_ns.push(i, r.contention_ns);
+            ops.push_rest(i, rest(i));
         }
         ops.shrink_to_fit();
         ops
@@ -700,12 +539,12 @@ mod tests {
             ops.push(o);
         }
         assert_eq!((ops.types.len(), ops.units.list.len()), (2, 1));
-        assert!(ops.id.is_empty());
+        assert!(ops.id.vals.is_empty());
         assert_eq!(ops.at(999).id, 999);
         let mut odd = TraceOp::span("x", "Add", 0, 1);
         odd.id = 7;
         ops.push(odd);
-        assert_eq!(ops.id.len(), 1001);
+        assert_eq!(ops.id.vals.len(), 1001);
         assert_eq!((ops.at(999).id, ops.at(1000).id), (999, 7));
     }
 }

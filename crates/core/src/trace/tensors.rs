@@ -18,11 +18,9 @@
 //! lists borrowed); writers push [`TraceTensor`] rows; the JSON is the
 //! same array of objects.
 
-use super::cols::{Dictionary, IdLists, OptCol};
+use super::cols::{own_index, row_list, Dictionary, IdLists, Lazy, OptCol};
 use super::{CompactString, TensorKind, TraceTensor};
-use serde::de::{SeqAccess, Visitor};
-use serde::ser::SerializeSeq;
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::Serialize;
 
 /// One tensor, borrowed from the columns.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -70,7 +68,7 @@ impl TraceTensor {
 #[derive(Clone, Default)]
 pub struct Tensors {
     /// Empty while every tensor's id is its index.
-    id: Vec<usize>,
+    id: Lazy<usize>,
     name: Vec<CompactString>,
     bytes: Vec<u64>,
     kind: Vec<TensorKind>,
@@ -79,6 +77,8 @@ pub struct Tensors {
     consumers: IdLists,
     pools: Dictionary,
 }
+
+row_list!(Tensors, TensorRef, TraceTensor, "an array of tensors");
 
 impl Tensors {
     pub fn new() -> Tensors {
@@ -89,40 +89,16 @@ impl Tensors {
         self.name.len()
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.name.is_empty()
-    }
-
     /// Tensor `i` as a row. Panics when `i` is out of range, like indexing.
     pub fn at(&self, i: usize) -> TensorRef<'_> {
         TensorRef {
-            id: self.id.get(i).copied().unwrap_or(i),
+            id: self.id.get(i, own_index),
             name: &self.name[i],
             bytes: self.bytes[i],
             kind: self.kind[i],
             pool: self.pools.name(self.pool[i]),
             producer: self.producer.get(i).map(|p| p as usize),
             consumers: self.consumers.get(i),
-        }
-    }
-
-    pub fn get(&self, i: usize) -> Option<TensorRef<'_>> {
-        (i < self.len()).then(|| self.at(i))
-    }
-
-    pub fn first(&self) -> Option<TensorRef<'_>> {
-        self.get(0)
-    }
-
-    pub fn last(&self) -> Option<TensorRef<'_>> {
-        self.len().checked_sub(1).map(|i| self.at(i))
-    }
-
-    pub fn iter(&self) -> Iter<'_> {
-        Iter {
-            ts: self,
-            at: 0,
-            end: self.len(),
         }
     }
 
@@ -133,41 +109,20 @@ impl Tensors {
 
     /// Appends a tensor.
     pub fn push(&mut self, t: TraceTensor) {
-        self.push_ref(t.row());
-    }
-
-    /// Appends a tensor given as a borrowed row.
-    pub fn push_ref(&mut self, t: TensorRef<'_>) {
         let i = self.len();
-        if t.id != i || !self.id.is_empty() {
-            if self.id.len() < i {
-                self.id = (0..i).collect();
-            }
-            self.id.push(t.id);
-        }
-        self.name.push(t.name.into());
+        self.id.push(i, t.id, own_index);
         self.bytes.push(t.bytes);
         self.kind.push(t.kind);
-        let pool = self.pools.id(t.pool);
+        let pool = self.pools.id(&t.pool);
         self.pool.push(pool);
         self.producer.push(i, t.producer.map(|p| p as u64));
-        self.consumers.push(t.consumers);
+        self.consumers.push(&t.consumers);
+        self.name.push(t.name);
     }
 
     /// Tensor `i`'s pool (the one field a merge of cores moves in place).
     pub fn set_pool(&mut self, i: usize, pool: &str) {
         self.pool[i] = self.pools.id(pool);
-    }
-
-    /// Changes every tensor through its row, rebuilding the columns once.
-    pub fn update_all(&mut self, mut f: impl FnMut(usize, &mut TraceTensor)) {
-        let old = std::mem::take(self);
-        for (i, r) in old.iter().enumerate() {
-            let mut t = r.owned();
-            f(i, &mut t);
-            self.push(t);
-        }
-        self.shrink_to_fit();
     }
 
     /// Changes tensor `i` through its row (a changed consumer list
@@ -179,7 +134,7 @@ impl Tensors {
         if t == before {
             return;
         }
-        if t.consumers != before.consumers || t.id != before.id {
+        if t.consumers != before.consumers {
             self.update_all(|j, r| {
                 if j == i {
                     *r = t.clone();
@@ -187,17 +142,18 @@ impl Tensors {
             });
             return;
         }
-        self.name[i] = t.name;
+        let n = self.len();
+        self.id.set(i, n, t.id, own_index);
         self.bytes[i] = t.bytes;
         self.kind[i] = t.kind;
         self.pool[i] = self.pools.id(&t.pool);
-        let n = self.len();
         self.producer.set(i, n, t.producer.map(|p| p as u64));
+        self.name[i] = t.name;
     }
 
     /// Gives back the columns' unused room (after loading).
     pub fn shrink_to_fit(&mut self) {
-        self.id.shrink_to_fit();
+        self.id.shrink();
         self.name.shrink_to_fit();
         self.bytes.shrink_to_fit();
         self.kind.shrink_to_fit();
@@ -215,7 +171,7 @@ impl Tensors {
             .filter(|s| s.is_heap_allocated())
             .map(|s| s.capacity())
             .sum();
-        self.id.capacity() * 8
+        self.id.heap_bytes()
             + self.name.capacity() * std::mem::size_of::<CompactString>()
             + long
             + self.bytes.capacity() * 8
@@ -224,118 +180,6 @@ impl Tensors {
             + self.producer.heap_bytes()
             + self.consumers.heap_bytes()
             + self.pools.len() * 64
-    }
-}
-
-/// Tensors as rows.
-#[derive(Clone)]
-pub struct Iter<'a> {
-    ts: &'a Tensors,
-    at: usize,
-    end: usize,
-}
-
-impl<'a> Iterator for Iter<'a> {
-    type Item = TensorRef<'a>;
-    fn next(&mut self) -> Option<TensorRef<'a>> {
-        (self.at < self.end).then(|| {
-            self.at += 1;
-            self.ts.at(self.at - 1)
-        })
-    }
-    fn size_hint(&self) -> (usize, Option<usize>) {
-        let n = self.end - self.at;
-        (n, Some(n))
-    }
-    fn nth(&mut self, n: usize) -> Option<TensorRef<'a>> {
-        self.at = self.at.saturating_add(n).min(self.end);
-        self.next()
-    }
-}
-
-impl DoubleEndedIterator for Iter<'_> {
-    fn next_back(&mut self) -> Option<Self::Item> {
-        (self.at < self.end).then(|| {
-            self.end -= 1;
-            self.ts.at(self.end)
-        })
-    }
-}
-
-impl ExactSizeIterator for Iter<'_> {}
-
-impl<'a> IntoIterator for &'a Tensors {
-    type Item = TensorRef<'a>;
-    type IntoIter = Iter<'a>;
-    fn into_iter(self) -> Iter<'a> {
-        self.iter()
-    }
-}
-
-impl FromIterator<TraceTensor> for Tensors {
-    fn from_iter<I: IntoIterator<Item = TraceTensor>>(it: I) -> Tensors {
-        let mut ts = Tensors::new();
-        for t in it {
-            ts.push(t);
-        }
-        ts.shrink_to_fit();
-        ts
-    }
-}
-
-impl Extend<TraceTensor> for Tensors {
-    fn extend<I: IntoIterator<Item = TraceTensor>>(&mut self, it: I) {
-        for t in it {
-            self.push(t);
-        }
-    }
-}
-
-impl From<Vec<TraceTensor>> for Tensors {
-    fn from(v: Vec<TraceTensor>) -> Tensors {
-        v.into_iter().collect()
-    }
-}
-
-impl PartialEq for Tensors {
-    fn eq(&self, other: &Tensors) -> bool {
-        self.len() == other.len() && self.iter().eq(other.iter())
-    }
-}
-
-impl std::fmt::Debug for Tensors {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_list().entries(self.iter()).finish()
-    }
-}
-
-impl Serialize for Tensors {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut seq = s.serialize_seq(Some(self.len()))?;
-        for t in self.iter() {
-            seq.serialize_element(&t)?;
-        }
-        seq.end()
-    }
-}
-
-impl<'de> Deserialize<'de> for Tensors {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Tensors, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Tensors;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("an array of tensors")
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Tensors, A::Error> {
-                let mut ts = Tensors::new();
-                while let Some(t) = seq.next_element::<TraceTensor>()? {
-                    ts.push(t);
-                }
-                Ok(ts)
-            }
-        }
-        d.deserialize_seq(V)
     }
 }
 
@@ -366,10 +210,8 @@ impl Tensors {
             pool: Vec::with_capacity(n),
             ..Tensors::default()
         };
-        if c.id.iter().enumerate().any(|(i, &id)| id as usize != i) {
-            ts.id = c.id.iter().map(|&v| v as usize).collect();
-        }
         for i in 0..n {
+            ts.id.push(i, c.id[i] as usize, own_index);
             let p = ts.pools.id(pool(i));
             ts.pool.push(p);
             ts.producer.push(i, producer(i).map(|p| p as u64));
