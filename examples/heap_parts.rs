@@ -65,7 +65,7 @@ fn main() {
         return graph(&std::env::args().nth(2).expect("graph path"));
     }
     let base = NOW.load(Relaxed);
-    let tr = spillscope::trace::Trace::load(std::path::Path::new(&p)).unwrap();
+    let tr = std::sync::Arc::new(spillscope::trace::Trace::load(std::path::Path::new(&p)).unwrap());
     let t_all = NOW.load(Relaxed) - base;
     println!("trace                {}", mb(t_all));
     let ev = tr.events.heap_bytes();
@@ -91,7 +91,13 @@ fn main() {
     let _a = m("timeline index", &|| {
         Box::new(timeline::TimelineIndex::build(&tr, &ledger))
     });
-    let _b = m("hotspots", &|| Box::new(hotspots::hotspots(&tr, &ledger)));
+    let _b = m("hotspots (the table)", &|| {
+        Box::new(hotspots::Hotspots::of(&tr, &ledger))
+    });
+    let _b2 = m("hotspots (every row)", &|| {
+        Box::new(hotspots::hotspots(&tr, &ledger))
+    });
+    drop(_b2);
     let _c = m("round trips", &|| {
         Box::new(roundtrips::round_trips(&tr, &ledger))
     });

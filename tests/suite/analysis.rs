@@ -461,6 +461,51 @@ fn the_by_name_sort_keys_extend_their_twins_with_calls() {
     assert_eq!(HotspotKey::MEASURED_BY_NAME[7], HotspotKey::Calls);
 }
 
+/// The table an open trace keeps (64 bytes per op, rows made on demand)
+/// gives every row, every order and the grouping by name exactly as the
+/// rows computed whole: on a simulated trace with evictions, reloads and
+/// frees, and on the same trace with names repeated (types mixed).
+#[test]
+fn the_hotspot_table_matches_the_rows_computed_whole() {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sample-traces/encdec-1mib.lru.json");
+    let tr = Trace::load(&path).unwrap();
+    let mut renamed = tr.clone();
+    // Every third op takes the name of the op before it.
+    let names: Vec<String> = renamed.ops.iter().map(|o| o.name.to_string()).collect();
+    renamed.ops.update_all(|i, o| {
+        if i % 3 == 2 {
+            o.name = names[i - 1].as_str().into();
+        }
+    });
+    for (tr, repeats) in [(tr, false), (renamed, true)] {
+        let ledger = Ledger::of(&tr);
+        let whole = hotspots::hotspots(&tr, &ledger);
+        assert!(whole.iter().any(|h| h.reloads > 0 && h.allocs > 0));
+        assert!(whole.iter().any(|h| h.peak_bytes > 0));
+        let table = hotspots::Hotspots::of(&std::sync::Arc::new(tr.clone()), &ledger);
+        assert_eq!(table.len(), whole.len());
+        assert_eq!(table.iter().collect::<Vec<_>>(), whole);
+        for key in hotspots::HotspotKey::ALL {
+            for asc in [false, true] {
+                assert_eq!(
+                    table.order(key, asc),
+                    hotspots::order_hotspots(&whole, key, asc),
+                    "{key:?} ascending {asc}"
+                );
+            }
+        }
+        let grouped = table.by_name_if_repeated();
+        let expected = hotspots::by_name_if_repeated(&whole);
+        assert_eq!(grouped.iter().collect::<Vec<_>>(), expected);
+        assert_eq!(grouped.is_empty(), !repeats);
+        assert_eq!(
+            grouped.order(hotspots::HotspotKey::Calls, false),
+            hotspots::order_hotspots(&expected, hotspots::HotspotKey::Calls, false)
+        );
+    }
+}
+
 #[test]
 fn hotspots_group_by_name_only_when_a_name_repeats() {
     let g = oscillating_graph(4);

@@ -82,7 +82,7 @@ fn hotspot_sorting_and_enter_jumps_to_the_op() {
     let mut a = app();
     chars(&mut a, "3");
     let d = a.primary().unwrap();
-    let first = &d.hotspots[a.hot.order[0]];
+    let first = d.hotspots.get(a.hot.order[0]).unwrap();
     assert!(d
         .hotspots
         .iter()
@@ -97,7 +97,7 @@ fn hotspot_sorting_and_enter_jumps_to_the_op() {
         .hot
         .order
         .iter()
-        .map(|&o| d.hotspots[o].reloaded_bytes)
+        .map(|&o| d.hotspots.get(o).unwrap().reloaded_bytes)
         .collect();
     assert!(rel.windows(2).all(|w| w[0] <= w[1]), "ascending after i");
     key(&mut a, KeyCode::Down);
@@ -793,13 +793,7 @@ fn with_two_traces_b_switches_the_side_views_1_to_5_show() {
     assert!(s.contains("B: "), "the tab bar names side B:\n{s}");
     // Hotspots and the tensor list now come from B.
     key(&mut app, KeyCode::Char('3'));
-    let order = |i: usize| {
-        spillscope::analysis::hotspots::order_hotspots(
-            &app.data[i].hotspots,
-            app.hot.key,
-            app.hot.ascending,
-        )
-    };
+    let order = |i: usize| app.data[i].hotspots.order(app.hot.key, app.hot.ascending);
     assert_ne!(
         order(0),
         order(1),

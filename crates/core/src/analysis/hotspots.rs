@@ -8,6 +8,8 @@ use crate::trace::ledger::{Ledger, Part};
 use crate::trace::{Bound, Trace};
 use serde::Serialize;
 
+pub use super::hotspot_table::Hotspots;
+
 /// One op's share of the spill cost (its parts of the ledger).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Hotspot {
@@ -196,67 +198,143 @@ impl HotspotKey {
     }
 }
 
-/// Hotspots of every op, in op order.
+/// Hotspots of every op, in op order (every row at once: for a table
+/// kept while a trace is open, [`Hotspots`] holds 64 bytes per op instead).
 pub fn hotspots(tr: &Trace, ledger: &Ledger) -> Vec<Hotspot> {
-    // Several cores: a share of the time the cores ran (every core's ops
-    // add up to at most 100 %, as on one core).
-    let latency = tr.summary.latency_ns.max(1) as f64 * f64::from(tr.summary.cores.max(1));
-    let per_op = ledger.per_op(tr);
-    let mem = memory_by_op(tr);
-    tr.ops
+    let latency = latency_ns(tr);
+    op_figures(tr, ledger)
         .iter()
-        .zip(per_op)
-        .zip(mem)
-        .map(|((o, p), m)| {
-            let operand_bytes: u64 = o
-                .inputs
-                .iter()
-                .chain(o.outputs.iter())
-                .filter_map(|&t| tr.tensors.get(t))
-                .map(|t| t.bytes)
-                .sum();
-            Hotspot {
-                op: o.id,
-                name: o.name.into(),
-                op_type: o.op_type.into(),
-                evictions: p.get(Part::EvictedOut).count,
-                evicted_bytes: p.get(Part::EvictedOut).bytes,
-                reloads: p.get(Part::Reloaded).count,
-                reloaded_bytes: p.get(Part::Reloaded).bytes,
-                streamed_in_bytes: p.get(Part::StreamedIn).bytes,
-                streamed_out_bytes: p.get(Part::StreamedOut).bytes,
-                traffic_bytes: p.traffic_bytes(),
-                stall_ns: o.stall_ns,
-                contention_ns: o.contention_ns.unwrap_or(0),
-                start_ns: o.start_ns,
-                duration_ns: o.end_ns.saturating_sub(o.start_ns),
-                latency_share: o.end_ns.saturating_sub(o.start_ns) as f64 / latency,
-                bound: o.bound,
-                intensity: o
-                    .flops
-                    .filter(|_| operand_bytes > 0)
-                    .map(|f| f / operand_bytes as f64),
-                self_ns: o
-                    .self_ns
-                    .unwrap_or_else(|| o.end_ns.saturating_sub(o.start_ns)),
-                alloc_bytes: m.alloc_bytes,
-                allocs: m.allocs,
-                peak_bytes: m.peak_bytes,
-                calls: 1,
-            }
-        })
+        .enumerate()
+        .map(|(i, f)| row(tr, i, f, latency, true))
         .collect()
+}
+
+/// What an op's hotspot row adds to the op's own fields in the trace: its
+/// parts of the ledger and its allocations (64 bytes; the whole row is
+/// 216, its name and type inline).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct OpFigures {
+    evicted_bytes: u64,
+    reloaded_bytes: u64,
+    streamed_in_bytes: u64,
+    streamed_out_bytes: u64,
+    alloc_bytes: u64,
+    peak_bytes: u64,
+    evictions: u32,
+    reloads: u32,
+    allocs: u32,
+}
+
+impl OpFigures {
+    fn add(&mut self, part: Part, bytes: u64) {
+        let (count, total) = match part {
+            Part::EvictedOut => (Some(&mut self.evictions), &mut self.evicted_bytes),
+            Part::Reloaded => (Some(&mut self.reloads), &mut self.reloaded_bytes),
+            Part::StreamedIn => (None, &mut self.streamed_in_bytes),
+            Part::StreamedOut => (None, &mut self.streamed_out_bytes),
+            Part::Weights | Part::InputLoads => return,
+        };
+        *total = total.saturating_add(bytes);
+        if let Some(c) = count {
+            *c = c.saturating_add(1);
+        }
+    }
+
+    /// The sum of the four spill parts (as [`crate::trace::ledger::Parts::traffic_bytes`]).
+    fn traffic_bytes(&self) -> u64 {
+        self.evicted_bytes
+            .saturating_add(self.reloaded_bytes)
+            .saturating_add(self.streamed_in_bytes)
+            .saturating_add(self.streamed_out_bytes)
+    }
+}
+
+/// Every op's [`OpFigures`], in op order: one pass over the ledger, two
+/// over the events.
+pub(crate) fn op_figures(tr: &Trace, ledger: &Ledger) -> Vec<OpFigures> {
+    let mut v = vec![OpFigures::default(); tr.ops.len()];
+    ledger.each(tr, |part, _tensor, op, bytes| {
+        if let Some(f) = op.and_then(|o| v.get_mut(o)) {
+            f.add(part, bytes);
+        }
+    });
+    memory_by_op(tr, &mut v);
+    v
+}
+
+/// What a share of the run divides by: the end-to-end latency, on several
+/// cores times the cores (every core's ops add up to at most 100 %, as on
+/// one core).
+pub(crate) fn latency_ns(tr: &Trace) -> f64 {
+    tr.summary.latency_ns.max(1) as f64 * f64::from(tr.summary.cores.max(1))
+}
+
+/// Op `i`'s row: its own fields from the trace, the rest from `f`. A row
+/// made only to be sorted (`whole` false) leaves out what no sort column
+/// reads and costs the most: the name and type (copied) and the
+/// intensity (a sum over the op's operands).
+pub(crate) fn row(tr: &Trace, i: usize, f: &OpFigures, latency: f64, whole: bool) -> Hotspot {
+    let o = tr.ops.at(i);
+    let duration_ns = o.end_ns.saturating_sub(o.start_ns);
+    let intensity = o.flops.filter(|_| whole).and_then(|flops| {
+        let operand_bytes: u64 = o
+            .inputs
+            .iter()
+            .chain(o.outputs.iter())
+            .filter_map(|&t| tr.tensors.get(t))
+            .map(|t| t.bytes)
+            .sum();
+        (operand_bytes > 0).then(|| flops / operand_bytes as f64)
+    });
+    Hotspot {
+        op: o.id,
+        name: if whole {
+            o.name.into()
+        } else {
+            Default::default()
+        },
+        op_type: if whole {
+            o.op_type.into()
+        } else {
+            Default::default()
+        },
+        evictions: u64::from(f.evictions),
+        evicted_bytes: f.evicted_bytes,
+        reloads: u64::from(f.reloads),
+        reloaded_bytes: f.reloaded_bytes,
+        streamed_in_bytes: f.streamed_in_bytes,
+        streamed_out_bytes: f.streamed_out_bytes,
+        traffic_bytes: f.traffic_bytes(),
+        stall_ns: o.stall_ns,
+        contention_ns: o.contention_ns.unwrap_or(0),
+        start_ns: o.start_ns,
+        duration_ns,
+        latency_share: duration_ns as f64 / latency,
+        bound: o.bound,
+        intensity,
+        self_ns: o.self_ns.unwrap_or(duration_ns),
+        alloc_bytes: f.alloc_bytes,
+        allocs: u64::from(f.allocs),
+        peak_bytes: f.peak_bytes,
+        calls: 1,
+    }
 }
 
 /// [`by_name`] when some name is called more than once; empty when every
 /// name is called once (the grouping would copy every row: at a million
 /// ops, 100 MB for nothing).
 pub fn by_name_if_repeated(hs: &[Hotspot]) -> Vec<Hotspot> {
-    let mut seen: std::collections::HashSet<&str> = Default::default();
-    match hs.iter().any(|h| !seen.insert(h.name.as_str())) {
+    match names_repeat(hs.iter().map(|h| h.name.as_str())) {
         true => by_name(hs),
         false => Vec::new(),
     }
+}
+
+/// Whether some name comes more than once.
+pub(crate) fn names_repeat<'a>(names: impl Iterator<Item = &'a str>) -> bool {
+    let mut seen: std::collections::HashSet<&str> = Default::default();
+    let mut names = names;
+    names.any(|n| !seen.insert(n))
 }
 
 /// One row per op name, in order of first call: counts, bytes, times and
@@ -268,14 +346,19 @@ pub fn by_name_if_repeated(hs: &[Hotspot]) -> Vec<Hotspot> {
 /// their own name's calls at one nesting level (a profile folded to a level
 /// holds that level only).
 pub fn by_name(hs: &[Hotspot]) -> Vec<Hotspot> {
-    let mut at: std::collections::HashMap<&str, usize> = Default::default();
+    group_by_name(hs.iter().cloned())
+}
+
+/// [`by_name`] over rows made one at a time (a [`Hotspots`] table's).
+pub(crate) fn group_by_name(rows: impl Iterator<Item = Hotspot>) -> Vec<Hotspot> {
+    let mut at: std::collections::HashMap<compact_str::CompactString, usize> = Default::default();
     let mut out: Vec<Hotspot> = Vec::new();
-    for h in hs {
+    for h in rows {
         let Some(&i) = at.get(h.name.as_str()) else {
-            at.insert(h.name.as_str(), out.len());
+            at.insert(h.name.clone(), out.len());
             out.push(Hotspot {
                 intensity: None,
-                ..h.clone()
+                ..h
             });
             continue;
         };
@@ -306,20 +389,11 @@ pub fn by_name(hs: &[Hotspot]) -> Vec<Hotspot> {
     out
 }
 
-/// An op's allocations and what of them is live at the peak.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-struct OpMemory {
-    alloc_bytes: u64,
-    allocs: u64,
-    peak_bytes: u64,
-}
-
 /// Per op: the allocations naming it, and the bytes of them still live at
 /// the first instant live bytes (allocations minus frees, all pools) peak.
 /// Two passes over the events (in time order), no per-event search.
-fn memory_by_op(tr: &Trace) -> Vec<OpMemory> {
+fn memory_by_op(tr: &Trace, out: &mut [OpFigures]) {
     use crate::trace::EventKind;
-    let mut out = vec![OpMemory::default(); tr.ops.len()];
     // Pass 1: where the peak is (the number of events up to it).
     let (mut live, mut peak, mut upto) = (0i128, 0i128, 0usize);
     // Weights (initializers) are not live tensors: left out, as from the
@@ -338,7 +412,7 @@ fn memory_by_op(tr: &Trace) -> Vec<OpMemory> {
                 live += e.bytes as i128;
                 if let Some(m) = e.op.and_then(|o| out.get_mut(o)) {
                     m.alloc_bytes += e.bytes;
-                    m.allocs += 1;
+                    m.allocs = m.allocs.saturating_add(1);
                 }
             }
             EventKind::Free => live -= e.bytes as i128,
@@ -350,7 +424,7 @@ fn memory_by_op(tr: &Trace) -> Vec<OpMemory> {
     }
     let frees = tr.events.iter().any(|e| e.kind == EventKind::Free);
     if !frees {
-        return out;
+        return;
     }
     // Pass 2: which allocations are live there, and whose they are.
     let mut holder: std::collections::HashMap<usize, (u64, Option<usize>)> = Default::default();
@@ -370,7 +444,6 @@ fn memory_by_op(tr: &Trace) -> Vec<OpMemory> {
             m.peak_bytes += bytes;
         }
     }
-    out
 }
 
 /// Sorts hotspots by `key`, largest first unless `ascending`.
@@ -386,31 +459,51 @@ pub fn order_hotspots(hs: &[Hotspot], key: HotspotKey, ascending: bool) -> Vec<u
 }
 
 fn compare(a: &Hotspot, b: &Hotspot, key: HotspotKey, ascending: bool) -> std::cmp::Ordering {
-    {
-        let o = match key {
-            HotspotKey::Traffic => a.traffic_bytes.cmp(&b.traffic_bytes),
-            HotspotKey::Evicted => a.evicted_bytes.cmp(&b.evicted_bytes),
-            HotspotKey::Reloaded => a.reloaded_bytes.cmp(&b.reloaded_bytes),
-            HotspotKey::Streamed => (a.streamed_in_bytes + a.streamed_out_bytes)
-                .cmp(&(b.streamed_in_bytes + b.streamed_out_bytes)),
-            HotspotKey::Stall => a.stall_ns.cmp(&b.stall_ns),
-            HotspotKey::Contention => a.contention_ns.cmp(&b.contention_ns),
-            HotspotKey::Share => a
-                .latency_share
-                .partial_cmp(&b.latency_share)
-                .unwrap_or(std::cmp::Ordering::Equal),
-            HotspotKey::OpType => a.op_type.cmp(&b.op_type),
-            HotspotKey::Bound => a.bound.cmp(&b.bound),
-            HotspotKey::SelfTime => a.self_ns.cmp(&b.self_ns),
-            HotspotKey::TotalTime => a.duration_ns.cmp(&b.duration_ns),
-            HotspotKey::Allocated => a.alloc_bytes.cmp(&b.alloc_bytes),
-            HotspotKey::Allocs => a.allocs.cmp(&b.allocs),
-            HotspotKey::AtPeak => a.peak_bytes.cmp(&b.peak_bytes),
-            HotspotKey::Start => a.start_ns.cmp(&b.start_ns),
-            HotspotKey::Calls => a.calls.cmp(&b.calls),
-        };
-        let o = if ascending { o } else { o.reverse() };
-        o.then(a.op.cmp(&b.op))
+    let va = sort_value(a, &a.op_type, key);
+    let vb = sort_value(b, &b.op_type, key);
+    in_order(&va, &vb, ascending).then(a.op.cmp(&b.op))
+}
+
+/// A row's value in one sort column (the type passed apart: a table's
+/// rows made only to be sorted borrow it from the trace).
+#[derive(Debug, PartialEq, PartialOrd)]
+pub(crate) enum SortValue<'a> {
+    Count(u64),
+    Share(f64),
+    Text(&'a str),
+    Bound(Option<Bound>),
+}
+
+pub(crate) fn sort_value<'a>(h: &Hotspot, op_type: &'a str, key: HotspotKey) -> SortValue<'a> {
+    use SortValue::Count;
+    match key {
+        HotspotKey::Traffic => Count(h.traffic_bytes),
+        HotspotKey::Evicted => Count(h.evicted_bytes),
+        HotspotKey::Reloaded => Count(h.reloaded_bytes),
+        HotspotKey::Streamed => Count(h.streamed_in_bytes + h.streamed_out_bytes),
+        HotspotKey::Stall => Count(h.stall_ns),
+        HotspotKey::Contention => Count(h.contention_ns),
+        HotspotKey::Share => SortValue::Share(h.latency_share),
+        HotspotKey::OpType => SortValue::Text(op_type),
+        HotspotKey::Bound => SortValue::Bound(h.bound),
+        HotspotKey::SelfTime => Count(h.self_ns),
+        HotspotKey::TotalTime => Count(h.duration_ns),
+        HotspotKey::Allocated => Count(h.alloc_bytes),
+        HotspotKey::Allocs => Count(h.allocs),
+        HotspotKey::AtPeak => Count(h.peak_bytes),
+        HotspotKey::Start => Count(h.start_ns),
+        HotspotKey::Calls => Count(h.calls),
+    }
+}
+
+/// `a` against `b`, largest first unless `ascending` (a share that is not
+/// a number ties).
+pub(crate) fn in_order(a: &SortValue, b: &SortValue, ascending: bool) -> std::cmp::Ordering {
+    let o = a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal);
+    if ascending {
+        o
+    } else {
+        o.reverse()
     }
 }
 

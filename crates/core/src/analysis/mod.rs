@@ -13,6 +13,7 @@ pub mod cores;
 pub mod diff;
 pub mod executorch;
 pub mod figures;
+pub mod hotspot_table;
 pub mod hotspots;
 pub mod measured;
 pub mod memmap;

@@ -4,7 +4,7 @@
 
 use crate::analysis::classify::{classify, classify_with_causes, Classification};
 use crate::analysis::diff::{diff_with, TraceDiff};
-use crate::analysis::hotspots::{by_name_if_repeated, hotspots, Hotspot};
+use crate::analysis::hotspots::Hotspots;
 use crate::analysis::memmap::{placements, OccupancyIndex, Placement};
 use crate::analysis::residency::first_pool_resident_by_step;
 use crate::analysis::roundtrips::{round_trips, TensorTrips};
@@ -105,10 +105,11 @@ pub struct Dataset {
     end_ns: u64,
     pub index: TimelineIndex,
     pub bus: Option<SeriesIndex>,
-    pub hotspots: Vec<Hotspot>,
+    /// Every op's hotspot (rows made from the trace when asked for).
+    pub hotspots: Hotspots,
     /// The hotspots grouped by op name (Hotspots' `g`; `report`'s table of
     /// the same for runtime profiles); empty when no name is called twice.
-    pub hotspots_by_name: Vec<Hotspot>,
+    pub hotspots_by_name: Hotspots,
     pub trips: Vec<TensorTrips>,
     pub class: Classification,
     /// Placements sorted by start time, and the longest one (for windowed queries).
@@ -230,7 +231,7 @@ fn pipe_indexes(tr: &Trace) -> Vec<(String, TimelineIndex)> {
 /// The heavy analyses of a complete dataset.
 struct Analyses {
     index: TimelineIndex,
-    hotspots: Vec<Hotspot>,
+    hotspots: Hotspots,
     trips: Vec<TensorTrips>,
     class: Classification,
     bus: Option<SeriesIndex>,
@@ -244,11 +245,11 @@ struct Analyses {
 
 /// The timeline index, hotspots, round trips, classification with causes
 /// and memory map of `trace` (the independent ones on both cores).
-fn analyses(trace: &Trace, ledger: &Ledger, capacity: u64) -> Analyses {
+fn analyses(trace: &Arc<Trace>, ledger: &Ledger, capacity: u64) -> Analyses {
     let (index, (hotspots, trips, class, placements)) = std::thread::scope(|s| {
         let other = s.spawn(move || {
             (
-                hotspots(trace, ledger),
+                Hotspots::of(trace, ledger),
                 round_trips(trace, ledger),
                 classify_with_causes(trace, ledger),
                 placements(trace),
@@ -379,7 +380,7 @@ impl Dataset {
             .map_or_else(|| trace_end(&trace), |h| h.index.end_ns);
         let h = heavy.unwrap_or_else(|| Analyses {
             index: TimelineIndex::build_empty(end_ns),
-            hotspots: Vec::new(),
+            hotspots: Hotspots::default(),
             trips: Vec::new(),
             class: classify(&trace, &ledger),
             bus: None,
@@ -395,7 +396,7 @@ impl Dataset {
             built_at: std::time::SystemTime::now(),
             complete: depth == Depth::Complete,
             end_ns,
-            hotspots_by_name: by_name_if_repeated(&h.hotspots),
+            hotspots_by_name: h.hotspots.by_name_if_repeated(),
             hotspots: h.hotspots,
             trips: h.trips,
             class: h.class,

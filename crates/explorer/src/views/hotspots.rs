@@ -9,7 +9,7 @@ use ratatui::layout::{Constraint, Rect};
 use ratatui::style::Modifier;
 use ratatui::widgets::{Cell, Row, Table, TableState};
 use ratatui::Frame;
-use spillscope::analysis::hotspots::{order_hotspots, Hotspot, HotspotKey};
+use spillscope::analysis::hotspots::{Hotspot, HotspotKey, Hotspots};
 use spillscope::units::{count, fmt_bytes};
 
 /// The Hotspots view's own state: sort column and direction, whether rows
@@ -27,13 +27,13 @@ pub struct HotspotsView {
 
 impl HotspotsView {
     /// Re-sorts for `hs`, keeping the selection in range.
-    pub fn resort(&mut self, hs: &[Hotspot]) {
-        self.order = order_hotspots(hs, self.key, self.ascending);
+    pub fn resort(&mut self, hs: &Hotspots) {
+        self.order = hs.order(self.key, self.ascending);
         self.sel = self.sel.min(self.order.len().saturating_sub(1));
     }
 
     /// The rows this view lists for `d`.
-    pub fn rows<'a>(&self, d: &'a Dataset) -> &'a [Hotspot] {
+    pub fn rows<'a>(&self, d: &'a Dataset) -> &'a Hotspots {
         if self.grouped {
             &d.hotspots_by_name
         } else {
@@ -42,7 +42,7 @@ impl HotspotsView {
     }
 
     /// The selected row.
-    pub fn selected<'a>(&self, d: &'a Dataset) -> Option<&'a Hotspot> {
+    pub fn selected(&self, d: &Dataset) -> Option<Hotspot> {
         self.rows(d).get(*self.order.get(self.sel)?)
     }
 
