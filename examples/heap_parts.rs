@@ -38,9 +38,11 @@ fn graph(p: &str) {
     let (now, peak) = (NOW.load(Relaxed), PEAK.load(Relaxed));
     println!("graph {} (peak while loading {})", mb(now), mb(peak));
     println!(
-        "  struct sizes: tensor {} B, op {} B",
-        std::mem::size_of::<spillscope::graph::Tensor>(),
-        std::mem::size_of::<spillscope::graph::Op>()
+        "  {} ops, {} tensors: {:.0} B per op, {:.0} B per tensor",
+        g.ops.len(),
+        g.tensors.len(),
+        g.ops.heap_bytes() as f64 / g.ops.len().max(1) as f64,
+        g.tensors.heap_bytes() as f64 / g.tensors.len().max(1) as f64
     );
     let b = NOW.load(Relaxed);
     let t = g.tensors.clone();
@@ -54,6 +56,25 @@ fn graph(p: &str) {
     let l = spillscope::graph::Liveness::compute(&g);
     println!("liveness {}", mb(NOW.load(Relaxed) - b));
     drop(l);
+    // What a run that keeps only its summary needs on top of the graph.
+    let b = NOW.load(Relaxed);
+    PEAK.store(b, Relaxed);
+    let hw = spillscope::cost::HardwareProfile::preset("seed-npu").unwrap();
+    let cfg = spillscope::sim::SimConfig::with_policy(spillscope::sim::EvictionPolicy::Lru);
+    let s = spillscope::sim::simulate_summary(
+        &g,
+        &hw,
+        &cfg,
+        None,
+        &spillscope::cancel::Cancel::never(),
+    )
+    .unwrap();
+    println!(
+        "summary run: peak {} above the graph, {} kept",
+        mb(PEAK.load(Relaxed) - b),
+        mb(NOW.load(Relaxed) - b)
+    );
+    drop(s);
 }
 
 fn main() {

@@ -595,7 +595,7 @@ fn the_placement_is_reported_and_pins_the_same_run() {
     assert_eq!(file.placement.len(), g.ops.len());
     assert!(file.placement.values().all(|&c| c < 2));
     for o in &g.ops {
-        assert!(file.placement.contains_key(o.name.as_str()), "{}", o.name);
+        assert!(file.placement.contains_key(o.name), "{}", o.name);
     }
     let counts = first["runs"][0]["ops_per_core"].clone();
     let n0 = file.placement.values().filter(|&&c| c == 0).count();

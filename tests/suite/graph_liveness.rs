@@ -189,3 +189,144 @@ fn the_streamed_graph_loader_equals_the_document_path() {
         }
     }
 }
+
+/// The builder keeps what it is given as the graph's own columns and
+/// resolves names as they come: operands declared after their op, ops
+/// given out of dependency order (scheduled, ids and producers follow the
+/// new order), an op reading a tensor twice listed once as its consumer,
+/// FLOPs kept where given and estimated where not.
+#[test]
+fn the_builder_links_late_names_and_reorders_ops() {
+    use spillscope::graph::{GraphBuilder, OpSpec, TensorSpec};
+    let t = |name: &str, kind: Option<TensorKind>| TensorSpec {
+        name: name.into(),
+        bytes: 64,
+        kind,
+        shape: Some(vec![4, 4]),
+        dtype: Some("f32".into()),
+    };
+    let op = |name: &str, ins: &[&str], outs: &[&str], flops: Option<f64>| OpSpec {
+        name: name.into(),
+        op_type: "Add".into(),
+        inputs: ins.iter().map(|&s| s.into()).collect(),
+        outputs: outs.iter().map(|&s| s.into()).collect(),
+        flops,
+    };
+    let mut b = GraphBuilder::new("late");
+    b.tensor(t("x", Some(TensorKind::Input)));
+    // `second` reads `a`, which `first` (declared after it) makes; `a`
+    // and `y` are declared after both ops.
+    b.op(op("second", &["a", "a"], &["y"], None));
+    b.op(op("first", &["x"], &["a"], Some(7.0)));
+    b.tensor(t("a", None)).tensor(t("y", None)).output("y");
+    let g = b.build().unwrap();
+    let names: Vec<&str> = g.ops.iter().map(|o| o.name).collect();
+    assert_eq!(names, ["first", "second"]);
+    assert_eq!(g.ops.iter().map(|o| o.id).collect::<Vec<_>>(), [0, 1]);
+    let a = g.tensor_by_name("a").unwrap();
+    assert_eq!((a.producer, a.consumers), (Some(0), &[1][..]));
+    assert_eq!(a.kind, TensorKind::Activation);
+    let y = g.tensor_by_name("y").unwrap();
+    assert_eq!((y.kind, y.producer), (TensorKind::Output, Some(1)));
+    assert_eq!(g.tensor_by_name("x").unwrap().consumers, &[0]);
+    assert_eq!(g.ops.at(0).flops, 7.0);
+    // Estimated: an elementwise op over 16 elements.
+    assert_eq!(g.ops.at(1).flops, 16.0);
+    assert_eq!(g.ops.at(1).inputs, &[a.id, a.id]);
+    // In dependency order already: the file's order, unchanged.
+    let mut b = GraphBuilder::new("ordered");
+    b.tensor(t("x", Some(TensorKind::Input)))
+        .tensor(t("a", None))
+        .tensor(t("y", None));
+    b.op(op("p", &["x"], &["a"], None))
+        .op(op("q", &["a", "x"], &["y"], None));
+    let g = b.build().unwrap();
+    assert_eq!(g.ops.iter().map(|o| o.name).collect::<Vec<_>>(), ["p", "q"]);
+    assert_eq!(g.tensor_by_name("x").unwrap().consumers, &[0, 1]);
+    // Not listed as an output: an activation nobody reads.
+    assert_eq!(g.tensor_by_name("y").unwrap().kind, TensorKind::Activation);
+}
+
+/// Each way a graph can be malformed is refused naming the culprit, and
+/// the first check in the builder's order is the one reported.
+#[test]
+fn the_builder_names_what_it_refuses() {
+    use spillscope::graph::{GraphBuilder, OpSpec, TensorSpec};
+    let t = |name: &str, kind: Option<TensorKind>| TensorSpec {
+        name: name.into(),
+        bytes: 8,
+        kind,
+        shape: None,
+        dtype: None,
+    };
+    let op = |name: &str, ins: &[&str], outs: &[&str]| OpSpec {
+        name: name.into(),
+        op_type: "Relu".into(),
+        inputs: ins.iter().map(|&s| s.into()).collect(),
+        outputs: outs.iter().map(|&s| s.into()).collect(),
+        flops: None,
+    };
+    let fails = |tensors: &[(&str, Option<TensorKind>)],
+                 ops: &[(&str, &[&str], &[&str])],
+                 outputs: &[&str]| {
+        let mut b = GraphBuilder::new("bad");
+        for &(n, k) in tensors {
+            b.tensor(t(n, k));
+        }
+        for &(n, i, o) in ops {
+            b.op(op(n, i, o));
+        }
+        for &o in outputs {
+            b.output(o);
+        }
+        b.build().unwrap_err().to_string()
+    };
+    let input = Some(TensorKind::Input);
+    let e = fails(&[("x", input), ("x", None)], &[("p", &["x"], &["q"])], &[]);
+    assert!(e.contains("x") && e.contains("declared twice"), "{e}");
+    let e = fails(
+        &[("x", input), ("y", None)],
+        &[("p", &["x", "ghost"], &["y"])],
+        &[],
+    );
+    assert!(
+        e.contains("p") && e.contains("\"ghost\"") && e.contains("not declared"),
+        "{e}"
+    );
+    let e = fails(
+        &[("x", input), ("y", None)],
+        &[("p", &["x"], &["y"]), ("r", &["x"], &["y"])],
+        &[],
+    );
+    assert!(e.contains("produced by both \"p\" and \"r\""), "{e}");
+    let e = fails(&[("x", input)], &[("p", &["x"], &["x"])], &[]);
+    assert!(
+        e.contains("graph input/weight but op \"p\" produces it"),
+        "{e}"
+    );
+    let e = fails(
+        &[("x", input), ("y", None), ("z", None)],
+        &[("p", &["x"], &["y"]), ("p", &["y"], &["z"])],
+        &[],
+    );
+    assert!(e.contains("op name used twice"), "{e}");
+    let e = fails(
+        &[("x", input), ("y", None)],
+        &[("p", &["x"], &["y"])],
+        &["nope"],
+    );
+    assert!(e.contains("nope") && e.contains("not declared"), "{e}");
+    let e = fails(
+        &[("x", input), ("a", None), ("b", None)],
+        &[("p", &["x", "b"], &["a"]), ("q", &["a"], &["b"])],
+        &[],
+    );
+    assert!(e.contains("cycle") || e.contains("Cycle"), "{e}");
+    // The tensor declared twice is reported before the undeclared operand.
+    let e = fails(
+        &[("x", input), ("x", None)],
+        &[("p", &["ghost"], &["y"])],
+        &[],
+    );
+    assert!(e.contains("declared twice"), "{e}");
+}

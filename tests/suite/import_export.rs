@@ -176,7 +176,7 @@ fn noopt_ort_traces_match_the_onnx_nodes_one_to_one() {
             .ops
             .iter()
             .filter(|o| o.op_type != "Constant")
-            .map(|o| o.name.as_str())
+            .map(|o| o.name)
             .collect();
         let mut got: Vec<&str> = tr.ops.iter().map(|o| o.name).collect();
         want.sort();

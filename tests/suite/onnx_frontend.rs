@@ -293,7 +293,7 @@ fn complete_value_info_gives_the_tract_graph_without_tract() {
         assert_eq!(fast.tensors.len(), slow.tensors.len(), "{name}");
         assert_eq!(fast.ops.len(), slow.ops.len(), "{name}");
         for t in &slow.tensors {
-            let f = fast.tensor_by_name(&t.name).unwrap();
+            let f = fast.tensor_by_name(t.name).unwrap();
             assert_eq!((f.bytes, f.kind), (t.bytes, t.kind), "{name}: {}", t.name);
         }
         for (a, b) in fast.ops.iter().zip(&slow.ops) {

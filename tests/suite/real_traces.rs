@@ -141,13 +141,9 @@ fn optimised_profiles_link_to_the_optimised_model_and_report_the_original() {
         for o in g
             .ops
             .iter()
-            .filter(|o| matches!(o.op_type.as_str(), "Conv" | "Gemm" | "MatMul"))
+            .filter(|o| matches!(o.op_type, "Conv" | "Gemm" | "MatMul"))
         {
-            assert!(
-                names.contains(o.name.as_str()),
-                "{name}: {} not linked",
-                o.name
-            );
+            assert!(names.contains(o.name), "{name}: {} not linked", o.name);
         }
         // Linked either way, the run is the same: one peak of live bytes
         // (fused nodes hold no inner tensors), up to the few bytes of shape

@@ -143,8 +143,8 @@ proptest! {
             let cfg = SimConfig { policy: p, weights: WeightMode::Ignore, ..Default::default() };
             let tr = simulate(&g, &hw, &cfg).unwrap();
             let desc: Vec<String> = g.ops.iter().map(|o| format!("{}: {:?} -> {:?}", o.name,
-                o.inputs.iter().map(|&t| (g.tensors[t].name.as_str(), g.tensors[t].bytes)).collect::<Vec<_>>(),
-                o.outputs.iter().map(|&t| (g.tensors[t].name.as_str(), g.tensors[t].bytes)).collect::<Vec<_>>())).collect();
+                o.inputs.iter().map(|&t| (g.tensors.at(t).name, g.tensors.at(t).bytes)).collect::<Vec<_>>(),
+                o.outputs.iter().map(|&t| (g.tensors.at(t).name, g.tensors.at(t).bytes)).collect::<Vec<_>>())).collect();
             check_trace(&tr, cap, p).map_err(|e| TestCaseError::fail(format!("{e}\ncap {cap} async {async_dma}\n{}", desc.join("\n"))))?;
             if p == EvictionPolicy::Ideal {
                 ideal_latency = tr.summary.latency_ns;
@@ -171,8 +171,8 @@ proptest! {
         };
         let (b, l) = (reloads(EvictionPolicy::Belady), reloads(EvictionPolicy::Lru));
         let desc: Vec<String> = g.ops.iter().map(|o| format!("{}: {:?} -> {:?}", o.name,
-            o.inputs.iter().map(|&t| g.tensors[t].name.as_str()).collect::<Vec<_>>(),
-            o.outputs.iter().map(|&t| g.tensors[t].name.as_str()).collect::<Vec<_>>())).collect();
+            o.inputs.iter().map(|&t| g.tensors.at(t).name).collect::<Vec<_>>(),
+            o.outputs.iter().map(|&t| g.tensors.at(t).name).collect::<Vec<_>>())).collect();
         prop_assert!(b <= l, "belady {b} > lru {l} at {cap_units} units\n{}", desc.join("\n"));
     }
 }

@@ -99,7 +99,7 @@ fn tflite_models_load_with_the_reference_liveness_peak() {
             .iter()
             .find(|t| t.kind == spillscope::graph::TensorKind::Input)
             .unwrap();
-        assert_eq!(t.dtype.as_deref(), Some("int8"));
+        assert_eq!(t.dtype, Some("int8"));
         assert_eq!(Some(t.bytes), t.elements());
         assert!(
             g.ops.iter().all(|o| o.flops > 0.0),
@@ -426,20 +426,16 @@ fn a_tiny_tflite_model_lowers_exactly() {
     std::fs::write(&p, tiny_tflite(0)).unwrap();
     let g = spillscope::graph::load(&p, &Default::default()).unwrap();
     assert_eq!(g.ops.len(), 1);
-    assert_eq!(g.ops[0].op_type, "RELU");
-    assert_eq!(g.ops[0].name, "y");
-    let bytes: Vec<(&str, u64)> = g
-        .tensors
-        .iter()
-        .map(|t| (t.name.as_str(), t.bytes))
-        .collect();
+    assert_eq!(g.ops.at(0).op_type, "RELU");
+    assert_eq!(g.ops.at(0).name, "y");
+    let bytes: Vec<(&str, u64)> = g.tensors.iter().map(|t| (t.name, t.bytes)).collect();
     assert_eq!(bytes, vec![("x", 4), ("y", 4)]);
     // Float models: 4 bytes per element.
     let f = tmp.path().join("float.tflite");
     std::fs::write(&f, tiny_tflite_of(0, tflite::TensorType::FLOAT32)).unwrap();
     let g = spillscope::graph::load(&f, &Default::default()).unwrap();
-    assert_eq!(g.tensors[0].bytes, 16);
-    assert_eq!(g.tensors[0].dtype.as_deref(), Some("float32"));
+    assert_eq!(g.tensors.at(0).bytes, 16);
+    assert_eq!(g.tensors.at(0).dtype, Some("float32"));
     // A string tensor has no size: refused by name.
     let s = tmp.path().join("string.tflite");
     std::fs::write(&s, tiny_tflite_of(0, tflite::TensorType::STRING)).unwrap();

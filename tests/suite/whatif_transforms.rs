@@ -55,7 +55,7 @@ fn fusion_removes_exactly_one_spill() {
     assert_eq!(fusions[0].removed_bytes, 256 * K);
     assert_eq!(fused.ops.len(), 3);
     assert!(fused.tensor_by_name("c").is_none());
-    assert_eq!(fused.ops[1].op_type, "Conv+Relu");
+    assert_eq!(fused.ops.at(1).op_type, "Conv+Relu");
 
     let cfg = SimConfig {
         fuse: true,
@@ -117,7 +117,7 @@ fn fusion_stops_at_shared_or_output_intermediates() {
     let (h, f) = fuse(&g).unwrap();
     assert_eq!(f[0].ops, vec!["conv", "bn", "relu", "add"]);
     assert_eq!(h.ops.len(), 1);
-    assert_eq!(h.ops[0].inputs.len(), 1, "x once");
+    assert_eq!(h.ops.at(0).inputs.len(), 1, "x once");
 }
 
 /// `a` is cheap to recompute from `x`, which stays resident; reloading it
@@ -255,7 +255,7 @@ fn memory_aware_order_lowers_peak_live_bytes() {
     let before = Liveness::compute(&g).peak_bytes;
     let order = memory_aware_order(&g);
     let h = reorder(&g, &order).unwrap();
-    let names: Vec<&str> = h.ops.iter().map(|o| o.name.as_str()).collect();
+    let names: Vec<&str> = h.ops.iter().map(|o| o.name).collect();
     assert_eq!(names, vec!["a1", "a2", "b1", "b2", "join"]);
     let after = Liveness::compute(&h).peak_bytes;
     assert_eq!(before, 64 * K + 512 * K + 512 * K);
@@ -284,7 +284,7 @@ fn memory_aware_order_lowers_peak_live_bytes() {
 fn order_overrides_are_followed_or_named() {
     let g = branches_graph();
     let o = order_with_overrides(&g, &["b1".into(), "b2".into(), "a1".into()]).unwrap();
-    let names: Vec<&str> = o.iter().map(|&i| g.ops[i].name.as_str()).collect();
+    let names: Vec<&str> = o.iter().map(|&i| g.ops.at(i).name).collect();
     assert_eq!(names, vec!["b1", "b2", "a1", "a2", "join"]);
     let e = order_with_overrides(&g, &["a2".into(), "a1".into()])
         .unwrap_err()

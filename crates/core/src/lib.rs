@@ -10,6 +10,7 @@
 
 pub mod analysis;
 pub mod cancel;
+pub(crate) mod cols;
 pub mod cost;
 pub mod error;
 pub mod graph;

@@ -39,13 +39,17 @@ pub fn roofline_vs_measured(
     let mut by: BTreeMap<String, (usize, f64, u64)> = BTreeMap::new();
     let mut matched = 0;
     for o in &g.ops {
-        let Some(&m) = measured.get(o.name.as_str()) else {
+        let Some(&m) = measured.get(o.name) else {
             continue;
         };
         matched += 1;
-        let bytes: u64 = g.operands(o.id).iter().map(|&t| g.tensors[t].bytes).sum();
+        let bytes: u64 = g
+            .operands(o.id)
+            .iter()
+            .map(|&t| g.tensors.at(t).bytes)
+            .sum();
         let r = op_time_ns(hw, o.flops, bytes).time_ns;
-        let e = by.entry(o.op_type.clone().into()).or_default();
+        let e = by.entry(o.op_type.into()).or_default();
         e.0 += 1;
         e.1 += r;
         e.2 += m;
@@ -67,7 +71,7 @@ pub fn roofline_vs_measured(
 /// `(tensor name, step)` free points from an instrumented trace: the step
 /// of the graph op (matched by name) during which the runtime freed it.
 pub fn free_points(g: &Graph, tr: &Trace) -> Vec<(String, usize)> {
-    let step: HashMap<&str, usize> = g.ops.iter().map(|o| (o.name.as_str(), o.id)).collect();
+    let step: HashMap<&str, usize> = g.ops.iter().map(|o| (o.name, o.id)).collect();
     let mut out: HashMap<String, usize> = HashMap::new();
     for e in tr.events.iter().filter(|e| e.kind == EventKind::Free) {
         let (Some(t), Some(op)) = (tr.tensors.get(e.tensor), e.op.and_then(|o| tr.ops.get(o)))

@@ -33,8 +33,8 @@ pub fn working_sets(g: &Graph) -> Vec<u64> {
         .map(|i| {
             g.operands(i)
                 .into_iter()
-                .filter(|&t| spillable(g.tensors[t].kind))
-                .map(|t| g.tensors[t].bytes)
+                .filter(|&t| spillable(g.tensors.at(t).kind))
+                .map(|t| g.tensors.at(t).bytes)
                 .sum()
         })
         .collect()
@@ -75,10 +75,20 @@ pub fn live_excess_bound(g: &Graph, live: &Liveness, capacity: u64) -> u64 {
 /// from any other pool's, so the per-pool live bounds add up too. One
 /// pool gives exactly [`lower_bound_traffic`].
 pub fn lower_bound_traffic_pools(g: &Graph, pool_of: &[usize], capacities: &[u64]) -> u64 {
+    lower_bound_traffic_pools_live(g, &Liveness::compute(g), pool_of, capacities)
+}
+
+/// [`lower_bound_traffic_pools`] with `g`'s liveness already computed (a
+/// simulation holds it: a second copy was 32 MB at 10^6 ops).
+pub fn lower_bound_traffic_pools_live(
+    g: &Graph,
+    live: &Liveness,
+    pool_of: &[usize],
+    capacities: &[u64],
+) -> u64 {
     if capacities.len() == 1 {
-        return lower_bound_traffic(g, capacities[0]);
+        return working_set_bound(g, capacities[0]).max(live_excess_bound(g, live, capacities[0]));
     }
-    let live = Liveness::compute(g);
     let n = g.ops.len();
     let mut ws = 0u64;
     let mut live_bound = 0u64;
@@ -88,8 +98,8 @@ pub fn lower_bound_traffic_pools(g: &Graph, pool_of: &[usize], capacities: &[u64
             let w: u64 = g
                 .operands(i)
                 .into_iter()
-                .filter(|&t| mine(t) && spillable(g.tensors[t].kind))
-                .map(|t| g.tensors[t].bytes)
+                .filter(|&t| mine(t) && spillable(g.tensors.at(t).kind))
+                .map(|t| g.tensors.at(t).bytes)
                 .sum();
             ws = ws.saturating_add(w.saturating_sub(cap));
         }

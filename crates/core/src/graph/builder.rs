@@ -2,11 +2,13 @@
 //! [`Graph`]: resolves names, links producers and consumers, rejects dangling
 //! references and cycles with the culprit named, and fixes a schedule order.
 
-use super::{Graph, Op, OpId, Tensor, TensorId, TensorKind};
+use super::{Graph, OpId, OpRef, Ops, TensorKind, TensorRef, Tensors};
+use crate::cols::IdLists;
 use crate::limits;
 use crate::{Error, Result};
 use compact_str::CompactString;
-use std::collections::HashMap;
+use hashbrown::HashTable;
+use std::hash::BuildHasher;
 
 /// A tensor as declared by a front end.
 #[derive(Debug, Clone)]
@@ -31,13 +33,90 @@ pub struct OpSpec {
     pub flops: Option<f64>,
 }
 
+/// Names to ids without a second copy of each name: the table holds ids
+/// (4 bytes each) and hashes and compares the names where they are
+/// stored. A map from owned names cost about 50 bytes a tensor at 10^6.
+/// The hash is hashbrown's seeded default (foldhash): growing the table
+/// hashes every name again, which SipHash made a tenth of loading a
+/// 10^6-op graph.
+#[derive(Default)]
+struct NameIndex {
+    ids: HashTable<u32>,
+    state: hashbrown::DefaultHashBuilder,
+}
+
+impl NameIndex {
+    fn find<'a>(&self, name: &str, names: impl Fn(usize) -> &'a str) -> Option<usize> {
+        let h = self.state.hash_one(name);
+        self.ids
+            .find(h, |&i| names(i as usize) == name)
+            .map(|&i| i as usize)
+    }
+
+    /// Adds id `i` under `name` unless the name is there: then its id.
+    fn insert<'a>(
+        &mut self,
+        i: usize,
+        name: &str,
+        names: impl Fn(usize) -> &'a str,
+    ) -> Option<usize> {
+        if let Some(j) = self.find(name, &names) {
+            return Some(j);
+        }
+        let h = self.state.hash_one(name);
+        let state = &self.state;
+        self.ids
+            .insert_unique(h, i as u32, |&j| state.hash_one(names(j as usize)));
+        None
+    }
+}
+
+/// An operand whose tensor was not declared when its op was: resolved by
+/// name when the graph is built.
+struct Pending {
+    op: usize,
+    output: bool,
+    slot: usize,
+    name: CompactString,
+}
+
+/// No tensor yet (an operand still [`Pending`]), no producer.
+const NONE: usize = usize::MAX;
+
 /// Collects specs, then [`GraphBuilder::build`] checks and links them.
-#[derive(Debug, Default)]
+/// Specs are kept as the graph's own columns as they arrive (names in one
+/// blob, operands resolved to ids when their tensors are known), so
+/// building a 10^6-op graph holds little beyond the graph it makes.
+#[derive(Default)]
 pub struct GraphBuilder {
     name: String,
-    tensors: Vec<TensorSpec>,
-    ops: Vec<OpSpec>,
+    /// Declared tensors in declaration order; kinds, producers and
+    /// consumers are set by [`GraphBuilder::build`].
+    tensors: Tensors,
+    declared: Vec<Option<TensorKind>>,
+    index: NameIndex,
+    /// The first tensor declared twice (its second declaration).
+    twice: Option<usize>,
+    /// Ops in file order, FLOPs 0 where the front end gave none.
+    ops: Ops,
+    flops_known: Vec<bool>,
+    op_index: NameIndex,
+    /// The first op whose name was used before.
+    op_twice: Option<usize>,
+    pending: Vec<Pending>,
     outputs: Vec<String>,
+    /// Tensor count and bytes past what 32-bit ids can hold: refused.
+    too_many: bool,
+}
+
+impl std::fmt::Debug for GraphBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GraphBuilder")
+            .field("name", &self.name)
+            .field("tensors", &self.tensors.len())
+            .field("ops", &self.ops.len())
+            .finish()
+    }
 }
 
 impl GraphBuilder {
@@ -53,11 +132,74 @@ impl GraphBuilder {
         self
     }
     pub fn tensor(&mut self, spec: TensorSpec) -> &mut Self {
-        self.tensors.push(spec);
+        let i = self.tensors.len();
+        if i >= u32::MAX as usize {
+            self.too_many = true;
+            return self;
+        }
+        let tensors = &self.tensors;
+        let seen = self.index.insert(i, &spec.name, |j| tensors.name(j));
+        if seen.is_some() && self.twice.is_none() {
+            self.twice = Some(i);
+        }
+        self.tensors.push_row(TensorRef {
+            id: i,
+            name: &spec.name,
+            bytes: spec.bytes,
+            kind: spec.kind.unwrap_or(TensorKind::Activation),
+            shape: spec.shape.as_deref(),
+            dtype: spec.dtype.as_deref(),
+            producer: None,
+            consumers: &[],
+        });
+        self.declared.push(spec.kind);
         self
     }
     pub fn op(&mut self, spec: OpSpec) -> &mut Self {
-        self.ops.push(spec);
+        let i = self.ops.len();
+        if i >= u32::MAX as usize {
+            self.too_many = true;
+            return self;
+        }
+        let ops = &self.ops;
+        if self
+            .op_index
+            .insert(i, &spec.name, |j| ops.name(j))
+            .is_some()
+            && self.op_twice.is_none()
+        {
+            self.op_twice = Some(i);
+        }
+        let mut resolve = |names: &[CompactString], output: bool| -> Vec<usize> {
+            let tensors = &self.tensors;
+            names
+                .iter()
+                .enumerate()
+                .map(|(slot, n)| {
+                    self.index.find(n, |j| tensors.name(j)).unwrap_or_else(|| {
+                        self.pending.push(Pending {
+                            op: i,
+                            output,
+                            slot,
+                            name: n.clone(),
+                        });
+                        NONE
+                    })
+                })
+                .collect()
+        };
+        let inputs = resolve(&spec.inputs, false);
+        let outputs = resolve(&spec.outputs, true);
+        self.ops.push_row(OpRef {
+            id: i,
+            name: &spec.name,
+            op_type: &spec.op_type,
+            inputs: &inputs,
+            outputs: &outputs,
+            flops: spec.flops.unwrap_or(0.0),
+            unit: None,
+        });
+        self.flops_known.push(spec.flops.is_some());
         self
     }
     /// Marks a tensor as a graph output (live to the end).
@@ -66,165 +208,146 @@ impl GraphBuilder {
         self
     }
 
-    /// Resolves names, checks sizes (see [`crate::limits`]) and orders the
-    /// ops. The specs' strings move into the graph rather than being copied,
-    /// and each op's operand names are dropped once resolved, so building
-    /// holds little beyond the specs and the graph (a 10^6-op graph is
-    /// several hundred MB of them).
-    pub fn build(self) -> Result<Graph> {
-        let GraphBuilder {
-            name,
-            tensors: mut specs,
-            ops: mut op_specs,
-            outputs,
-        } = self;
-        let links = Links::resolve(&specs, &mut op_specs, &outputs)?;
-        let mut tensors: Vec<Tensor> = specs
-            .iter_mut()
-            .enumerate()
-            .map(|(i, s)| {
-                let kind = if links.is_output[i] {
-                    TensorKind::Output
-                } else {
-                    match (s.kind, links.producer[i]) {
-                        (Some(k), _) if k != TensorKind::Output => k,
-                        (_, Some(_)) => TensorKind::Activation,
-                        (_, None) => TensorKind::Input,
-                    }
-                };
-                Tensor {
-                    id: i,
-                    name: std::mem::take(&mut s.name),
-                    bytes: s.bytes,
-                    kind,
-                    shape: s.shape.take(),
-                    dtype: s.dtype.take(),
-                    producer: links.producer[i].map(|p| links.new_id[p]),
-                    consumers: Vec::new(),
-                }
-            })
-            .collect();
-        drop(specs);
-        let Links {
-            mut op_in,
-            mut op_out,
-            order,
-            ..
-        } = links;
-        let mut ops: Vec<Op> = Vec::with_capacity(order.len());
-        for (pos, &old) in order.iter().enumerate() {
-            let s = &mut op_specs[old];
-            let inputs = std::mem::take(&mut op_in[old]);
-            for &t in &inputs {
-                if tensors[t].consumers.last() != Some(&pos) {
-                    tensors[t].consumers.push(pos);
-                }
-            }
-            ops.push(Op {
-                id: pos,
-                name: std::mem::take(&mut s.name),
-                op_type: std::mem::take(&mut s.op_type),
-                inputs,
-                outputs: std::mem::take(&mut op_out[old]),
-                flops: 0.0,
-                unit: None,
+    /// Resolves what is left of the names, checks sizes (see
+    /// [`crate::limits`]) and orders the ops, with the culprit named on
+    /// failure: tensors or ops declared twice, an operand or output never
+    /// declared, a tensor produced twice or an input produced, a cycle.
+    pub fn build(mut self) -> Result<Graph> {
+        if self.too_many {
+            return Err(Error::Config(format!(
+                "graph {:?}: more than {} tensors or ops, the most spillscope holds",
+                self.name,
+                u32::MAX - 1
+            )));
+        }
+        if let Some(i) = self.twice {
+            return Err(Error::Tensor {
+                tensor: self.tensors.at(i).name.into(),
+                detail: "declared twice".into(),
             });
         }
-        for t in &mut tensors {
-            t.consumers.shrink_to_fit();
+        check_total_bytes(&self.tensors)?;
+        if let Some(i) = self.op_twice {
+            return Err(Error::Node {
+                node: self.ops.at(i).name.into(),
+                detail: "op name used twice".into(),
+            });
         }
-        for (pos, &old) in order.iter().enumerate() {
-            ops[pos].flops = match op_specs[old].flops {
-                Some(f) => f,
-                None => super::flops::estimate(&ops[pos], &tensors),
-            };
+        self.resolve_pending()?;
+        let producer = self.producers()?;
+        let order = schedule(&self.ops, &producer)?;
+        let is_output = self.output_flags()?;
+        let GraphBuilder {
+            name,
+            tensors,
+            declared,
+            ops,
+            flops_known,
+            ..
+        } = self;
+        let (ops, flops_known, new_id) = match order {
+            None => (ops, flops_known, None),
+            Some(order) => {
+                let mut by_pos = Ops::new();
+                let mut known = Vec::with_capacity(order.len());
+                let mut new_id = vec![0usize; order.len()];
+                for (pos, &old) in order.iter().enumerate() {
+                    by_pos.push_row(OpRef {
+                        id: pos,
+                        ..ops.at(old)
+                    });
+                    known.push(flops_known[old]);
+                    new_id[old] = pos;
+                }
+                by_pos.shrink_to_fit();
+                (by_pos, known, Some(new_id))
+            }
+        };
+        let consumers = consumer_lists(&ops, tensors.len());
+        let kinds = (0..tensors.len())
+            .map(|i| match (is_output[i], declared[i], producer[i]) {
+                (true, _, _) => TensorKind::Output,
+                (_, Some(k), _) if k != TensorKind::Output => k,
+                (_, _, p) if p != NONE => TensorKind::Activation,
+                _ => TensorKind::Input,
+            })
+            .collect();
+        let producer = producer
+            .into_iter()
+            .map(|p| match (&new_id, p) {
+                (_, NONE) => NONE,
+                (Some(new_id), p) => new_id[p],
+                (None, p) => p,
+            })
+            .collect();
+        let mut tensors = tensors;
+        tensors.link(kinds, producer, consumers);
+        // The columns grew by doubling as specs came: give the room back.
+        tensors.shrink_to_fit();
+        let mut ops = ops;
+        ops.shrink_to_fit();
+        for (pos, &known) in flops_known.iter().enumerate() {
+            if !known {
+                let f = super::flops::estimate(ops.at(pos), &tensors);
+                ops.set_flops(pos, f);
+            }
         }
         Ok(Graph { name, tensors, ops })
     }
-}
 
-/// What resolving the names found: each tensor's producer and whether it is
-/// a graph output, each op's operands by id (file order), and the schedule
-/// order with each op's position in it.
-struct Links {
-    producer: Vec<Option<OpId>>,
-    is_output: Vec<bool>,
-    op_in: Vec<Vec<TensorId>>,
-    op_out: Vec<Vec<TensorId>>,
-    order: Vec<OpId>,
-    new_id: Vec<usize>,
-}
-
-impl Links {
-    /// Resolves every name, with the culprit named on failure: tensors or
-    /// ops declared twice, an operand or output never declared, a tensor
-    /// produced twice or an input produced, a cycle. Each op's operand
-    /// names are dropped as soon as they are resolved.
-    fn resolve(tensors: &[TensorSpec], ops: &mut [OpSpec], outputs: &[String]) -> Result<Links> {
-        let mut index: HashMap<&str, TensorId> = HashMap::with_capacity(tensors.len());
-        for (i, t) in tensors.iter().enumerate() {
-            if index.insert(t.name.as_str(), i).is_some() {
-                return Err(Error::Tensor {
-                    tensor: t.name.clone().into(),
-                    detail: "declared twice".into(),
+    /// Operands named before their tensors were declared, by id now; the
+    /// first still undeclared is refused naming its op.
+    fn resolve_pending(&mut self) -> Result<()> {
+        for p in std::mem::take(&mut self.pending) {
+            let tensors = &self.tensors;
+            let Some(t) = self.index.find(&p.name, |j| tensors.name(j)) else {
+                return Err(Error::Node {
+                    node: self.ops.at(p.op).name.into(),
+                    detail: format!("refers to tensor {:?}, which is not declared", p.name),
                 });
-            }
+            };
+            self.ops.set_operand(p.op, p.output, p.slot, t);
         }
-        check_total_bytes(tensors)?;
-        check_op_names(ops)?;
-        let resolve = |op: &OpSpec, name: &str| -> Result<TensorId> {
-            index.get(name).copied().ok_or_else(|| Error::Node {
-                node: op.name.clone().into(),
-                detail: format!("refers to tensor {name:?}, which is not declared"),
-            })
-        };
-        let n_ops = ops.len();
-        let mut producer: Vec<Option<OpId>> = vec![None; tensors.len()];
-        let mut op_in: Vec<Vec<TensorId>> = Vec::with_capacity(n_ops);
-        let mut op_out: Vec<Vec<TensorId>> = Vec::with_capacity(n_ops);
-        for i in 0..n_ops {
-            let o = &ops[i];
-            let ins = o
-                .inputs
-                .iter()
-                .map(|n| resolve(o, n))
-                .collect::<Result<Vec<_>>>()?;
-            let outs = o
-                .outputs
-                .iter()
-                .map(|n| resolve(o, n))
-                .collect::<Result<Vec<_>>>()?;
-            for &t in &outs {
-                if let Some(p) = producer[t] {
+        Ok(())
+    }
+
+    /// Each tensor's producer (an op in file order, or [`NONE`]); a tensor
+    /// produced twice, or an input or weight produced, is refused.
+    fn producers(&self) -> Result<Vec<usize>> {
+        let mut producer = vec![NONE; self.tensors.len()];
+        for (i, o) in self.ops.iter().enumerate() {
+            for &t in o.outputs {
+                let name = || self.tensors.at(t).name.into();
+                if producer[t] != NONE {
                     return Err(Error::Tensor {
-                        tensor: tensors[t].name.clone().into(),
-                        detail: format!("produced by both {:?} and {:?}", ops[p].name, o.name),
+                        tensor: name(),
+                        detail: format!(
+                            "produced by both {:?} and {:?}",
+                            self.ops.at(producer[t]).name,
+                            o.name
+                        ),
                     });
                 }
                 if matches!(
-                    tensors[t].kind,
+                    self.declared[t],
                     Some(TensorKind::Weight | TensorKind::Input)
                 ) {
                     return Err(Error::Tensor {
-                        tensor: tensors[t].name.clone().into(),
+                        tensor: name(),
                         detail: format!("is a graph input/weight but op {:?} produces it", o.name),
                     });
                 }
-                producer[t] = Some(i);
+                producer[t] = i;
             }
-            op_in.push(ins);
-            op_out.push(outs);
-            ops[i].inputs = Vec::new();
-            ops[i].outputs = Vec::new();
         }
-        let order = schedule(ops, &producer, &op_in)?;
-        let mut new_id = vec![0usize; n_ops];
-        for (pos, &old) in order.iter().enumerate() {
-            new_id[old] = pos;
-        }
-        let mut is_output = vec![false; tensors.len()];
-        for o in outputs {
-            let Some(&t) = index.get(o.as_str()) else {
+        Ok(producer)
+    }
+
+    /// Which tensors the front end listed as graph outputs.
+    fn output_flags(&self) -> Result<Vec<bool>> {
+        let mut is_output = vec![false; self.tensors.len()];
+        for o in &self.outputs {
+            let Some(t) = self.index.find(o, |j| self.tensors.name(j)) else {
                 return Err(Error::Tensor {
                     tensor: o.clone(),
                     detail: "listed as a graph output but not declared".into(),
@@ -232,78 +355,97 @@ impl Links {
             };
             is_output[t] = true;
         }
-        Ok(Links {
-            producer,
-            is_output,
-            op_in,
-            op_out,
-            order,
-            new_id,
-        })
+        Ok(is_output)
     }
 }
 
-/// Each op name may be used once.
-fn check_op_names(ops: &[OpSpec]) -> Result<()> {
-    let mut op_names: HashMap<&str, OpId> = HashMap::with_capacity(ops.len());
+/// Each tensor's consumers (op positions, in order, an op reading a
+/// tensor twice listed once), counted then filled: no list per tensor.
+fn consumer_lists(ops: &Ops, n_tensors: usize) -> IdLists {
+    let reads = |f: &mut dyn FnMut(usize, usize)| {
+        for (pos, o) in ops.iter().enumerate() {
+            for (k, &t) in o.inputs.iter().enumerate() {
+                if !o.inputs[..k].contains(&t) {
+                    f(t, pos);
+                }
+            }
+        }
+    };
+    let mut ends = vec![0usize; n_tensors];
+    reads(&mut |t, _| ends[t] += 1);
+    let mut total = 0;
+    for e in &mut ends {
+        total += *e;
+        *e = total;
+    }
+    // Fill each list from its start (`at[t]` walks up to its end).
+    let mut at: Vec<usize> = Vec::with_capacity(n_tensors);
+    at.push(0);
+    at.extend_from_slice(&ends[..n_tensors.saturating_sub(1)]);
+    let mut ids = vec![0usize; total];
+    reads(&mut |t, pos| {
+        ids[at[t]] = pos;
+        at[t] += 1;
+    });
+    IdLists { ends, ids }
+}
+
+/// A topological order of the ops preferring file order: `None` when the
+/// file's order is already topological (it is kept: the liveness contract
+/// is defined on it), else the order; a cycle is named by an op on it.
+fn schedule(ops: &Ops, producer: &[usize]) -> Result<Option<Vec<OpId>>> {
+    let mut forward = true;
     for (i, o) in ops.iter().enumerate() {
-        if op_names.insert(o.name.as_str(), i).is_some() {
-            return Err(Error::Node {
-                node: o.name.clone().into(),
-                detail: "op name used twice".into(),
-            });
+        for &t in o.inputs {
+            let p = producer[t];
+            if p == i {
+                return Err(Error::Cycle {
+                    node: o.name.into(),
+                });
+            }
+            forward &= p == NONE || p < i;
         }
     }
-    Ok(())
-}
-
-/// A topological order of the ops preferring file order: it keeps the
-/// file's order when that is already topological (the liveness contract is
-/// defined on it); a cycle is named by an op on it.
-fn schedule(
-    ops: &[OpSpec],
-    producer: &[Option<OpId>],
-    op_in: &[Vec<TensorId>],
-) -> Result<Vec<OpId>> {
+    if forward {
+        return Ok(None);
+    }
     let n_ops = ops.len();
     let mut succ: Vec<Vec<usize>> = vec![Vec::new(); n_ops];
     let mut indegree = vec![0usize; n_ops];
-    for (i, ins) in op_in.iter().enumerate() {
-        for &t in ins {
-            if let Some(p) = producer[t] {
-                if p == i {
-                    return Err(Error::Cycle {
-                        node: ops[i].name.clone().into(),
-                    });
-                }
+    for (i, o) in ops.iter().enumerate() {
+        for &t in o.inputs {
+            let p = producer[t];
+            if p != NONE {
                 succ[p].push(i);
                 indegree[i] += 1;
             }
         }
     }
-    super::topo::list_schedule(&succ, indegree, &mut super::topo::Earliest).map_err(|ran| {
-        let mut seen = vec![false; n_ops];
-        for &i in &ran {
-            seen[i] = true;
-        }
-        let stuck = seen.iter().position(|&s| !s).unwrap_or(0);
-        Error::Cycle {
-            node: ops[stuck].name.clone().into(),
-        }
-    })
+    super::topo::list_schedule(&succ, indegree, &mut super::topo::Earliest)
+        .map(Some)
+        .map_err(|ran| {
+            let mut seen = vec![false; n_ops];
+            for &i in &ran {
+                seen[i] = true;
+            }
+            let stuck = seen.iter().position(|&s| !s).unwrap_or(0);
+            Error::Cycle {
+                node: ops.at(stuck).name.into(),
+            }
+        })
 }
 
 /// The graph's tensors must total at most [`limits::MAX_GRAPH_BYTES`], so
 /// every later size and sum is exact and fits; the error names the tensor
 /// whose bytes cross the limit.
-fn check_total_bytes(tensors: &[TensorSpec]) -> Result<()> {
+fn check_total_bytes(tensors: &Tensors) -> Result<()> {
     let mut total = 0u64;
     for t in tensors {
         total = total
             .checked_add(t.bytes)
             .filter(|&s| s <= limits::MAX_GRAPH_BYTES)
             .ok_or_else(|| Error::Tensor {
-                tensor: t.name.clone().into(),
+                tensor: t.name.into(),
                 detail: format!(
                     "its {} bring the graph's tensors past 8 PiB (2^53 bytes), the most spillscope simulates exactly",
                     crate::units::fmt_bytes(t.bytes)

@@ -3,9 +3,9 @@
 //! Estimates are deliberately simple and documented; `--calibrate` replaces
 //! them with measured durations.
 
-use super::{Op, Tensor};
+use super::{OpRef, TensorRef, Tensors};
 
-fn elems(t: &Tensor) -> f64 {
+fn elems(t: TensorRef<'_>) -> f64 {
     match t.elements() {
         Some(e) => e as f64,
         None => {
@@ -62,14 +62,14 @@ pub fn classify(op_type: &str) -> OpClass {
 }
 
 /// Estimated floating-point operations of one op.
-pub fn estimate(op: &Op, tensors: &[Tensor]) -> f64 {
-    let out_elems: f64 = op.outputs.iter().map(|&t| elems(&tensors[t])).sum();
-    let in_elems: f64 = op.inputs.iter().map(|&t| elems(&tensors[t])).sum();
-    match op.op_type.as_str() {
+pub fn estimate(op: OpRef<'_>, tensors: &Tensors) -> f64 {
+    let out_elems: f64 = op.outputs.iter().map(|&t| elems(tensors.at(t))).sum();
+    let in_elems: f64 = op.inputs.iter().map(|&t| elems(tensors.at(t))).sum();
+    match op.op_type {
         "Conv" | "ConvTranspose" | "QLinearConv" | "FusedConv" => {
             // 2 * outputs * (Cin/group * kH * kW) = 2 * out * W_elems / Cout.
-            let w = op.inputs.get(1).map(|&t| &tensors[t]);
-            match w.and_then(|w| w.shape.clone()) {
+            let w = op.inputs.get(1).map(|&t| tensors.at(t));
+            match w.and_then(|w| w.shape) {
                 Some(ws) if !ws.is_empty() && ws[0] > 0 => {
                     let per_out: f64 = ws[1..].iter().product::<u64>() as f64;
                     if op.op_type == "ConvTranspose" {
@@ -86,12 +86,12 @@ pub fn estimate(op: &Op, tensors: &[Tensor]) -> f64 {
             let k = op
                 .inputs
                 .first()
-                .and_then(|&t| tensors[t].shape.as_ref())
+                .and_then(|&t| tensors.at(t).shape)
                 .and_then(|s| s.last().copied())
                 .unwrap_or(1) as f64;
             2.0 * out_elems * k
         }
-        _ => match classify(&op.op_type) {
+        _ => match classify(op.op_type) {
             OpClass::DataMovement => 0.0,
             OpClass::Reduction => 5.0 * in_elems.max(out_elems),
             _ => out_elems.max(in_elems.min(out_elems)),

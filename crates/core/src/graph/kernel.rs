@@ -675,15 +675,17 @@ impl Kernel {
         }
         let mut graph = g.build()?;
         // The builder keeps a valid declared order; units follow the ops.
-        for op in &mut graph.ops {
-            let declared = op
-                .name
-                .rsplit('#')
-                .next()
-                .and_then(|id| id.parse::<usize>().ok());
-            if let Some(NodeKind::Op { pipe, .. }) = declared.map(|id| &self.nodes[id].kind) {
-                op.unit = Some(pipe.as_str().to_string());
-            }
+        for i in 0..graph.ops.len() {
+            graph.ops.update(i, |op| {
+                let declared = op
+                    .name
+                    .rsplit('#')
+                    .next()
+                    .and_then(|id| id.parse::<usize>().ok());
+                if let Some(NodeKind::Op { pipe, .. }) = declared.map(|id| &self.nodes[id].kind) {
+                    op.unit = Some(pipe.as_str().to_string());
+                }
+            });
         }
         Ok(graph)
     }

@@ -18,6 +18,8 @@ pub mod kernel;
 pub mod liveness;
 #[cfg(feature = "onnx")]
 pub mod onnx;
+pub mod ops;
+pub mod tensors;
 #[cfg(feature = "tflite")]
 pub mod tflite;
 pub mod topo;
@@ -25,6 +27,8 @@ pub mod transform;
 
 pub use builder::{GraphBuilder, OpSpec, TensorSpec};
 pub use liveness::{LiveInterval, Liveness};
+pub use ops::{OpRef, Ops};
+pub use tensors::{TensorRef, Tensors};
 
 use compact_str::CompactString;
 use serde::{Deserialize, Serialize};
@@ -96,15 +100,15 @@ pub struct Op {
 #[derive(Debug, Clone, Serialize)]
 pub struct Graph {
     pub name: String,
-    pub tensors: Vec<Tensor>,
-    pub ops: Vec<Op>,
+    pub tensors: Tensors,
+    pub ops: Ops,
 }
 
 impl Graph {
-    pub fn tensor_by_name(&self, name: &str) -> Option<&Tensor> {
+    pub fn tensor_by_name(&self, name: &str) -> Option<TensorRef<'_>> {
         self.tensors.iter().find(|t| t.name == name)
     }
-    pub fn op_by_name(&self, name: &str) -> Option<&Op> {
+    pub fn op_by_name(&self, name: &str) -> Option<OpRef<'_>> {
         self.ops.iter().find(|o| o.name == name)
     }
     /// Bytes of all weights (initializers), streamed or resident.
@@ -117,7 +121,7 @@ impl Graph {
     }
     /// Distinct operand tensors of an op (inputs then outputs), in order.
     pub fn operands(&self, op: OpId) -> Vec<TensorId> {
-        let o = &self.ops[op];
+        let o = self.ops.at(op);
         let mut v: Vec<TensorId> = Vec::with_capacity(o.inputs.len() + o.outputs.len());
         for &t in o.inputs.iter().chain(o.outputs.iter()) {
             if !v.contains(&t) {

@@ -466,15 +466,15 @@ const ELEMENTWISE: &[&str] = &[
 /// claims 3,037,000,500 channels for an Add, or a zero dimension, is
 /// refused naming the tensor and the op, instead of a peak of 2.2 TiB or a
 /// tensor of 0 bytes.
-fn check_elementwise(g: &Graph, op: &crate::graph::Op) -> Result<()> {
-    if !ELEMENTWISE.contains(&op.op_type.as_str()) {
+fn check_elementwise(g: &Graph, op: crate::graph::OpRef<'_>) -> Result<()> {
+    if !ELEMENTWISE.contains(&op.op_type) {
         return Ok(());
     }
-    let shape = |t: usize| g.tensors[t].shape.as_ref();
+    let shape = |t: usize| g.tensors.at(t).shape;
     let Some(&out) = op.outputs.first() else {
         return Ok(());
     };
-    let ins: Option<Vec<&Vec<u64>>> = op.inputs.iter().map(|&t| shape(t)).collect();
+    let ins: Option<Vec<&[u64]>> = op.inputs.iter().map(|&t| shape(t)).collect();
     let (Some(ins), Some(declared)) = (ins, shape(out)) else {
         return Ok(());
     };
@@ -483,7 +483,7 @@ fn check_elementwise(g: &Graph, op: &crate::graph::Op) -> Result<()> {
     };
     if *declared != expected {
         return Err(Error::Tensor {
-            tensor: g.tensors[out].name.clone().into(),
+            tensor: g.tensors.at(out).name.into(),
             detail: format!(
                 "the file gives it shape {declared:?}, but {} {:?} of inputs shaped {:?} makes {expected:?}",
                 op.op_type, op.name, ins
@@ -495,7 +495,7 @@ fn check_elementwise(g: &Graph, op: &crate::graph::Op) -> Result<()> {
 
 /// Numpy broadcasting of `shapes` (aligned at their last dimension; equal
 /// dims or 1), or `None` where they do not broadcast.
-fn broadcast(shapes: &[&Vec<u64>]) -> Option<Vec<u64>> {
+fn broadcast(shapes: &[&[u64]]) -> Option<Vec<u64>> {
     let rank = shapes.iter().map(|s| s.len()).max()?;
     let mut out = vec![1u64; rank];
     for s in shapes {

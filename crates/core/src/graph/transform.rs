@@ -48,19 +48,19 @@ pub struct Fusion {
 /// A builder holding `g`'s tensors except `skip` (by name), no ops yet.
 fn specs_of_except(g: &Graph, skip: &std::collections::HashSet<&str>) -> GraphBuilder {
     let mut b = GraphBuilder::new(g.name.clone());
-    for t in g.tensors.iter().filter(|t| !skip.contains(t.name.as_str())) {
+    for t in g.tensors.iter().filter(|t| !skip.contains(t.name)) {
         b.tensor(TensorSpec {
-            name: t.name.clone(),
+            name: t.name.into(),
             bytes: t.bytes,
             kind: match t.kind {
                 TensorKind::Activation | TensorKind::Output => None,
                 k => Some(k),
             },
-            shape: t.shape.clone(),
-            dtype: t.dtype.clone(),
+            shape: t.shape.map(<[u64]>::to_vec),
+            dtype: t.dtype.map(Into::into),
         });
         if t.kind == TensorKind::Output {
-            b.output(t.name.clone());
+            b.output(t.name);
         }
     }
     b
@@ -72,19 +72,19 @@ fn specs_of(g: &Graph) -> GraphBuilder {
 
 /// Op `i` as a builder spec, its operands by name and its FLOPs as known.
 pub(crate) fn op_spec(g: &Graph, i: OpId) -> OpSpec {
-    let o = &g.ops[i];
+    let o = &g.ops.at(i);
     OpSpec {
-        name: o.name.clone(),
-        op_type: o.op_type.clone(),
+        name: o.name.into(),
+        op_type: o.op_type.into(),
         inputs: o
             .inputs
             .iter()
-            .map(|&t| g.tensors[t].name.clone())
+            .map(|&t| g.tensors.at(t).name.into())
             .collect(),
         outputs: o
             .outputs
             .iter()
-            .map(|&t| g.tensors[t].name.clone())
+            .map(|&t| g.tensors.at(t).name.into())
             .collect(),
         flops: Some(o.flops),
     }
@@ -93,17 +93,17 @@ pub(crate) fn op_spec(g: &Graph, i: OpId) -> OpSpec {
 /// The single-output tensor of op `i` that only op `next` reads, if the
 /// chain may continue through it.
 fn chain_link(g: &Graph, i: OpId) -> Option<OpId> {
-    let o = &g.ops[i];
+    let o = &g.ops.at(i);
     if o.outputs.len() != 1 {
         return None;
     }
-    let t = &g.tensors[o.outputs[0]];
+    let t = &g.tensors.at(o.outputs[0]);
     if t.kind != TensorKind::Activation || t.consumers.len() != 1 {
         return None;
     }
     let next = t.consumers[0];
     FUSION_TAILS
-        .contains(&g.ops[next].op_type.as_str())
+        .contains(&g.ops.at(next).op_type)
         .then_some(next)
 }
 
@@ -117,7 +117,7 @@ pub fn fuse(g: &Graph) -> Result<(Graph, Vec<Fusion>)> {
     let mut chain_of: Vec<Option<usize>> = vec![None; g.ops.len()];
     let mut chains: Vec<Vec<OpId>> = Vec::new();
     for i in 0..g.ops.len() {
-        if chain_of[i].is_some() || !FUSION_HEADS.contains(&g.ops[i].op_type.as_str()) {
+        if chain_of[i].is_some() || !FUSION_HEADS.contains(&g.ops.at(i).op_type) {
             continue;
         }
         let mut chain = vec![i];
@@ -147,46 +147,51 @@ pub fn fuse(g: &Graph) -> Result<(Graph, Vec<Fusion>)> {
                 let chain = &chains[c];
                 let inner: Vec<usize> = chain[..chain.len() - 1]
                     .iter()
-                    .map(|&o| g.ops[o].outputs[0])
+                    .map(|&o| g.ops.at(o).outputs[0])
                     .collect();
                 let mut inputs: Vec<CompactString> = Vec::new();
                 for &o in chain {
-                    for &t in &g.ops[o].inputs {
-                        let name = &g.tensors[t].name;
-                        if !inner.contains(&t) && !inputs.contains(name) {
-                            inputs.push(name.clone());
+                    for &t in g.ops.at(o).inputs {
+                        let name = g.tensors.at(t).name;
+                        if !inner.contains(&t) && !inputs.iter().any(|n| n == name) {
+                            inputs.push(name.into());
                         }
                     }
                 }
                 let name = chain
                     .iter()
-                    .map(|&o| g.ops[o].name.as_str())
+                    .map(|&o| g.ops.at(o).name)
                     .collect::<Vec<_>>()
                     .join("+");
                 let op_type = chain
                     .iter()
-                    .map(|&o| g.ops[o].op_type.as_str())
+                    .map(|&o| g.ops.at(o).op_type)
                     .collect::<Vec<_>>()
                     .join("+");
                 ops.push(OpSpec {
                     name: name.clone().into(),
                     op_type: op_type.into(),
                     inputs,
-                    outputs: g.ops[i]
+                    outputs: g
+                        .ops
+                        .at(i)
                         .outputs
                         .iter()
-                        .map(|&t| g.tensors[t].name.clone())
+                        .map(|&t| g.tensors.at(t).name.into())
                         .collect(),
-                    flops: Some(chain.iter().map(|&o| g.ops[o].flops).sum()),
+                    flops: Some(chain.iter().map(|&o| g.ops.at(o).flops).sum()),
                 });
                 fusions.push(Fusion {
-                    ops: chain.iter().map(|&o| g.ops[o].name.to_string()).collect(),
+                    ops: chain
+                        .iter()
+                        .map(|&o| g.ops.at(o).name.to_string())
+                        .collect(),
                     name,
                     removed_tensors: inner
                         .iter()
-                        .map(|&t| g.tensors[t].name.to_string())
+                        .map(|&t| g.tensors.at(t).name.to_string())
                         .collect(),
-                    removed_bytes: inner.iter().map(|&t| g.tensors[t].bytes).sum(),
+                    removed_bytes: inner.iter().map(|&t| g.tensors.at(t).bytes).sum(),
                 });
             }
             Some(_) => {}
@@ -210,16 +215,18 @@ pub fn fuse(g: &Graph) -> Result<(Graph, Vec<Fusion>)> {
 /// A copy of `g` with activations (not weights) in fp16: f32 tensors halve.
 pub fn to_fp16(g: &Graph) -> Graph {
     let mut h = g.clone();
-    for t in h.tensors.iter_mut() {
-        let is_f32 = t
-            .dtype
-            .as_deref()
-            .map(|d| matches!(d, "f32" | "float32" | "float"))
-            .unwrap_or(true);
-        if t.kind != TensorKind::Weight && is_f32 {
-            t.bytes = t.bytes.div_ceil(2);
-            t.dtype = Some("f16".into());
-        }
+    for i in 0..h.tensors.len() {
+        h.tensors.update(i, |t| {
+            let is_f32 = t
+                .dtype
+                .as_deref()
+                .map(|d| matches!(d, "f32" | "float32" | "float"))
+                .unwrap_or(true);
+            if t.kind != TensorKind::Weight && is_f32 {
+                t.bytes = t.bytes.div_ceil(2);
+                t.dtype = Some("f16".into());
+            }
+        });
     }
     h
 }
@@ -242,11 +249,11 @@ pub fn split_batch(g: &Graph, cores: u64) -> Result<Graph> {
         )));
     }
     let mut h = g.clone();
-    for t in h
-        .tensors
-        .iter_mut()
-        .filter(|t| t.kind != TensorKind::Weight)
-    {
+    // Shapes change: the columns are rebuilt once.
+    h.tensors.update_all(|_, t| {
+        if t.kind == TensorKind::Weight {
+            return;
+        }
         match t.shape.as_mut() {
             Some(shape) if shape.first() == Some(&batch) => {
                 shape[0] = batch / cores;
@@ -254,9 +261,9 @@ pub fn split_batch(g: &Graph, cores: u64) -> Result<Graph> {
             }
             _ => t.bytes = t.bytes.div_ceil(cores),
         }
-    }
-    for op in h.ops.iter_mut() {
-        op.flops /= cores as f64;
+    });
+    for i in 0..h.ops.len() {
+        h.ops.update(i, |op| op.flops /= cores as f64);
     }
     Ok(h)
 }
@@ -275,7 +282,7 @@ fn graph_batch(g: &Graph) -> Result<u64> {
                     t.name
                 )))
             }
-            _ => batch = Some((b, t.name.as_str())),
+            _ => batch = Some((b, t.name)),
         }
     }
     batch.map(|(b, _)| b).ok_or_else(|| {
@@ -358,12 +365,12 @@ struct FreesMost<'a> {
 impl topo::Picker for FreesMost<'_> {
     type Key = (i64, OpId);
     fn key(&self, i: usize) -> Option<(i64, OpId)> {
-        let (g, o) = (self.g, &self.g.ops[i]);
-        let alloc: u64 = o.outputs.iter().map(|&t| g.tensors[t].bytes).sum();
+        let (g, o) = (self.g, &self.g.ops.at(i));
+        let alloc: u64 = o.outputs.iter().map(|&t| g.tensors.at(t).bytes).sum();
         let mut freed = 0u64;
         let mut seen: Vec<usize> = Vec::new();
-        for &t in &o.inputs {
-            let tt = &g.tensors[t];
+        for &t in o.inputs {
+            let tt = &g.tensors.at(t);
             if seen.contains(&t) || tt.kind != TensorKind::Activation {
                 continue;
             }
@@ -378,16 +385,22 @@ impl topo::Picker for FreesMost<'_> {
         let g = self.g;
         self.done[i] = true;
         let mut seen: Vec<usize> = Vec::new();
-        for &t in &g.ops[i].inputs {
+        for &t in g.ops.at(i).inputs {
             if seen.contains(&t) {
                 continue;
             }
             seen.push(t);
-            let uses = g.tensors[t].consumers.iter().filter(|&&c| c == i).count();
+            let uses = g
+                .tensors
+                .at(t)
+                .consumers
+                .iter()
+                .filter(|&&c| c == i)
+                .count();
             self.remaining[t] = self.remaining[t].saturating_sub(uses);
             // The last remaining consumer now frees it: its priority changed.
             if self.remaining[t] == 1 {
-                if let Some(&c) = g.tensors[t].consumers.iter().find(|&&c| !self.done[c]) {
+                if let Some(&c) = g.tensors.at(t).consumers.iter().find(|&&c| !self.done[c]) {
                     changed.push(c);
                 }
             }
@@ -401,12 +414,7 @@ impl topo::Picker for FreesMost<'_> {
 /// Errors name the op that cannot run where it was asked to (dependency).
 pub fn order_with_overrides(g: &Graph, names: &[String]) -> Result<Vec<OpId>> {
     let n = g.ops.len();
-    let by_name: HashMap<&str, OpId> = g
-        .ops
-        .iter()
-        .enumerate()
-        .map(|(i, o)| (o.name.as_str(), i))
-        .collect();
+    let by_name: HashMap<&str, OpId> = g.ops.iter().enumerate().map(|(i, o)| (o.name, i)).collect();
     let mut rank: Vec<Option<usize>> = vec![None; n];
     for (k, name) in names.iter().enumerate() {
         let &i = by_name
@@ -428,12 +436,12 @@ pub fn order_with_overrides(g: &Graph, names: &[String]) -> Result<Vec<OpId>> {
     if order.len() < n {
         let stuck = listed
             .get(next_listed)
-            .map(|&i| g.ops[i].name.clone())
+            .map(|&i| g.ops.at(i).name)
             .unwrap_or_default();
         let before = next_listed
             .checked_sub(1)
             .and_then(|k| listed.get(k))
-            .map(|&i| format!(" after {:?}", g.ops[i].name))
+            .map(|&i| format!(" after {:?}", g.ops.at(i).name))
             .unwrap_or_default();
         return Err(Error::Config(format!(
             "order: op {stuck:?} cannot run{before}: its inputs come from ops listed later"

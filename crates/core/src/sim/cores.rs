@@ -188,7 +188,8 @@ fn lockstep<'a>(
             let g = &runs[c].graph;
             next[c] < g.ops.len()
                 && sims[c].crossing.as_ref().is_none_or(|x| {
-                    g.ops[next[c]]
+                    g.ops
+                        .at(next[c])
                         .inputs
                         .iter()
                         .all(|&t| !x.cross_in[t] || x.ready[t].is_some())
@@ -221,7 +222,7 @@ fn lockstep<'a>(
     if let Some(c) = (0..k).find(|&c| next[c] < runs[c].graph.ops.len()) {
         // Cannot happen: each core's ops are in the graph's order.
         return Err(crate::Error::Node {
-            node: runs[c].graph.ops[next[c]].name.clone().into(),
+            node: runs[c].graph.ops.at(next[c]).name.into(),
             detail: "waits for a tensor no core produces before it".into(),
         });
     }
@@ -265,7 +266,7 @@ fn shared_pool(runs: &[CoreRun], hw: &HardwareProfile) -> Option<SharedPool> {
 /// the cores that read it (none of their later ops starts before it).
 fn share_outputs(runs: &[CoreRun], sims: &mut [Sim], pool: &mut SharedPool, c: usize, i: usize) {
     let run = &runs[c];
-    for &t in &run.graph.ops[i].outputs {
+    for &t in run.graph.ops.at(i).outputs {
         let publishes = sims[c].crossing.as_ref().is_some_and(|x| x.publish[t]);
         if !publishes {
             continue;
@@ -288,7 +289,7 @@ fn share_outputs(runs: &[CoreRun], sims: &mut [Sim], pool: &mut SharedPool, c: u
 fn read_shared(runs: &[CoreRun], sims: &mut [Sim], pool: &mut SharedPool, c: usize, i: usize) {
     let run = &runs[c];
     let end = sims[c].now;
-    for &t in &run.graph.ops[i].outputs {
+    for &t in run.graph.ops.at(i).outputs {
         let global = run.global[t];
         if pool.of.get(global).copied().flatten().is_none() {
             continue;
@@ -302,7 +303,7 @@ fn read_shared(runs: &[CoreRun], sims: &mut [Sim], pool: &mut SharedPool, c: usi
             }
         }
     }
-    for &t in &run.graph.ops[i].inputs {
+    for &t in run.graph.ops.at(i).inputs {
         pool.read(run.global[t], c, end);
     }
 }
@@ -313,7 +314,10 @@ fn publish(runs: &[CoreRun], sims: &mut [Sim], c: usize, i: usize) {
     let Some(x) = sims[c].crossing.as_ref() else {
         return;
     };
-    let done: Vec<(usize, u64)> = runs[c].graph.ops[i]
+    let done: Vec<(usize, u64)> = runs[c]
+        .graph
+        .ops
+        .at(i)
         .outputs
         .iter()
         .filter_map(|&t| Some((runs[c].global[t], x.published[t]?)))
@@ -506,7 +510,7 @@ fn read_in_place(
     let mut readers: Vec<Vec<Reader>> = vec![Vec::new(); out.tensors.len()];
     for (c, run) in runs.iter().enumerate() {
         for (i, op) in run.graph.ops.iter().enumerate() {
-            for &l in &op.inputs {
+            for &l in op.inputs {
                 let Some(stay) = pool.of.get(run.global[l]).copied().flatten() else {
                     continue;
                 };

@@ -23,6 +23,7 @@ use super::plan::{Placement, Residency};
 use super::room::Room;
 use super::{Allocator, EvictionPolicy, SimConfig, WeightMode};
 use crate::cancel::Cancel;
+use crate::cols::IdLists;
 use crate::cost::bus::Direction;
 use crate::cost::{op_time_ns, BusModel, HardwareProfile, Roofline};
 use crate::graph::{transform, Graph, Liveness, TensorId, TensorKind};
@@ -103,10 +104,13 @@ pub(crate) struct Sim<'a> {
     pub(crate) protected: Vec<bool>,
     modeled: Vec<bool>,
     live: Liveness,
+    /// `live` is the graph's own ([`Liveness::compute`]): no tensor freed
+    /// late, none arriving from another core.
+    live_is_graphs: bool,
     /// Working demand per step (live bytes plus streamed weights).
     demand: Vec<u64>,
     /// Tensors whose lifetime ends after each step.
-    dies_at: Vec<Vec<TensorId>>,
+    dies_at: IdLists,
     prefetch_distance: usize,
     events: crate::trace::Events,
     ops: crate::trace::Ops,
@@ -182,6 +186,7 @@ impl<'a> Sim<'a> {
         let (pinned, free_at) = named_tensors(g, cfg)?;
         let arriving = crossing.as_ref().map_or(&[][..], |c| &c.cross_in[..]);
         let live = Liveness::compute_arriving(g, &free_at, arriving);
+        let live_is_graphs = free_at.is_empty() && !arriving.contains(&true);
         let shared = crossing.as_ref().map_or(&[][..], |c| &c.shared[..]);
         let modeled: Vec<bool> = g
             .tensors
@@ -236,6 +241,7 @@ impl<'a> Sim<'a> {
             protected: vec![false; nt],
             modeled,
             live,
+            live_is_graphs,
             demand,
             dies_at,
             prefetch_distance,
@@ -309,7 +315,7 @@ impl<'a> Sim<'a> {
             })
             .collect();
         let sizes: Vec<u64> = g.tensors.iter().map(|t| self.aligned(t.id)).collect();
-        let uses: Vec<&[usize]> = g.tensors.iter().map(|t| t.consumers.as_slice()).collect();
+        let uses: Vec<&[usize]> = g.tensors.iter().map(|t| t.consumers).collect();
         // The planned policy runs on one pool only (checked in `new`).
         Placement::pack(plan, &intervals, &sizes, &uses, self.allocs[0].capacity())
     }
@@ -364,7 +370,9 @@ impl<'a> Sim<'a> {
         let Some(c) = &self.crossing else {
             return 0;
         };
-        self.g.ops[i]
+        self.g
+            .ops
+            .at(i)
             .inputs
             .iter()
             .filter(|&&t| c.cross_in[t])
@@ -383,7 +391,7 @@ impl<'a> Sim<'a> {
     }
 
     pub(crate) fn aligned(&self, t: TensorId) -> u64 {
-        self.pool(t).aligned(self.g.tensors[t].bytes)
+        self.pool(t).aligned(self.g.tensors.at(t).bytes)
     }
 
     /// The allocator of `t`'s pool.
@@ -401,7 +409,7 @@ impl<'a> Sim<'a> {
     }
 
     fn next_use(&self, t: TensorId, now: usize) -> u64 {
-        let c = &self.g.tensors[t].consumers;
+        let c = &self.g.tensors.at(t).consumers;
         let i = c.partition_point(|&s| s <= now);
         match c.get(i) {
             Some(&s) => s as u64,
@@ -452,7 +460,7 @@ impl<'a> Sim<'a> {
         Event {
             offset: Some(self.st[t].offset),
             op: Some(op),
-            ..Event::plain(t_ns, kind, t, self.g.tensors[t].bytes, pool)
+            ..Event::plain(t_ns, kind, t, self.g.tensors.at(t).bytes, pool)
         }
     }
 
@@ -487,7 +495,7 @@ impl<'a> Sim<'a> {
         e.written_bytes = Some(0);
         let mut done = now_ns;
         if self.st[t].dirty {
-            let bytes = self.g.tensors[t].bytes;
+            let bytes = self.g.tensors.at(t).bytes;
             let (s, end) = self.bus.issue(now_ns, bytes, Direction::Write);
             e.dma_start_ns = Some(s);
             e.dma_end_ns = Some(end);
@@ -514,7 +522,7 @@ impl<'a> Sim<'a> {
         issue_ns: u64,
         why: BringIn,
     ) -> u64 {
-        let tensor = &self.g.tensors[t];
+        let tensor = &self.g.tensors.at(t);
         let bytes = tensor.bytes;
         let issue_ns = issue_ns.max(self.dram_ready(t).unwrap_or(0));
         let (s, e) = self.bus.issue(issue_ns, bytes, Direction::Read);
@@ -551,19 +559,19 @@ impl<'a> Sim<'a> {
     /// reload. Returns the cost (ns on the compute unit), the producer's
     /// inputs to keep resident meanwhile, and the weights to read again.
     fn recompute_plan(&self, t: TensorId) -> Option<RecomputePlan> {
-        let tensor = &self.g.tensors[t];
+        let tensor = &self.g.tensors.at(t);
         if !matches!(tensor.kind, TensorKind::Activation | TensorKind::Output)
-            || !self.cfg.recompute.allows(&tensor.name)
+            || !self.cfg.recompute.allows(tensor.name)
         {
             return None;
         }
-        let p = &self.g.ops[tensor.producer?];
+        let p = &self.g.ops.at(tensor.producer?);
         let mut keep = Vec::new();
         let mut weights = Vec::new();
         let mut weight_load = 0u64;
         let mut operand_bytes = tensor.bytes;
-        for &x in &p.inputs {
-            let xt = &self.g.tensors[x];
+        for &x in p.inputs {
+            let xt = &self.g.tensors.at(x);
             operand_bytes += xt.bytes; // within the graph's 2^53
             if !self.modeled[x] {
                 continue;
@@ -597,7 +605,7 @@ impl<'a> Sim<'a> {
     }
 
     fn is_input(&self, i: usize, t: TensorId) -> bool {
-        self.g.ops[i].inputs.contains(&t)
+        self.g.ops.at(i).inputs.contains(&t)
     }
 
     /// Runs every op in schedule order, checking `cancel` between ops.
@@ -659,7 +667,7 @@ impl<'a> Sim<'a> {
             return Ok(());
         };
         Err(Error::Node {
-            node: self.g.ops[i].name.clone().into(),
+            node: self.g.ops.at(i).name.into(),
             detail,
         })
     }
@@ -785,7 +793,7 @@ impl<'a> Sim<'a> {
 
     /// A graph input with a use after step `i`.
     fn read_again(&self, t: TensorId, i: usize) -> bool {
-        let tensor = &self.g.tensors[t];
+        let tensor = &self.g.tensors.at(t);
         tensor.kind == TensorKind::Input && tensor.consumers.iter().any(|&c| c > i)
     }
 
@@ -796,7 +804,7 @@ impl<'a> Sim<'a> {
     fn may_evict_for(&self, t: TensorId) -> bool {
         self.plan.is_none()
             || !matches!(
-                self.g.tensors[t].kind,
+                self.g.tensors.at(t).kind,
                 TensorKind::Weight | TensorKind::Input
             )
     }
@@ -898,10 +906,10 @@ impl<'a> Sim<'a> {
         ready.wait_until = ready.wait_until.max(writeback_end);
         ready.recompute_ns = ready.recompute_ns.saturating_add(plan.cost_ns);
         self.totals.recomputed_bytes =
-            (self.totals.recomputed_bytes).saturating_add(self.g.tensors[t].bytes);
+            (self.totals.recomputed_bytes).saturating_add(self.g.tensors.at(t).bytes);
         for &w in &plan.weights {
             let mut ev = self.event(now, EventKind::StreamIn, w, i);
-            let bytes = self.g.tensors[w].bytes;
+            let bytes = self.g.tensors.at(w).bytes;
             ev.offset = None;
             ev.dma_start_ns = Some(now);
             ev.dma_end_ns = Some(now.saturating_add(self.bus.transfer_ns(bytes, Direction::Read)));
@@ -910,8 +918,8 @@ impl<'a> Sim<'a> {
         }
         self.settle(t, offset, false, now);
         let mut ev = self.event(now, EventKind::Recompute, t, i);
-        ev.reason = Some(match self.g.tensors[t].producer {
-            Some(p) => format!("recompute:{}", self.g.ops[p].name).into(),
+        ev.reason = Some(match self.g.tensors.at(t).producer {
+            Some(p) => format!("recompute:{}", self.g.ops.at(p).name).into(),
             None => "recompute".into(),
         });
         self.push(ev, i);
@@ -969,7 +977,7 @@ impl<'a> Sim<'a> {
         ready: &Ready,
     ) -> Run {
         let (g, hw) = (self.g, self.hw);
-        let op = &g.ops[i];
+        let op = &g.ops.at(i);
         let frag_ns = limits::ns_round(
             ready.fragmentation_evictions as f64 * hw.dma.fragmentation_penalty_ns,
         );
@@ -980,12 +988,12 @@ impl<'a> Sim<'a> {
             g.operands(i)
                 .into_iter()
                 .filter(|&t| c.shared[t])
-                .map(|t| g.tensors[t].bytes)
+                .map(|t| g.tensors.at(t).bytes)
                 .sum()
         });
         let operand_bytes: u64 = operands
             .iter()
-            .map(|&t| g.tensors[t].bytes)
+            .map(|&t| g.tensors.at(t).bytes)
             .sum::<u64>()
             .saturating_add(shared_bytes);
         let roof = op_time_ns(hw, op.flops, operand_bytes);
@@ -993,7 +1001,7 @@ impl<'a> Sim<'a> {
             .cfg
             .measured_ns
             .as_ref()
-            .and_then(|m| m.get(op.name.as_str()).copied());
+            .and_then(|m| m.get(op.name).copied());
         let compute = measured
             .unwrap_or(limits::ns_ceil(roof.time_ns))
             .max(1)
@@ -1006,7 +1014,7 @@ impl<'a> Sim<'a> {
                 } else {
                     Direction::Write
                 };
-                (g.tensors[t].bytes, dir)
+                (g.tensors.at(t).bytes, dir)
             })
             .collect();
         let rd = parts
@@ -1103,8 +1111,8 @@ impl<'a> Sim<'a> {
         }
         let n = self.g.ops.len();
         for j in (i + 1)..=(i + self.prefetch_distance).min(n.saturating_sub(1)) {
-            let next = &self.g.ops[j];
-            for &t in &next.inputs {
+            let next = &self.g.ops.at(j);
+            for &t in next.inputs {
                 if !self.modeled[t] || self.st[t].loc != Loc::Dram || self.dram_ready(t).is_none() {
                     continue;
                 }
@@ -1143,14 +1151,15 @@ impl<'a> Sim<'a> {
                 s.loaded_once = true;
             }
         }
-        let mut to_free: Vec<TensorId> = self.dies_at[i].clone();
+        let mut to_free: Vec<TensorId> = self.dies_at.get(i).to_vec();
         if self.cfg.weights == WeightMode::Stream {
             to_free.extend(
-                g.ops[i]
+                g.ops
+                    .at(i)
                     .inputs
                     .iter()
                     .copied()
-                    .filter(|&t| g.tensors[t].kind == TensorKind::Weight),
+                    .filter(|&t| g.tensors.at(t).kind == TensorKind::Weight),
             );
         }
         to_free.sort_unstable();
@@ -1162,7 +1171,7 @@ impl<'a> Sim<'a> {
                 let offset = self.st[t].offset;
                 self.pool_mut(t).free(offset);
             }
-            self.st[t].loc = if g.tensors[t].kind == TensorKind::Weight {
+            self.st[t].loc = if g.tensors.at(t).kind == TensorKind::Weight {
                 Loc::Dram
             } else {
                 Loc::Absent
@@ -1178,12 +1187,12 @@ impl<'a> Sim<'a> {
         if self.running.is_some() {
             return;
         }
-        let op = &self.g.ops[i];
+        let op = &self.g.ops.at(i);
         streamed.sort_unstable();
         self.ops.push(TraceOp {
             id: i,
-            name: op.name.clone(),
-            op_type: op.op_type.clone(),
+            name: op.name.into(),
+            op_type: op.op_type.into(),
             start_ns: run.start,
             end_ns: run.end,
             stall_ns: run.stall,
@@ -1193,11 +1202,11 @@ impl<'a> Sim<'a> {
                 .copied()
                 .filter(|&t| self.modeled[t])
                 .collect(),
-            outputs: op.outputs.clone(),
+            outputs: op.outputs.to_vec(),
             streamed,
             flops: Some(op.flops),
             bound: Some(run.roof.bound),
-            unit: op.unit.as_deref().map(|u| crate::trace::Unit(u.into())),
+            unit: op.unit.map(|u| crate::trace::Unit(u.into())),
             parent: None,
             self_ns: None,
             contention_ns: None,
@@ -1236,10 +1245,18 @@ impl<'a> Sim<'a> {
             (0, BoundMethod::None)
         } else {
             let caps: Vec<u64> = self.allocs.iter().map(Allocator::capacity).collect();
-            (
-                crate::graph::bounds::lower_bound_traffic_pools(g, &self.pool_of, &caps),
-                BoundMethod::PerOp,
-            )
+            // The run's own liveness is the graph's where nothing frees
+            // late and nothing arrives from another core.
+            let bound = match self.live_is_graphs {
+                true => crate::graph::bounds::lower_bound_traffic_pools_live(
+                    g,
+                    &self.live,
+                    &self.pool_of,
+                    &caps,
+                ),
+                false => crate::graph::bounds::lower_bound_traffic_pools(g, &self.pool_of, &caps),
+            };
+            (bound, BoundMethod::PerOp)
         };
         Summary {
             latency_ns: latency,
@@ -1297,12 +1314,12 @@ impl<'a> Sim<'a> {
             .take_while(|_| rows)
             .map(|t| TraceTensor {
                 id: t.id,
-                name: t.name.clone(),
+                name: t.name.into(),
                 bytes: t.bytes,
                 kind: t.kind,
                 pool: self.pool_defs[self.pool_of[t.id]].name.clone().into(),
                 producer: t.producer,
-                consumers: t.consumers.clone(),
+                consumers: t.consumers.to_vec(),
             })
             .collect();
         let counter = |name: &str, unit: &str, pool: Option<&str>, samples| Counter {
@@ -1438,11 +1455,12 @@ fn demand_per_step(g: &Graph, live: &Liveness, weights: WeightMode) -> Vec<u64> 
     (0..g.ops.len())
         .map(|i| {
             let w: u64 = if weights == WeightMode::Stream {
-                g.ops[i]
+                g.ops
+                    .at(i)
                     .inputs
                     .iter()
-                    .filter(|&&t| g.tensors[t].kind == TensorKind::Weight)
-                    .map(|&t| g.tensors[t].bytes)
+                    .filter(|&&t| g.tensors.at(t).kind == TensorKind::Weight)
+                    .map(|&t| g.tensors.at(t).bytes)
                     .sum()
             } else {
                 0
@@ -1452,25 +1470,39 @@ fn demand_per_step(g: &Graph, live: &Liveness, weights: WeightMode) -> Vec<u64> 
         .collect()
 }
 
-/// Which tensors die after each step (from liveness; weights by mode).
-fn death_steps(g: &Graph, live: &Liveness, weights: WeightMode) -> Vec<Vec<TensorId>> {
-    let mut dies_at: Vec<Vec<TensorId>> = vec![Vec::new(); g.ops.len()];
-    for t in &g.tensors {
-        if t.kind == TensorKind::Weight {
-            if weights == WeightMode::Resident {
-                if let Some(&last) = t.consumers.last() {
-                    dies_at[last].push(t.id);
-                }
-            }
-            continue;
+/// Which tensors die after each step (from liveness; weights by mode), in
+/// tensor order: one list per step in one array (a vector per step cost
+/// 56 bytes an op at 10^6 ops).
+fn death_steps(g: &Graph, live: &Liveness, weights: WeightMode) -> IdLists {
+    let step_of = |t: crate::graph::TensorRef<'_>| -> Option<usize> {
+        match t.kind {
+            TensorKind::Weight if weights == WeightMode::Resident => t.consumers.last().copied(),
+            TensorKind::Weight | TensorKind::Output => None,
+            _ => live.intervals[t.id].map(|iv| iv.end),
         }
-        if let Some(iv) = live.intervals[t.id] {
-            if t.kind != TensorKind::Output {
-                dies_at[iv.end].push(t.id);
-            }
+    };
+    let mut ends = vec![0usize; g.ops.len()];
+    for t in &g.tensors {
+        if let Some(s) = step_of(t) {
+            ends[s] += 1;
         }
     }
-    dies_at
+    let mut total = 0;
+    for e in &mut ends {
+        total += *e;
+        *e = total;
+    }
+    let mut at: Vec<usize> = Vec::with_capacity(ends.len());
+    at.push(0);
+    at.extend_from_slice(&ends[..ends.len().saturating_sub(1)]);
+    let mut ids = vec![0usize; total];
+    for t in &g.tensors {
+        if let Some(s) = step_of(t) {
+            ids[at[s]] = t.id;
+            at[s] += 1;
+        }
+    }
+    IdLists { ends, ids }
 }
 
 /// The graph as `cfg` rewrites it before simulating: fusion, then fp16

@@ -53,12 +53,12 @@ pub fn place(
             op.inputs
                 .iter()
                 .filter_map(|&t| {
-                    let p = g.tensors[t].producer?;
+                    let p = g.tensors.at(t).producer?;
                     let cross = if at[p] == c {
                         0.0
                     } else {
                         // Out to DRAM on its core, back in on this one.
-                        2.0 * g.tensors[t].bytes as f64 / bw * 1e9
+                        2.0 * g.tensors.at(t).bytes as f64 / bw * 1e9
                     };
                     Some(finish[p] + cross)
                 })
@@ -73,8 +73,8 @@ pub fn place(
         let bytes: u64 = op
             .inputs
             .iter()
-            .chain(&op.outputs)
-            .map(|&t| g.tensors[t].bytes)
+            .chain(op.outputs.iter())
+            .map(|&t| g.tensors.at(t).bytes)
             .sum();
         finish[op.id] = start + op_time_ns(hw, op.flops, bytes).time_ns;
         free[c] = finish[op.id];
@@ -112,7 +112,7 @@ fn part(g: &Graph, at: &[usize], c: usize) -> Part {
     let mut local: Vec<Option<usize>> = vec![None; g.tensors.len()];
     let mut tensor_of: Vec<usize> = Vec::new();
     for &o in &op_of {
-        for &t in g.ops[o].inputs.iter().chain(&g.ops[o].outputs) {
+        for &t in g.ops.at(o).inputs.iter().chain(g.ops.at(o).outputs.iter()) {
             if local[t].is_none() {
                 local[t] = Some(tensor_of.len());
                 tensor_of.push(t);
@@ -126,7 +126,7 @@ fn part(g: &Graph, at: &[usize], c: usize) -> Part {
         .iter()
         .enumerate()
         .map(|(id, &t)| {
-            let src = &g.tensors[t];
+            let src = &g.tensors.at(t);
             let producer = src.producer.and_then(|p| local_op.get(&p).copied());
             let elsewhere = src.producer.is_some() && producer.is_none();
             cross_in[id] = elsewhere;
@@ -144,7 +144,7 @@ fn part(g: &Graph, at: &[usize], c: usize) -> Part {
                     .iter()
                     .filter_map(|u| local_op.get(u).copied())
                     .collect(),
-                ..src.clone()
+                ..src.owned()
             }
         })
         .collect();
@@ -152,20 +152,20 @@ fn part(g: &Graph, at: &[usize], c: usize) -> Part {
         .iter()
         .enumerate()
         .map(|(i, &o)| {
-            let src = &g.ops[o];
+            let src = g.ops.at(o);
             Op {
                 id: i,
                 inputs: src.inputs.iter().filter_map(|&t| local[t]).collect(),
                 outputs: src.outputs.iter().filter_map(|&t| local[t]).collect(),
-                ..src.clone()
+                ..src.owned()
             }
         })
         .collect();
     Part {
         graph: Graph {
             name: g.name.clone(),
-            tensors,
-            ops,
+            tensors: tensors.into(),
+            ops: ops.into(),
         },
         tensor_of,
         op_of,

@@ -61,7 +61,7 @@ impl Pools {
                     .iter()
                     .zip(&patterns)
                     .position(|(p, pats)| {
-                        p.kinds.contains(&class(t.kind)) || pats.iter().any(|m| m.matches(&t.name))
+                        p.kinds.contains(&class(t.kind)) || pats.iter().any(|m| m.matches(t.name))
                     })
                     .map_or(0, |i| i + 1)
             })

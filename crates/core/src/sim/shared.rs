@@ -85,7 +85,7 @@ impl SharedPool {
         local: usize,
         from: u64,
     ) -> bool {
-        let t = &g.tensors[local];
+        let t = &g.tensors.at(local);
         let pending = self.readers.get(global).copied().unwrap_or(0);
         if t.kind != TensorKind::Activation || pending == 0 || self.of[global].is_some() {
             return false;

@@ -12,12 +12,12 @@
 //! body is an error, never a panic or an out-of-range id (the trace's own
 //! checks run again after decoding, as for JSON).
 
-use super::cols::IdLists;
 use super::ops::{OpCols, OpRest};
 use super::tensors::TensorCols;
 use super::{
     Bound, CompactString, Counter, Events, Meta, OpRef, Ops, Pool, Source, Summary, Tensors, Trace,
 };
+use crate::cols::IdLists;
 use crate::graph::TensorKind;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};

@@ -19,8 +19,8 @@
 //! array of objects as before, written and read row by row, so no reader
 //! ever holds a vector of rows.
 
-use super::cols::{Dictionary, OptCol};
 use super::{Event, EventKind};
+use crate::cols::{Dictionary, OptCol};
 use serde::de::{SeqAccess, Visitor};
 use serde::ser::SerializeSeq;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};

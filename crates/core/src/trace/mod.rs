@@ -11,7 +11,6 @@
 
 pub mod build;
 pub mod caps;
-mod cols;
 pub mod columnar;
 pub mod events;
 pub mod export;

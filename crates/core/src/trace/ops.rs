@@ -20,8 +20,8 @@
 //! Writers push owned [`TraceOp`] rows; the JSON is the same array of
 //! objects, written and read one op at a time.
 
-use super::cols::{own_index, row_list, Dictionary, IdLists, Lazy, OptCol};
 use super::{Bound, CompactString, TraceOp, Unit};
+use crate::cols::{own_index, row_list, Dictionary, IdLists, Lazy, OptCol};
 use serde::Serialize;
 use std::collections::HashMap;
 

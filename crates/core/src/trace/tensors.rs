@@ -18,8 +18,8 @@
 //! lists borrowed); writers push [`TraceTensor`] rows; the JSON is the
 //! same array of objects.
 
-use super::cols::{own_index, row_list, Dictionary, IdLists, Lazy, OptCol};
 use super::{CompactString, TensorKind, TraceTensor};
+use crate::cols::{own_index, row_list, Dictionary, IdLists, Lazy, OptCol};
 use serde::Serialize;
 
 /// One tensor, borrowed from the columns.

@@ -192,10 +192,10 @@ pub fn graph_to_json(g: &Graph) -> GraphJson {
             .tensors
             .iter()
             .map(|t| TensorJson {
-                name: t.name.clone(),
+                name: t.name.into(),
                 bytes: Some(t.bytes),
-                shape: t.shape.clone(),
-                dtype: t.dtype.clone(),
+                shape: t.shape.map(<[u64]>::to_vec),
+                dtype: t.dtype.map(Into::into),
                 kind: match t.kind {
                     TensorKind::Output | TensorKind::Activation => None,
                     k => Some(k),
@@ -209,7 +209,7 @@ pub fn graph_to_json(g: &Graph) -> GraphJson {
             .tensors
             .iter()
             .filter(|t| t.kind == TensorKind::Output)
-            .map(|t| t.name.clone())
+            .map(|t| t.name.into())
             .collect(),
     }
 }

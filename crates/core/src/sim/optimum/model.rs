@@ -49,7 +49,7 @@ pub(super) type SolvedTensor = (TensorId, Vec<(usize, bool)>, bool);
 impl Member {
     /// Whether the residency `on` (per key) needs a DRAM copy: off at
     /// production, off at a use, or coming back.
-    pub(super) fn needs_write(&self, t: &crate::graph::Tensor, on: &[bool]) -> bool {
+    pub(super) fn needs_write(&self, t: &crate::graph::TensorRef<'_>, on: &[bool]) -> bool {
         let entry_on = !matches!(self.how, Entry::Fixed { on: false, .. });
         let is_use = |s: usize| t.consumers.binary_search(&s).is_ok();
         (!self.entering && !on[0])
@@ -69,7 +69,7 @@ impl Member {
     }
 
     /// Traffic (bytes) of residency `on` by the program's accounting.
-    pub(super) fn cost(&self, t: &crate::graph::Tensor, on: &[bool]) -> u64 {
+    pub(super) fn cost(&self, t: &crate::graph::TensorRef<'_>, on: &[bool]) -> u64 {
         let entry_on = !matches!(self.how, Entry::Fixed { on: false, .. });
         let is_use = |s: usize| t.consumers.binary_search(&s).is_ok();
         let mut moves = u64::from(!entry_on && on[0]);
@@ -161,7 +161,7 @@ impl Setup<'_> {
         let (g, pressure) = (self.g, &self.pressure);
         let mut members = Vec::new();
         for &id in &self.modelled {
-            let t = &g.tensors[id];
+            let t = &g.tensors.at(id);
             let Some(iv) = self.live.intervals[id] else {
                 continue;
             };
@@ -211,7 +211,7 @@ impl Setup<'_> {
             .map(|m| !matches!(m.how, Entry::Fixed { on: false, .. }))
             .collect();
         for (&s, keyed) in &by_step {
-            let t_of = |k: usize| &g.tensors[members[k].id];
+            let t_of = |k: usize| g.tensors.at(members[k].id);
             let needed = |k: usize| {
                 let t = t_of(k);
                 t.producer == Some(s) || t.consumers.binary_search(&s).is_ok()
@@ -229,7 +229,7 @@ impl Setup<'_> {
                 // Evict order: not needed now first, then by next use
                 // (furthest first), then by size (largest first).
                 let next_use = |k: usize| {
-                    let c = &t_of(k).consumers;
+                    let c = t_of(k).consumers;
                     c.get(c.partition_point(|&u| u <= s))
                         .copied()
                         .unwrap_or(usize::MAX)
@@ -292,7 +292,7 @@ impl Setup<'_> {
         // Per pressured step: each member's room and residency variable.
         let mut at_step: Vec<Vec<(f64, Variable)>> = vec![Vec::new(); b + 1 - a];
         for (mem, start_on) in members.iter().zip(start) {
-            let t = &g.tensors[mem.id];
+            let t = &g.tensors.at(mem.id);
             let is_use = |s: usize| t.consumers.binary_search(&s).is_ok();
             let bytes = t.bytes as f64 * SCALE;
             let room = pool.room(t.bytes) as f64 * SCALE;

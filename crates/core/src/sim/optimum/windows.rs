@@ -23,10 +23,10 @@ pub(super) fn cut_windows(setup: &Setup, max_vars: usize) -> Vec<(usize, usize)>
         };
         alive[iv.start] += 1;
         alive[iv.end + 1] -= 1;
-        across[iv.start] += i128::from(g.tensors[id].bytes);
-        across[iv.end] -= i128::from(g.tensors[id].bytes);
+        across[iv.start] += i128::from(g.tensors.at(id).bytes);
+        across[iv.end] -= i128::from(g.tensors.at(id).bytes);
         extra[iv.start] += 3;
-        for &c in &g.tensors[id].consumers {
+        for &c in g.tensors.at(id).consumers {
             if c < n {
                 extra[c] += 2;
             }
@@ -329,7 +329,7 @@ impl<'a, 's> Pass<'a, 's> {
             .iter()
             .zip(on)
             .map(|(m, on)| {
-                let t = &g.tensors[m.id];
+                let t = &g.tensors.at(m.id);
                 cost = cost.saturating_add(m.cost(t, on));
                 let written = m.pays_write() && m.needs_write(t, on);
                 (

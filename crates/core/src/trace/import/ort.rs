@@ -144,14 +144,14 @@ pub fn import(path: &Path, opts: &ImportOptions) -> Result<(Trace, Vec<String>)>
             (Some(g), Some(&anchor)) => {
                 let (ins, outs) = group_operands(g, &group);
                 let declare = |b: &mut TraceBuilder, t: usize| {
-                    let tt = &g.tensors[t];
-                    b.tensor(&tt.name, tt.bytes, tt.kind, pool)
+                    let tt = &g.tensors.at(t);
+                    b.tensor(tt.name, tt.bytes, tt.kind, pool)
                 };
                 // The profile's own output size against the model's: a
                 // profile of another batch or shape links by name but its
                 // bytes are not the model's.
                 if let Some(measured) = arg_u64(e, "output_size").filter(|&m| m > 0) {
-                    let modelled: u64 = outs.iter().map(|&t| g.tensors[t].bytes).sum();
+                    let modelled: u64 = outs.iter().map(|&t| g.tensors.at(t).bytes).sum();
                     shapes.sized += 1;
                     if modelled != measured {
                         shapes.differ += 1;
@@ -164,12 +164,12 @@ pub fn import(path: &Path, opts: &ImportOptions) -> Result<(Trace, Vec<String>)>
                 let outs: Vec<usize> = outs.into_iter().map(|t| declare(&mut b, t)).collect();
                 // Named after the graph node it ran (the convolution of a
                 // fused group), so calibration and Compare match by name.
-                (g.ops[anchor].name.clone(), ins, outs)
+                (g.ops.at(anchor).name, ins, outs)
             }
             _ => {
                 let bytes = arg_u64(e, "output_size").unwrap_or(0);
                 (
-                    name.into(),
+                    name,
                     Vec::new(),
                     vec![b.tensor(&format!("{name}:out"), bytes, TensorKind::Activation, pool)],
                 )
@@ -177,7 +177,7 @@ pub fn import(path: &Path, opts: &ImportOptions) -> Result<(Trace, Vec<String>)>
         };
         let id = b.op(TraceOp {
             id: 0,
-            name: op_name,
+            name: op_name.into(),
             op_type: op_type.into(),
             start_ns: start,
             end_ns: end.max(start),
@@ -306,14 +306,14 @@ fn group_operands(g: &Graph, group: &[usize]) -> (Vec<usize>, Vec<usize>) {
     let mut ins = Vec::new();
     let mut outs = Vec::new();
     for &o in group {
-        for &t in &g.ops[o].inputs {
-            let made_inside = g.tensors[t].producer.as_ref().is_some_and(inside);
+        for &t in g.ops.at(o).inputs {
+            let made_inside = g.tensors.at(t).producer.as_ref().is_some_and(inside);
             if !made_inside && !ins.contains(&t) {
                 ins.push(t);
             }
         }
-        for &t in &g.ops[o].outputs {
-            let c = &g.tensors[t].consumers;
+        for &t in g.ops.at(o).outputs {
+            let c = &g.tensors.at(t).consumers;
             if (c.is_empty() || !c.iter().all(inside)) && !outs.contains(&t) {
                 outs.push(t);
             }
@@ -341,7 +341,7 @@ fn link_lifetimes(
             let (Some(&a), Some(&z)) = (ops.first(), ops.last()) else {
                 continue;
             };
-            let id = b.tensor(&t.name, t.bytes, TensorKind::Weight, "weights");
+            let id = b.tensor(t.name, t.bytes, TensorKind::Weight, "weights");
             let (ta, tz) = (b.ops[a].start_ns, b.ops[z].end_ns);
             b.event(
                 ta,
@@ -389,7 +389,7 @@ fn link_lifetimes(
         let Some(&z) = users.iter().max_by_key(|&&o| b.ops[o].end_ns) else {
             continue;
         };
-        let id = b.tensor(&t.name, t.bytes, t.kind, pool);
+        let id = b.tensor(t.name, t.bytes, t.kind, pool);
         let ta = if t.producer.is_some() {
             b.ops[a].start_ns
         } else {

@@ -125,8 +125,8 @@ impl<'g> Linker<'g> {
     pub fn new(g: &'g Graph) -> Linker<'g> {
         Linker {
             g,
-            op: g.ops.iter().map(|o| (o.name.as_str(), o.id)).collect(),
-            tensor: g.tensors.iter().map(|t| (t.name.as_str(), t.id)).collect(),
+            op: g.ops.iter().map(|o| (o.name, o.id)).collect(),
+            tensor: g.tensors.iter().map(|t| (t.name, t.id)).collect(),
         }
     }
 
@@ -144,22 +144,22 @@ impl<'g> Linker<'g> {
         else {
             return (Link::Unmatched, Vec::new());
         };
-        let Some(p) = self.g.tensors[t].producer else {
+        let Some(p) = self.g.tensors.at(t).producer else {
             return (Link::Unmatched, Vec::new());
         };
         // Walk back over fused activations to the convolution they ran on.
         let mut group = vec![p];
         let mut cur = p;
-        while FUSABLE.contains(&self.g.ops[cur].op_type.as_str()) {
-            let prev = self.g.ops[cur].inputs.iter().find_map(|&i| {
-                let x = &self.g.tensors[i];
+        while FUSABLE.contains(&self.g.ops.at(cur).op_type) {
+            let prev = self.g.ops.at(cur).inputs.iter().find_map(|&i| {
+                let x = &self.g.tensors.at(i);
                 x.producer.filter(|_| x.consumers.len() == 1)
             });
             match prev {
                 Some(q) => {
                     group.push(q);
                     cur = q;
-                    if anchors(&self.g.ops[q].op_type) {
+                    if anchors(self.g.ops.at(q).op_type) {
                         break;
                     }
                 }
@@ -167,7 +167,10 @@ impl<'g> Linker<'g> {
             }
         }
         // Anchor first: the convolution or matmul, else the producer.
-        if let Some(i) = group.iter().position(|&o| anchors(&self.g.ops[o].op_type)) {
+        if let Some(i) = group
+            .iter()
+            .position(|&o| anchors(self.g.ops.at(o).op_type))
+        {
             let a = group.remove(i);
             group.insert(0, a);
         }
@@ -181,11 +184,11 @@ impl<'g> Linker<'g> {
     pub fn absorb(&self, ran: &mut [Option<usize>]) -> usize {
         let mut n = 0;
         for o in &self.g.ops {
-            if ran[o.id].is_some() || !FUSABLE.contains(&o.op_type.as_str()) {
+            if ran[o.id].is_some() || !FUSABLE.contains(&o.op_type) {
                 continue;
             }
             let host = o.inputs.iter().find_map(|&i| {
-                let x = &self.g.tensors[i];
+                let x = &self.g.tensors.at(i);
                 x.producer
                     .filter(|_| x.consumers.len() == 1)
                     .and_then(|p| ran[p])

@@ -205,11 +205,11 @@ pub fn plan_trace(
     }));
     b.pool(POOL, capacity.unwrap_or(arena1), 16);
     for t in &g.tensors {
-        b.tensor(&t.name, size[t.id], t.kind, POOL);
+        b.tensor(t.name, size[t.id], t.kind, POOL);
     }
     let mut streamed: Vec<Vec<usize>> = vec![Vec::new(); g.ops.len()];
     for t in &g.tensors {
-        let users = t.producer.iter().chain(&t.consumers);
+        let users = t.producer.iter().chain(t.consumers.iter());
         let (Some(&first), Some(&last)) = (users.clone().min(), users.max()) else {
             continue;
         };
@@ -244,7 +244,7 @@ pub fn plan_trace(
                 bytes,
                 POOL,
                 t.producer,
-                &t.consumers,
+                t.consumers,
                 &spans,
                 &mut streamed,
             ),
@@ -252,9 +252,9 @@ pub fn plan_trace(
         }
     }
     for (i, o) in g.ops.iter().enumerate() {
-        let mut op = TraceOp::span(o.name.as_str(), o.op_type.as_str(), spans[i].0, spans[i].1);
-        op.inputs = o.inputs.clone();
-        op.outputs = o.outputs.clone();
+        let mut op = TraceOp::span(o.name, o.op_type, spans[i].0, spans[i].1);
+        op.inputs = o.inputs.to_vec();
+        op.outputs = o.outputs.to_vec();
         op.streamed = std::mem::take(&mut streamed[i]);
         op.flops = Some(o.flops);
         op.stall_ns = stalls[i];

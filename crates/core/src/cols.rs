@@ -1,9 +1,9 @@
-//! Column parts shared by the trace's columnar lists ([`super::Events`],
-//! [`super::Ops`], [`super::Tensors`]): optional `u64` fields stored only
+//! Column parts shared by the columnar lists (the trace's events, ops and
+//! tensors, the graph's ops and tensors): optional `u64` fields stored only
 //! once some row has them, names interned in a dictionary, and id lists
-//! as one array with offsets.
+//! as one array with offsets. A foundation: it knows no pipeline stage.
 
-use super::CompactString;
+use compact_str::CompactString;
 use std::collections::HashMap;
 
 /// An optional `u64` field as a column: empty until some event carries it,
@@ -152,24 +152,43 @@ impl Dictionary {
     }
 }
 
-/// Lists of ids, one per row (an op's operands, a tensor's consumers):
+/// Lists, one per row (an op's operands, a tensor's consumers or shape):
 /// `ends[i]` is where row `i`'s list ends in `ids` (it starts where row
 /// `i - 1`'s ends).
-#[derive(Debug, Clone, Default)]
-pub(crate) struct IdLists {
+#[derive(Debug, Clone)]
+pub(crate) struct Lists<T> {
     pub(crate) ends: Vec<usize>,
-    pub(crate) ids: Vec<usize>,
+    pub(crate) ids: Vec<T>,
 }
 
-impl IdLists {
-    pub(crate) fn get(&self, i: usize) -> &[usize] {
+/// Lists of ids.
+pub(crate) type IdLists = Lists<usize>;
+
+impl<T> Default for Lists<T> {
+    fn default() -> Self {
+        Lists {
+            ends: Vec::new(),
+            ids: Vec::new(),
+        }
+    }
+}
+
+impl<T: Copy> Lists<T> {
+    #[inline]
+    pub(crate) fn get(&self, i: usize) -> &[T] {
         let start = if i == 0 { 0 } else { self.ends[i - 1] };
         &self.ids[start..self.ends[i]]
     }
 
-    pub(crate) fn push(&mut self, l: &[usize]) {
+    pub(crate) fn push(&mut self, l: &[T]) {
         self.ids.extend_from_slice(l);
         self.ends.push(self.ids.len());
+    }
+
+    /// Replaces item `slot` of row `i`'s list.
+    pub(crate) fn set(&mut self, i: usize, slot: usize, v: T) {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        self.ids[start + slot] = v;
     }
 
     pub(crate) fn truncate(&mut self, n: usize) {
@@ -180,14 +199,16 @@ impl IdLists {
     }
 
     pub(crate) fn heap_bytes(&self) -> usize {
-        (self.ends.capacity() + self.ids.capacity()) * 8
+        self.ends.capacity() * 8 + self.ids.capacity() * std::mem::size_of::<T>()
     }
 
     pub(crate) fn shrink(&mut self) {
         self.ends.shrink_to_fit();
         self.ids.shrink_to_fit();
     }
+}
 
+impl Lists<usize> {
     /// The lists as read back from the cache: `offsets` (n + 1, from 0,
     /// never decreasing, as the reader checked) into `vals`.
     pub(crate) fn from_offsets(offsets: &[u64], vals: Vec<u64>) -> IdLists {
@@ -195,6 +216,40 @@ impl IdLists {
             ends: offsets.iter().skip(1).map(|&o| o as usize).collect(),
             ids: vals.into_iter().map(|v| v as usize).collect(),
         }
+    }
+}
+
+/// Strings, one per row, as one blob with ends: no 24-byte slot and no
+/// heap allocation per string (a model's names often pass 24 bytes).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Names {
+    blob: String,
+    ends: Vec<usize>,
+}
+
+impl Names {
+    #[inline]
+    pub(crate) fn get(&self, i: usize) -> &str {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.blob[start..self.ends[i]]
+    }
+
+    pub(crate) fn push(&mut self, s: &str) {
+        self.blob.push_str(s);
+        self.ends.push(self.blob.len());
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.ends.capacity() * 8 + self.blob.capacity()
+    }
+
+    pub(crate) fn shrink(&mut self) {
+        self.ends.shrink_to_fit();
+        self.blob.shrink_to_fit();
     }
 }
 
@@ -249,8 +304,8 @@ pub(crate) fn own_index(i: usize) -> usize {
     i
 }
 
-/// The row plumbing the columnar lists share ([`super::Ops`],
-/// [`super::Tensors`]): lookups by index, an iterator of borrowed rows,
+/// The row plumbing the columnar lists share (the trace's and the
+/// graph's ops and tensors): lookups by index, an iterator of borrowed rows,
 /// changing every row, collecting and extending from owned rows, equality
 /// and debug output by rows, and the JSON as the array of row objects,
 /// read one row at a time. `$list` has `new`, `len`, `at`, `push` and
