@@ -4,16 +4,28 @@
 use crate::trace::{EventKind, Trace};
 use serde::Serialize;
 
-/// A tensor occupying `[offset, offset+bytes)` of `pool` during `[t0, t1)`.
+/// A tensor occupying `[offset, offset+bytes)` of its pool during
+/// `[t0, t1)`. 48 bytes (one per placement, half a million in a large
+/// trace): the pool is the id of its name among the trace's event names.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Placement {
     pub tensor: usize,
-    pub pool: crate::trace::CompactString,
+    /// The pool's name id ([`Placement::pool`] spells it).
+    pub pool_id: u32,
     pub offset: u64,
     pub bytes: u64,
     pub t0: u64,
     pub t1: u64,
 }
+
+impl Placement {
+    /// The name of the pool it sits in (`tr` is the trace it came from).
+    pub fn pool<'a>(&self, tr: &'a Trace) -> &'a str {
+        tr.events.name_of(self.pool_id)
+    }
+}
+
+const _: () = assert!(std::mem::size_of::<Placement>() == 48);
 
 /// Every placement with a known offset; open ones close at the trace's end.
 pub fn placements(tr: &Trace) -> Vec<Placement> {
@@ -23,7 +35,7 @@ pub fn placements(tr: &Trace) -> Vec<Placement> {
         .max(tr.events.last().map(|e| e.t_ns).unwrap_or(0));
     let mut open: std::collections::HashMap<usize, Placement> = Default::default();
     let mut out = Vec::new();
-    for e in &tr.events {
+    for (i, e) in tr.events.iter().enumerate() {
         match e.kind {
             EventKind::Alloc | EventKind::Reload | EventKind::Recompute => {
                 if let Some(mut p) = open.remove(&e.tensor) {
@@ -35,7 +47,7 @@ pub fn placements(tr: &Trace) -> Vec<Placement> {
                         e.tensor,
                         Placement {
                             tensor: e.tensor,
-                            pool: e.pool.clone(),
+                            pool_id: tr.events.pool_id(i),
                             offset: off,
                             bytes: e.bytes,
                             t0: e.t_ns,

@@ -10,6 +10,7 @@ use crate::trace::Trace;
 
 /// A DMA lane of the timeline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
 pub enum Lane {
     /// Write-backs of evicted tensors.
     Evict,
@@ -116,15 +117,21 @@ impl Column {
     }
 }
 
+/// 32 bytes: one per op and one per DMA transfer (a million of each in a
+/// large trace).
 #[derive(Debug, Clone, Copy)]
 struct Span {
     start: u64,
     end: u64,
-    /// op index for op spans; event index for DMA spans.
-    id: usize,
     stall: u64,
+    /// op index for op spans; event index for DMA spans (`u32::MAX`: a
+    /// stream derived from an op's list). Both fit: a trace's ids are
+    /// checked below 2^32 when it is read.
+    id: u32,
     lane: Lane,
 }
+
+const _: () = assert!(std::mem::size_of::<Span>() == 32);
 
 /// The index. Built once per trace (O(n + buckets)); queried per frame.
 #[derive(Debug, Clone)]
@@ -179,7 +186,7 @@ impl TimelineIndex {
             .map(|(i, o)| Span {
                 start: o.start_ns,
                 end: o.end_ns.max(o.start_ns),
-                id: i,
+                id: i as u32,
                 stall: o.stall_ns,
                 lane: Lane::Evict,
             })
@@ -192,7 +199,7 @@ impl TimelineIndex {
             } else {
                 0.0
             };
-            let id = s.id as u32;
+            let id = s.id;
             add_span(&mut base, base_ns, s.start, s.end, |b, ov| {
                 let st = (ov as f64 * frac_stall) as u64;
                 b.stall_ns += st;
@@ -222,7 +229,7 @@ impl TimelineIndex {
                     dma.push(Span {
                         start: s,
                         end: en,
-                        id: i,
+                        id: i as u32,
                         stall: 0,
                         lane,
                     });
@@ -240,7 +247,7 @@ impl TimelineIndex {
                 dma.push(Span {
                     start: o.start_ns,
                     end: o.end_ns,
-                    id: usize::MAX,
+                    id: u32::MAX,
                     stall: 0,
                     lane: Lane::Stream,
                 });
@@ -389,7 +396,7 @@ impl TimelineIndex {
             cols[c].compute += ov * (1.0 - st) / dt;
             if ov > best[c] {
                 best[c] = ov;
-                cols[c].op = Some(s.id);
+                cols[c].op = Some(s.id as usize);
             }
         });
         visit(&self.dma, self.dma_max_len, &mut |s, c, ov| {

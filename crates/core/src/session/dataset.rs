@@ -280,7 +280,7 @@ fn analyses(trace: &Arc<Trace>, ledger: &Ledger, capacity: u64) -> Analyses {
             .map(|p| {
                 let mine: Vec<Placement> = placements
                     .iter()
-                    .filter(|x| x.pool == p.name)
+                    .filter(|x| x.pool(trace) == p.name)
                     .cloned()
                     .collect();
                 OccupancyIndex::build(&mine, index.end_ns, p.capacity_bytes)

@@ -66,8 +66,9 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
         .unwrap_or(0);
     let name = pool.map(|p| p.name.clone()).unwrap_or_default();
     // With several pools, only this pool's placements are drawn.
-    let in_pool =
-        |p: &spillscope::analysis::memmap::Placement| pool.is_none_or(|x| p.pool == x.name);
+    let in_pool = |p: &spillscope::analysis::memmap::Placement| {
+        pool.is_none_or(|x| p.pool(&d.trace) == x.name)
+    };
     if !d.caps.offsets {
         // Nothing says where tensors sit: no map to draw.
         let how = d
@@ -252,7 +253,7 @@ fn tensor_at(app: &App, t: u64, offset: u64) -> Option<(usize, u64, u64, u64, u6
     let d = app.primary()?;
     let pool = pool_of(app, d);
     d.placements_in(t, t + 1)
-        .filter(|p| pool.is_none_or(|x| p.pool == x.name))
+        .filter(|p| pool.is_none_or(|x| p.pool(&d.trace) == x.name))
         .find(|p| p.offset <= offset && offset < p.offset + p.bytes.max(1))
         .map(|p| (p.tensor, p.t0, p.t1, p.offset, p.bytes))
 }
