@@ -102,13 +102,16 @@ fn first_screen(trace: &std::path::Path, cache: &std::path::Path, extra: &str) -
         trace.display()
     );
     let t = common::tmux::Tmux::open_at("cache", &cmd, (80, 24), |s| s.contains("latency"))?;
-    // The complete analyses land after the first frame: wait for the
-    // screen to stop changing.
+    // The complete analyses and the suggestions land after the first
+    // frame: wait until no job is in progress (the tab bar's "...") and
+    // the screen stops changing. A still screen alone is not enough: a
+    // stage can hold one frame longer than a poll.
+    let busy = |s: &str| s.lines().next().is_some_and(|l| l.contains("..."));
     let mut last = t.screen();
-    for _ in 0..50 {
+    for _ in 0..150 {
         std::thread::sleep(std::time::Duration::from_millis(200));
         let now = t.screen();
-        if now == last {
+        if now == last && !busy(&now) {
             break;
         }
         last = now;

@@ -43,11 +43,7 @@ pub fn roofline_vs_measured(
             continue;
         };
         matched += 1;
-        let bytes: u64 = g
-            .operands(o.id)
-            .iter()
-            .map(|&t| g.tensors.at(t).bytes)
-            .sum();
+        let bytes: u64 = g.operands(o.id).iter().map(|&t| g.tensors.bytes(t)).sum();
         let r = op_time_ns(hw, o.flops, bytes).time_ns;
         let e = by.entry(o.op_type.into()).or_default();
         e.0 += 1;

@@ -33,8 +33,8 @@ pub fn working_sets(g: &Graph) -> Vec<u64> {
         .map(|i| {
             g.operands(i)
                 .into_iter()
-                .filter(|&t| spillable(g.tensors.at(t).kind))
-                .map(|t| g.tensors.at(t).bytes)
+                .filter(|&t| spillable(g.tensors.kind(t)))
+                .map(|t| g.tensors.bytes(t))
                 .sum()
         })
         .collect()
@@ -98,8 +98,8 @@ pub fn lower_bound_traffic_pools_live(
             let w: u64 = g
                 .operands(i)
                 .into_iter()
-                .filter(|&t| mine(t) && spillable(g.tensors.at(t).kind))
-                .map(|t| g.tensors.at(t).bytes)
+                .filter(|&t| mine(t) && spillable(g.tensors.kind(t)))
+                .map(|t| g.tensors.bytes(t))
                 .sum();
             ws = ws.saturating_add(w.saturating_sub(cap));
         }

@@ -78,8 +78,8 @@ impl Liveness {
         let mut diff = vec![0i128; n + 1];
         for (t, iv) in intervals.iter().enumerate() {
             if let Some(iv) = iv {
-                diff[iv.start] += g.tensors.at(t).bytes as i128;
-                diff[iv.end + 1] -= g.tensors.at(t).bytes as i128;
+                diff[iv.start] += g.tensors.bytes(t) as i128;
+                diff[iv.end + 1] -= g.tensors.bytes(t) as i128;
             }
         }
         let mut live_bytes = Vec::with_capacity(n);

@@ -100,6 +100,22 @@ impl Ops {
         self.name.get(i)
     }
 
+    /// Op `i`'s inputs (one field, for hot loops).
+    #[inline]
+    pub fn inputs(&self, i: usize) -> &[TensorId] {
+        self.inputs.get(i)
+    }
+
+    #[inline]
+    pub fn outputs(&self, i: usize) -> &[TensorId] {
+        self.outputs.get(i)
+    }
+
+    #[inline]
+    pub fn flops(&self, i: usize) -> f64 {
+        self.flops[i]
+    }
+
     /// Op `i` as a row. Panics when `i` is out of range, like indexing.
     #[inline]
     pub fn at(&self, i: usize) -> OpRef<'_> {

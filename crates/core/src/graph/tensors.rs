@@ -109,6 +109,28 @@ impl Tensors {
         self.name.get(i)
     }
 
+    /// Tensor `i`'s size (hot loops read one field: a whole row costs a
+    /// bounds check per column).
+    #[inline]
+    pub fn bytes(&self, i: usize) -> u64 {
+        self.bytes[i]
+    }
+
+    #[inline]
+    pub fn kind(&self, i: usize) -> TensorKind {
+        self.kind[i]
+    }
+
+    #[inline]
+    pub fn producer(&self, i: usize) -> Option<OpId> {
+        Some(self.producer[i]).filter(|&p| p != NONE)
+    }
+
+    #[inline]
+    pub fn consumers(&self, i: usize) -> &[OpId] {
+        self.consumers.get(i)
+    }
+
     /// Tensor `i` as a row. Panics when `i` is out of range, like indexing.
     #[inline]
     pub fn at(&self, i: usize) -> TensorRef<'_> {

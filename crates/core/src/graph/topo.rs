@@ -113,7 +113,7 @@ pub fn op_preds(g: &super::Graph) -> Vec<Vec<usize>> {
         .map(|o| {
             o.inputs
                 .iter()
-                .filter_map(|&t| g.tensors.at(t).producer)
+                .filter_map(|&t| g.tensors.producer(t))
                 .collect()
         })
         .collect()

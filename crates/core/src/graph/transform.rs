@@ -147,11 +147,11 @@ pub fn fuse(g: &Graph) -> Result<(Graph, Vec<Fusion>)> {
                 let chain = &chains[c];
                 let inner: Vec<usize> = chain[..chain.len() - 1]
                     .iter()
-                    .map(|&o| g.ops.at(o).outputs[0])
+                    .map(|&o| g.ops.outputs(o)[0])
                     .collect();
                 let mut inputs: Vec<CompactString> = Vec::new();
                 for &o in chain {
-                    for &t in g.ops.at(o).inputs {
+                    for &t in g.ops.inputs(o) {
                         let name = g.tensors.at(t).name;
                         if !inner.contains(&t) && !inputs.iter().any(|n| n == name) {
                             inputs.push(name.into());
@@ -179,7 +179,7 @@ pub fn fuse(g: &Graph) -> Result<(Graph, Vec<Fusion>)> {
                         .iter()
                         .map(|&t| g.tensors.at(t).name.into())
                         .collect(),
-                    flops: Some(chain.iter().map(|&o| g.ops.at(o).flops).sum()),
+                    flops: Some(chain.iter().map(|&o| g.ops.flops(o)).sum()),
                 });
                 fusions.push(Fusion {
                     ops: chain
@@ -191,7 +191,7 @@ pub fn fuse(g: &Graph) -> Result<(Graph, Vec<Fusion>)> {
                         .iter()
                         .map(|&t| g.tensors.at(t).name.to_string())
                         .collect(),
-                    removed_bytes: inner.iter().map(|&t| g.tensors.at(t).bytes).sum(),
+                    removed_bytes: inner.iter().map(|&t| g.tensors.bytes(t)).sum(),
                 });
             }
             Some(_) => {}
@@ -366,7 +366,7 @@ impl topo::Picker for FreesMost<'_> {
     type Key = (i64, OpId);
     fn key(&self, i: usize) -> Option<(i64, OpId)> {
         let (g, o) = (self.g, &self.g.ops.at(i));
-        let alloc: u64 = o.outputs.iter().map(|&t| g.tensors.at(t).bytes).sum();
+        let alloc: u64 = o.outputs.iter().map(|&t| g.tensors.bytes(t)).sum();
         let mut freed = 0u64;
         let mut seen: Vec<usize> = Vec::new();
         for &t in o.inputs {
@@ -385,7 +385,7 @@ impl topo::Picker for FreesMost<'_> {
         let g = self.g;
         self.done[i] = true;
         let mut seen: Vec<usize> = Vec::new();
-        for &t in g.ops.at(i).inputs {
+        for &t in g.ops.inputs(i) {
             if seen.contains(&t) {
                 continue;
             }
@@ -400,7 +400,7 @@ impl topo::Picker for FreesMost<'_> {
             self.remaining[t] = self.remaining[t].saturating_sub(uses);
             // The last remaining consumer now frees it: its priority changed.
             if self.remaining[t] == 1 {
-                if let Some(&c) = g.tensors.at(t).consumers.iter().find(|&&c| !self.done[c]) {
+                if let Some(&c) = g.tensors.consumers(t).iter().find(|&&c| !self.done[c]) {
                     changed.push(c);
                 }
             }

@@ -266,7 +266,7 @@ fn shared_pool(runs: &[CoreRun], hw: &HardwareProfile) -> Option<SharedPool> {
 /// the cores that read it (none of their later ops starts before it).
 fn share_outputs(runs: &[CoreRun], sims: &mut [Sim], pool: &mut SharedPool, c: usize, i: usize) {
     let run = &runs[c];
-    for &t in run.graph.ops.at(i).outputs {
+    for &t in run.graph.ops.outputs(i) {
         let publishes = sims[c].crossing.as_ref().is_some_and(|x| x.publish[t]);
         if !publishes {
             continue;
@@ -289,7 +289,7 @@ fn share_outputs(runs: &[CoreRun], sims: &mut [Sim], pool: &mut SharedPool, c: u
 fn read_shared(runs: &[CoreRun], sims: &mut [Sim], pool: &mut SharedPool, c: usize, i: usize) {
     let run = &runs[c];
     let end = sims[c].now;
-    for &t in run.graph.ops.at(i).outputs {
+    for &t in run.graph.ops.outputs(i) {
         let global = run.global[t];
         if pool.of.get(global).copied().flatten().is_none() {
             continue;
@@ -303,7 +303,7 @@ fn read_shared(runs: &[CoreRun], sims: &mut [Sim], pool: &mut SharedPool, c: usi
             }
         }
     }
-    for &t in run.graph.ops.at(i).inputs {
+    for &t in run.graph.ops.inputs(i) {
         pool.read(run.global[t], c, end);
     }
 }

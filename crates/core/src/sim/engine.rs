@@ -391,7 +391,7 @@ impl<'a> Sim<'a> {
     }
 
     pub(crate) fn aligned(&self, t: TensorId) -> u64 {
-        self.pool(t).aligned(self.g.tensors.at(t).bytes)
+        self.pool(t).aligned(self.g.tensors.bytes(t))
     }
 
     /// The allocator of `t`'s pool.
@@ -409,7 +409,7 @@ impl<'a> Sim<'a> {
     }
 
     fn next_use(&self, t: TensorId, now: usize) -> u64 {
-        let c = &self.g.tensors.at(t).consumers;
+        let c = &self.g.tensors.consumers(t);
         let i = c.partition_point(|&s| s <= now);
         match c.get(i) {
             Some(&s) => s as u64,
@@ -460,7 +460,7 @@ impl<'a> Sim<'a> {
         Event {
             offset: Some(self.st[t].offset),
             op: Some(op),
-            ..Event::plain(t_ns, kind, t, self.g.tensors.at(t).bytes, pool)
+            ..Event::plain(t_ns, kind, t, self.g.tensors.bytes(t), pool)
         }
     }
 
@@ -495,7 +495,7 @@ impl<'a> Sim<'a> {
         e.written_bytes = Some(0);
         let mut done = now_ns;
         if self.st[t].dirty {
-            let bytes = self.g.tensors.at(t).bytes;
+            let bytes = self.g.tensors.bytes(t);
             let (s, end) = self.bus.issue(now_ns, bytes, Direction::Write);
             e.dma_start_ns = Some(s);
             e.dma_end_ns = Some(end);
@@ -605,7 +605,7 @@ impl<'a> Sim<'a> {
     }
 
     fn is_input(&self, i: usize, t: TensorId) -> bool {
-        self.g.ops.at(i).inputs.contains(&t)
+        self.g.ops.inputs(i).contains(&t)
     }
 
     /// Runs every op in schedule order, checking `cancel` between ops.
@@ -804,7 +804,7 @@ impl<'a> Sim<'a> {
     fn may_evict_for(&self, t: TensorId) -> bool {
         self.plan.is_none()
             || !matches!(
-                self.g.tensors.at(t).kind,
+                self.g.tensors.kind(t),
                 TensorKind::Weight | TensorKind::Input
             )
     }
@@ -906,10 +906,10 @@ impl<'a> Sim<'a> {
         ready.wait_until = ready.wait_until.max(writeback_end);
         ready.recompute_ns = ready.recompute_ns.saturating_add(plan.cost_ns);
         self.totals.recomputed_bytes =
-            (self.totals.recomputed_bytes).saturating_add(self.g.tensors.at(t).bytes);
+            (self.totals.recomputed_bytes).saturating_add(self.g.tensors.bytes(t));
         for &w in &plan.weights {
             let mut ev = self.event(now, EventKind::StreamIn, w, i);
-            let bytes = self.g.tensors.at(w).bytes;
+            let bytes = self.g.tensors.bytes(w);
             ev.offset = None;
             ev.dma_start_ns = Some(now);
             ev.dma_end_ns = Some(now.saturating_add(self.bus.transfer_ns(bytes, Direction::Read)));
@@ -918,7 +918,7 @@ impl<'a> Sim<'a> {
         }
         self.settle(t, offset, false, now);
         let mut ev = self.event(now, EventKind::Recompute, t, i);
-        ev.reason = Some(match self.g.tensors.at(t).producer {
+        ev.reason = Some(match self.g.tensors.producer(t) {
             Some(p) => format!("recompute:{}", self.g.ops.at(p).name).into(),
             None => "recompute".into(),
         });
@@ -988,12 +988,12 @@ impl<'a> Sim<'a> {
             g.operands(i)
                 .into_iter()
                 .filter(|&t| c.shared[t])
-                .map(|t| g.tensors.at(t).bytes)
+                .map(|t| g.tensors.bytes(t))
                 .sum()
         });
         let operand_bytes: u64 = operands
             .iter()
-            .map(|&t| g.tensors.at(t).bytes)
+            .map(|&t| g.tensors.bytes(t))
             .sum::<u64>()
             .saturating_add(shared_bytes);
         let roof = op_time_ns(hw, op.flops, operand_bytes);
@@ -1014,7 +1014,7 @@ impl<'a> Sim<'a> {
                 } else {
                     Direction::Write
                 };
-                (g.tensors.at(t).bytes, dir)
+                (g.tensors.bytes(t), dir)
             })
             .collect();
         let rd = parts
@@ -1159,7 +1159,7 @@ impl<'a> Sim<'a> {
                     .inputs
                     .iter()
                     .copied()
-                    .filter(|&t| g.tensors.at(t).kind == TensorKind::Weight),
+                    .filter(|&t| g.tensors.kind(t) == TensorKind::Weight),
             );
         }
         to_free.sort_unstable();
@@ -1171,7 +1171,7 @@ impl<'a> Sim<'a> {
                 let offset = self.st[t].offset;
                 self.pool_mut(t).free(offset);
             }
-            self.st[t].loc = if g.tensors.at(t).kind == TensorKind::Weight {
+            self.st[t].loc = if g.tensors.kind(t) == TensorKind::Weight {
                 Loc::Dram
             } else {
                 Loc::Absent
@@ -1459,8 +1459,8 @@ fn demand_per_step(g: &Graph, live: &Liveness, weights: WeightMode) -> Vec<u64> 
                     .at(i)
                     .inputs
                     .iter()
-                    .filter(|&&t| g.tensors.at(t).kind == TensorKind::Weight)
-                    .map(|&t| g.tensors.at(t).bytes)
+                    .filter(|&&t| g.tensors.kind(t) == TensorKind::Weight)
+                    .map(|&t| g.tensors.bytes(t))
                     .sum()
             } else {
                 0

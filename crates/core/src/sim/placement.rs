@@ -53,12 +53,12 @@ pub fn place(
             op.inputs
                 .iter()
                 .filter_map(|&t| {
-                    let p = g.tensors.at(t).producer?;
+                    let p = g.tensors.producer(t)?;
                     let cross = if at[p] == c {
                         0.0
                     } else {
                         // Out to DRAM on its core, back in on this one.
-                        2.0 * g.tensors.at(t).bytes as f64 / bw * 1e9
+                        2.0 * g.tensors.bytes(t) as f64 / bw * 1e9
                     };
                     Some(finish[p] + cross)
                 })
@@ -74,7 +74,7 @@ pub fn place(
             .inputs
             .iter()
             .chain(op.outputs.iter())
-            .map(|&t| g.tensors.at(t).bytes)
+            .map(|&t| g.tensors.bytes(t))
             .sum();
         finish[op.id] = start + op_time_ns(hw, op.flops, bytes).time_ns;
         free[c] = finish[op.id];
@@ -112,7 +112,7 @@ fn part(g: &Graph, at: &[usize], c: usize) -> Part {
     let mut local: Vec<Option<usize>> = vec![None; g.tensors.len()];
     let mut tensor_of: Vec<usize> = Vec::new();
     for &o in &op_of {
-        for &t in g.ops.at(o).inputs.iter().chain(g.ops.at(o).outputs.iter()) {
+        for &t in g.ops.inputs(o).iter().chain(g.ops.outputs(o).iter()) {
             if local[t].is_none() {
                 local[t] = Some(tensor_of.len());
                 tensor_of.push(t);

@@ -323,11 +323,11 @@ mod tests {
         };
         assert_eq!(g.ops.len(), 2);
         assert_eq!(g.ops.at(0).name, "NpuBackend_0");
-        assert_eq!(names(g.ops.at(0).inputs), ["v0", "v1"]);
-        assert_eq!(names(g.ops.at(0).outputs), ["v2"]);
+        assert_eq!(names(g.ops.inputs(0)), ["v0", "v1"]);
+        assert_eq!(names(g.ops.outputs(0)), ["v2"]);
         // The view is its base: no tensor of its own, read as v2.
-        assert_eq!(names(g.ops.at(1).inputs), ["v2"]);
-        assert_eq!(names(g.ops.at(1).outputs), ["v4"]);
+        assert_eq!(names(g.ops.inputs(1)), ["v2"]);
+        assert_eq!(names(g.ops.outputs(1)), ["v4"]);
         assert!(g.tensor_by_name("v3").is_none());
         assert_eq!(l.tensor_of_value[3], l.tensor_of_value[2]);
         assert_eq!(g.tensor_by_name("v1").unwrap().kind, TensorKind::Weight);

@@ -23,10 +23,10 @@ pub(super) fn cut_windows(setup: &Setup, max_vars: usize) -> Vec<(usize, usize)>
         };
         alive[iv.start] += 1;
         alive[iv.end + 1] -= 1;
-        across[iv.start] += i128::from(g.tensors.at(id).bytes);
-        across[iv.end] -= i128::from(g.tensors.at(id).bytes);
+        across[iv.start] += i128::from(g.tensors.bytes(id));
+        across[iv.end] -= i128::from(g.tensors.bytes(id));
         extra[iv.start] += 3;
-        for &c in g.tensors.at(id).consumers {
+        for &c in g.tensors.consumers(id) {
             if c < n {
                 extra[c] += 2;
             }
