@@ -209,6 +209,29 @@ impl<T: Copy> Lists<T> {
 }
 
 impl Lists<usize> {
+    /// Lists of `rows` rows from (row, id) pairs: `each` hands every pair
+    /// to its argument, and is run twice (count, then fill), so nothing is
+    /// held per row but its end. Each row's ids keep the order given.
+    pub(crate) fn counted(rows: usize, each: impl Fn(&mut dyn FnMut(usize, usize))) -> IdLists {
+        let mut ends = vec![0usize; rows];
+        each(&mut |r, _| ends[r] += 1);
+        let mut total = 0;
+        for e in &mut ends {
+            total += *e;
+            *e = total;
+        }
+        // Fill each row from its start (`at[r]` walks up to its end).
+        let mut at: Vec<usize> = Vec::with_capacity(rows);
+        at.push(0);
+        at.extend_from_slice(&ends[..rows.saturating_sub(1)]);
+        let mut ids = vec![0usize; total];
+        each(&mut |r, id| {
+            ids[at[r]] = id;
+            at[r] += 1;
+        });
+        IdLists { ends, ids }
+    }
+
     /// The lists as read back from the cache: `offsets` (n + 1, from 0,
     /// never decreasing, as the reader checked) into `vals`.
     pub(crate) fn from_offsets(offsets: &[u64], vals: Vec<u64>) -> IdLists {
@@ -308,8 +331,10 @@ pub(crate) fn own_index(i: usize) -> usize {
 /// graph's ops and tensors): lookups by index, an iterator of borrowed rows,
 /// changing every row, collecting and extending from owned rows, equality
 /// and debug output by rows, and the JSON as the array of row objects,
-/// read one row at a time. `$list` has `new`, `len`, `at`, `push` and
-/// `shrink_to_fit`; its borrowed row `$row` has `owned`.
+/// read one row at a time, and changing one row. `$list` has `new`, `len`,
+/// `at`, `push`, `shrink_to_fit` and `set_in_place` (writes a changed row
+/// over row `i` and says so, or says the change needs the columns
+/// rebuilt: a changed list or name); its borrowed row `$row` has `owned`.
 macro_rules! row_list {
     ($list:ident, $row:ident, $owned:ty, $what:literal) => {
         impl $list {
@@ -335,6 +360,23 @@ macro_rules! row_list {
                     at: 0,
                     end: self.len(),
                 }
+            }
+
+            /// Changes row `i` through its owned form: in place where
+            /// `set_in_place` can, else by rebuilding the columns (to
+            /// change many rows, [`Self::update_all`] rebuilds once).
+            pub fn update(&mut self, i: usize, f: impl FnOnce(&mut $owned)) {
+                let before = self.at(i).owned();
+                let mut o = before.clone();
+                f(&mut o);
+                if o == before || self.set_in_place(i, &before, &o) {
+                    return;
+                }
+                self.update_all(|j, r| {
+                    if j == i {
+                        *r = o.clone();
+                    }
+                });
             }
 
             /// Changes every row through its owned form, rebuilding the

@@ -362,7 +362,7 @@ impl GraphBuilder {
 /// Each tensor's consumers (op positions, in order, an op reading a
 /// tensor twice listed once), counted then filled: no list per tensor.
 fn consumer_lists(ops: &Ops, n_tensors: usize) -> IdLists {
-    let reads = |f: &mut dyn FnMut(usize, usize)| {
+    IdLists::counted(n_tensors, |f| {
         for (pos, o) in ops.iter().enumerate() {
             for (k, &t) in o.inputs.iter().enumerate() {
                 if !o.inputs[..k].contains(&t) {
@@ -370,24 +370,7 @@ fn consumer_lists(ops: &Ops, n_tensors: usize) -> IdLists {
                 }
             }
         }
-    };
-    let mut ends = vec![0usize; n_tensors];
-    reads(&mut |t, _| ends[t] += 1);
-    let mut total = 0;
-    for e in &mut ends {
-        total += *e;
-        *e = total;
-    }
-    // Fill each list from its start (`at[t]` walks up to its end).
-    let mut at: Vec<usize> = Vec::with_capacity(n_tensors);
-    at.push(0);
-    at.extend_from_slice(&ends[..n_tensors.saturating_sub(1)]);
-    let mut ids = vec![0usize; total];
-    reads(&mut |t, pos| {
-        ids[at[t]] = pos;
-        at[t] += 1;
-    });
-    IdLists { ends, ids }
+    })
 }
 
 /// A topological order of the ops preferring file order: `None` when the

@@ -165,33 +165,22 @@ impl Ops {
         }
     }
 
-    /// Changes op `i` through its owned row. The type, unit and FLOPs
-    /// change in place; a changed name, id or operand list rebuilds the
-    /// columns (to change many ops, [`Ops::update_all`] rebuilds once).
-    pub fn update(&mut self, i: usize, f: impl FnOnce(&mut Op)) {
-        let before = self.at(i).owned();
-        let mut o = before.clone();
-        f(&mut o);
-        if o == before {
-            return;
-        }
+    /// For [`Ops::update`]: the type, unit and FLOPs change in place; a
+    /// changed name, id or operand list needs the columns rebuilt.
+    fn set_in_place(&mut self, i: usize, before: &Op, o: &Op) -> bool {
         let in_place = o.name == before.name
             && o.id == before.id
             && o.inputs == before.inputs
             && o.outputs == before.outputs;
         if !in_place {
-            self.update_all(|j, r| {
-                if j == i {
-                    *r = o.clone();
-                }
-            });
-            return;
+            return false;
         }
         let n = self.len();
         self.op_type[i] = self.types.id(&o.op_type);
         self.flops[i] = o.flops;
         let u = o.unit.as_deref().map_or(0, |u| self.units.id(u));
         self.unit.set(i, n, u, no_unit);
+        true
     }
 
     /// Gives back the columns' unused room (after building).

@@ -176,32 +176,22 @@ impl Tensors {
         self.consumers = consumers;
     }
 
-    /// Changes tensor `i` through its owned row. Size, kind, type and
-    /// producer change in place; a changed name, id, shape or consumer
-    /// list rebuilds the columns (to change many, [`Tensors::update_all`]).
-    pub fn update(&mut self, i: usize, f: impl FnOnce(&mut Tensor)) {
-        let before = self.at(i).owned();
-        let mut t = before.clone();
-        f(&mut t);
-        if t == before {
-            return;
-        }
+    /// For [`Tensors::update`]: size, kind, type and producer change in
+    /// place; a changed name, id, shape or consumer list needs the
+    /// columns rebuilt.
+    fn set_in_place(&mut self, i: usize, before: &Tensor, t: &Tensor) -> bool {
         let in_place = t.name == before.name
             && t.id == before.id
             && t.shape == before.shape
             && t.consumers == before.consumers;
         if !in_place {
-            self.update_all(|j, r| {
-                if j == i {
-                    *r = t.clone();
-                }
-            });
-            return;
+            return false;
         }
         self.bytes[i] = t.bytes;
         self.kind[i] = t.kind;
         self.dtype[i] = t.dtype.as_deref().map_or(0, |d| self.dtypes.id(d));
         self.producer[i] = t.producer.unwrap_or(NONE);
+        true
     }
 
     /// Gives back the columns' unused room (after building).

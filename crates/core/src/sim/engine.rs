@@ -1481,28 +1481,13 @@ fn death_steps(g: &Graph, live: &Liveness, weights: WeightMode) -> IdLists {
             _ => live.intervals[t.id].map(|iv| iv.end),
         }
     };
-    let mut ends = vec![0usize; g.ops.len()];
-    for t in &g.tensors {
-        if let Some(s) = step_of(t) {
-            ends[s] += 1;
+    IdLists::counted(g.ops.len(), |f| {
+        for t in &g.tensors {
+            if let Some(s) = step_of(t) {
+                f(s, t.id);
+            }
         }
-    }
-    let mut total = 0;
-    for e in &mut ends {
-        total += *e;
-        *e = total;
-    }
-    let mut at: Vec<usize> = Vec::with_capacity(ends.len());
-    at.push(0);
-    at.extend_from_slice(&ends[..ends.len().saturating_sub(1)]);
-    let mut ids = vec![0usize; total];
-    for t in &g.tensors {
-        if let Some(s) = step_of(t) {
-            ids[at[s]] = t.id;
-            at[s] += 1;
-        }
-    }
-    IdLists { ends, ids }
+    })
 }
 
 /// The graph as `cfg` rewrites it before simulating: fusion, then fp16

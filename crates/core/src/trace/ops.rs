@@ -236,26 +236,15 @@ impl Ops {
         self.contention_ns.push(i, r.contention_ns);
     }
 
-    /// Changes op `i` through its row. Scalars change in place; a changed
-    /// operand list rebuilds the columns (rare: only fixing up a trace
-    /// moves operands).
-    pub fn update(&mut self, i: usize, f: impl FnOnce(&mut TraceOp)) {
-        let before = self.at(i).owned();
-        let mut o = before.clone();
-        f(&mut o);
-        if o == before {
-            return;
-        }
+    /// For [`Ops::update`]: scalars change in place; a changed operand
+    /// list needs the columns rebuilt (rare: only fixing up a trace moves
+    /// operands).
+    fn set_in_place(&mut self, i: usize, before: &TraceOp, o: &TraceOp) -> bool {
         let lists_same = o.inputs == before.inputs
             && o.outputs == before.outputs
             && o.streamed == before.streamed;
         if !lists_same {
-            self.update_all(|j, r| {
-                if j == i {
-                    *r = o.clone();
-                }
-            });
-            return;
+            return false;
         }
         let n = self.len();
         self.id.set(i, n, o.id, own_index);
@@ -270,7 +259,8 @@ impl Ops {
         self.parent.set(i, n, o.parent.map(|p| p as u64));
         self.self_ns.set(i, n, o.self_ns);
         self.contention_ns.set(i, n, o.contention_ns);
-        self.name[i] = o.name;
+        self.name[i] = o.name.clone();
+        true
     }
 
     pub fn truncate(&mut self, n: usize) {

@@ -125,22 +125,12 @@ impl Tensors {
         self.pool[i] = self.pools.id(pool);
     }
 
-    /// Changes tensor `i` through its row (a changed consumer list
-    /// rebuilds the columns: only fixing up a trace does that).
-    pub fn update(&mut self, i: usize, f: impl FnOnce(&mut TraceTensor)) {
-        let before = self.at(i).owned();
-        let mut t = before.clone();
-        f(&mut t);
-        if t == before {
-            return;
-        }
+    /// For [`Tensors::update`]: a changed consumer list needs the columns
+    /// rebuilt (only fixing up a trace does that); the rest changes in
+    /// place.
+    fn set_in_place(&mut self, i: usize, before: &TraceTensor, t: &TraceTensor) -> bool {
         if t.consumers != before.consumers {
-            self.update_all(|j, r| {
-                if j == i {
-                    *r = t.clone();
-                }
-            });
-            return;
+            return false;
         }
         let n = self.len();
         self.id.set(i, n, t.id, own_index);
@@ -148,7 +138,8 @@ impl Tensors {
         self.kind[i] = t.kind;
         self.pool[i] = self.pools.id(&t.pool);
         self.producer.set(i, n, t.producer.map(|p| p as u64));
-        self.name[i] = t.name;
+        self.name[i] = t.name.clone();
+        true
     }
 
     /// Gives back the columns' unused room (after loading).
