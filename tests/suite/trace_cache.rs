@@ -103,15 +103,30 @@ fn first_screen(trace: &std::path::Path, cache: &std::path::Path, extra: &str) -
     );
     let t = common::tmux::Tmux::open_at("cache", &cmd, (80, 24), |s| s.contains("latency"))?;
     // The complete analyses and the suggestions land after the first
-    // frame: wait until no job is in progress (the tab bar's "...") and
-    // the screen stops changing. A still screen alone is not enough: a
-    // stage can hold one frame longer than a poll.
-    let busy = |s: &str| s.lines().next().is_some_and(|l| l.contains("..."));
+    // frame: wait until no job is in progress (the tab bar's "..." or a
+    // count of done work, "8/18") and the screen stops changing.
+    let busy = |s: &str| {
+        s.lines().next().is_some_and(|l| {
+            l.contains("...")
+                || l.split_whitespace().any(|w| {
+                    w.split_once('/').is_some_and(|(a, b)| {
+                        !a.is_empty()
+                            && !b.is_empty()
+                            && a.chars().all(|c| c.is_ascii_digit())
+                            && b.chars().all(|c| c.is_ascii_digit())
+                    })
+                })
+        })
+    };
+    // Still for a second (five polls): under load a stage can hold a
+    // frame longer than one poll.
     let mut last = t.screen();
-    for _ in 0..150 {
+    let mut still = 0;
+    for _ in 0..300 {
         std::thread::sleep(std::time::Duration::from_millis(200));
         let now = t.screen();
-        if now == last && !busy(&now) {
+        still = if now == last { still + 1 } else { 0 };
+        if still >= 5 && !busy(&now) {
             break;
         }
         last = now;
