@@ -87,6 +87,14 @@ impl OptCol {
     }
 }
 
+/// A list that a JSON array's rows are pushed onto one at a time: a trace
+/// file read in runs (`trace::read`) parses each run onto what the runs
+/// before it left.
+pub(crate) trait PushRows {
+    type Row: serde::de::DeserializeOwned;
+    fn push_row(&mut self, r: Self::Row) -> Result<(), String>;
+}
+
 /// Pool names and reasons, each stored once (id 0 is reserved for "no
 /// reason").
 #[derive(Debug, Clone)]
@@ -480,6 +488,14 @@ macro_rules! row_list {
                     seq.serialize_element(&r)?;
                 }
                 seq.end()
+            }
+        }
+
+        impl crate::cols::PushRows for $list {
+            type Row = $owned;
+            fn push_row(&mut self, r: $owned) -> Result<(), String> {
+                self.push(r);
+                Ok(())
             }
         }
 

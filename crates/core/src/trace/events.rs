@@ -613,6 +613,14 @@ impl Serialize for Events {
     }
 }
 
+impl crate::cols::PushRows for Events {
+    type Row = Event;
+    fn push_row(&mut self, e: Event) -> Result<(), String> {
+        self.try_push(&e)
+            .map_err(|m| format!("event {}: {m}", self.len()))
+    }
+}
+
 /// Reads the JSON array one event at a time into the columns.
 impl<'de> Deserialize<'de> for Events {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Events, D::Error> {

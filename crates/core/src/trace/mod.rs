@@ -19,6 +19,7 @@ pub mod ledger;
 pub mod nesting;
 pub mod ops;
 mod ranges;
+mod read;
 pub mod residency;
 pub mod store;
 pub mod tensors;
@@ -544,13 +545,21 @@ impl Trace {
         }
     }
 
-    /// Loads a trace file. Read whole and parsed in parallel (1.6-1.8x
-    /// faster than a streamed parse on a 1M-event trace) when the file fits
-    /// comfortably in available memory; parsed as a stream otherwise (peak
-    /// memory about a third lower: the file's bytes are never all held), so
-    /// a small edge box can still open what a workstation wrote.
+    /// Loads a trace file. Read in runs (`read`): one pass finds the large
+    /// arrays and cuts them into runs of whole elements, which are read
+    /// back and parsed onto the columns on two threads, so the file is
+    /// never held whole (a 1M-event trace peaked at its columns plus its
+    /// 309 MB of text). A file that reader does not follow, and every
+    /// malformed one, is parsed whole for the canonical result or error;
+    /// as a stream when memory is short.
     pub fn load(path: &Path) -> Result<Trace> {
         let size = crate::input::check_size(path)?;
+        if let Some(t) = read::load(path).map_err(|e| Error::io(path, e))? {
+            let t = t
+                .finished()
+                .map_err(|e| Error::parse_at(path, e.pos, "spillscope trace", e.msg))?;
+            return Trace::checked_schema(path, t);
+        }
         if crate::input::memory_is_short(size) {
             return Trace::parse_stream(path);
         }
@@ -665,7 +674,7 @@ impl Trace {
             });
             (events, (tensors, ops, counters))
         });
-        let mut t = Trace {
+        let t = Trace {
             schema: s.schema,
             source: s.source,
             meta: s.meta,
@@ -677,11 +686,16 @@ impl Trace {
             summary: s.summary,
             recomputed: Vec::new(),
         };
-        t.check_refs()
-            .and_then(|()| t.check_ranges())
+        t.finished()
+    }
+
+    /// A parsed trace checked (references, ranges) and settled.
+    fn finished(mut self) -> std::result::Result<Trace, TraceParseError> {
+        self.check_refs()
+            .and_then(|()| self.check_ranges())
             .map_err(|msg| TraceParseError { msg, pos: None })?;
-        t.settle();
-        Ok(t)
+        self.settle();
+        Ok(self)
     }
 
     /// Every id a trace uses points at something that exists (tensor ids of
