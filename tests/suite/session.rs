@@ -100,7 +100,12 @@ fn a_newer_request_stops_the_running_bound_within_a_slice() {
         let p = next(&rx);
         assert_eq!(p.generation, second);
         match p.update {
-            Update::Bounded { .. } => bounded = true,
+            Update::Bounded { optimum, .. } => {
+                // A view keeps the bound's figures, not the job's plan.
+                assert!(optimum.plan.is_none());
+                assert!(optimum.variables > 0);
+                bounded = true;
+            }
             Update::Done => break,
             Update::Failed(e) => panic!("{e}"),
             _ => {}

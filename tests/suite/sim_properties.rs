@@ -208,6 +208,15 @@ proptest! {
 
 /// The first `n` small random graphs (up to 14 ops) of the deterministic
 /// runner: the same cases on every run, for the guards below.
+/// The same optimum with its plan taken out.
+fn optimal_traffic_figures_of(
+    o: &spillscope::analysis::optimum::Optimum,
+) -> spillscope::analysis::optimum::Optimum {
+    let mut f = o.clone();
+    f.plan = None;
+    f
+}
+
 fn small_graphs(n: usize) -> Vec<Graph> {
     use proptest::strategy::ValueTree;
     use proptest::test_runner::TestRunner;
@@ -426,6 +435,10 @@ fn planned_reaches_the_optimum_on_most_small_graphs() {
         ]
         .map(run);
         beat_others += usize::from(planned < *others.iter().min().unwrap());
+        // What a view keeps: every figure, no plan.
+        let f = opt.figures();
+        assert!(f.plan.is_none() && (opt.plan.is_some() || opt.exact_bytes.is_none()));
+        assert_eq!(f, optimal_traffic_figures_of(&opt));
         if let Some(e) = opt.exact_bytes {
             known += 1;
             assert!(planned >= e, "planned {planned} below the optimum {e}");

@@ -192,7 +192,7 @@ impl<'a> Job<'a> {
             if let Some(primary) = &runs[0] {
                 (self.post)(Update::Bounded {
                     trace: primary.trace.clone(),
-                    optimum: Box::new(o.clone()),
+                    optimum: Box::new(o.figures()),
                 });
             }
             self.out.optimum = Some(o);
@@ -225,7 +225,7 @@ impl<'a> Job<'a> {
                 if let Some(o) = &self.out.optimum {
                     (self.post)(Update::Bounded {
                         trace: run.trace.clone(),
-                        optimum: Box::new(o.clone()),
+                        optimum: Box::new(o.figures()),
                     });
                 }
             }
@@ -343,7 +343,7 @@ impl<'a> Job<'a> {
             runs[i].bound = runs[i].bound.refined(&o);
             (self.post)(Update::Bounded {
                 trace: runs[i].trace.clone(),
-                optimum: Box::new(o.clone()),
+                optimum: Box::new(o.figures()),
             });
             if i == 0 {
                 self.out.optimum = Some(o);

@@ -186,7 +186,8 @@ pub enum Update {
     Refining {
         trace: Arc<Trace>,
     },
-    /// The exact program's result for the trace's run.
+    /// The exact program's result for the trace's run: its figures, not
+    /// its plan ([`Optimum::figures`]).
     Bounded {
         trace: Arc<Trace>,
         optimum: Box<Optimum>,

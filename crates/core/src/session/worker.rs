@@ -114,13 +114,16 @@ fn work(shared: &Shared, mut tails: Tails, post: &(dyn Fn(Posted) + Send + Sync)
             }
         };
         let tag = |update: Update| post(Posted { generation, update });
-        let result = Job::new(generation, cancel.clone(), &tag, &mut tails).run(&request);
-        match result {
+        // The job's outcome (its graphs, plans and re-simulated runs) is
+        // dropped at the end of this statement, before the pages are
+        // handed back below (held in a binding, it outlived the trim and
+        // its 34 MB plan of a 1M-event trace stayed resident).
+        match Job::new(generation, cancel.clone(), &tag, &mut tails).run(&request) {
             Ok(_) | Err(crate::Error::Cancelled) => {}
             Err(e) => tag(Update::Failed(e)),
         }
-        // The job's graphs, plans and re-simulated runs are dropped: hand
-        // their pages back while the views hold only what they show.
+        // Hand the freed pages back while the views hold only what they
+        // show.
         crate::limits::release_free_memory();
         if let Ok(mut s) = shared.state.lock() {
             s.running = None;
