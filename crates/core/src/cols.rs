@@ -6,84 +6,139 @@
 use compact_str::CompactString;
 use std::collections::HashMap;
 
-/// An optional `u64` field as a column: empty until some event carries it,
-/// then one value and one presence bit per event.
+/// An optional `u64` field as a column: empty until some row carries it,
+/// then one presence bit per row and a value only for the rows that have
+/// one (an event's DMA times are on a third of a simulator's events, its
+/// written bytes on a tenth: 8 bytes for every event cost 47 MB of a
+/// 1M-event trace, this costs 20). A rank per 64 rows (the values before
+/// them) finds a row's value in O(1).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct OptCol {
+    /// The values of the rows that have one, in row order.
     pub(crate) vals: Vec<u64>,
+    /// One bit per row (as far as the column is in use).
     pub(crate) present: Vec<u64>,
+    /// Per word of `present`: how many values come before it.
+    rank: Vec<u32>,
 }
 
 impl OptCol {
-    pub(crate) fn get(&self, i: usize) -> Option<u64> {
-        let on = self
-            .present
-            .get(i / 64)
-            .is_some_and(|w| w >> (i % 64) & 1 == 1);
-        on.then(|| self.vals[i])
-    }
-
-    /// Appends the value of event `i` (the column's length is `i` when it
-    /// is in use).
-    pub(crate) fn push(&mut self, i: usize, v: Option<u64>) {
-        if v.is_none() && self.vals.is_empty() {
-            return;
-        }
-        self.vals.resize(i, 0);
-        self.vals.push(v.unwrap_or(0));
-        self.present.resize((i + 1).div_ceil(64), 0);
-        if v.is_some() {
-            self.present[i / 64] |= 1 << (i % 64);
-        }
-    }
-
-    pub(crate) fn set(&mut self, i: usize, len: usize, v: Option<u64>) {
-        if self.vals.is_empty() {
-            if v.is_none() {
-                return;
+    /// Where row `i`'s value is (or would go) in `vals`, and whether it
+    /// has one.
+    fn slot(&self, i: usize) -> (usize, bool) {
+        let (w, b) = (i / 64, i % 64);
+        match self.present.get(w) {
+            Some(&word) => {
+                let below = word & ((1u64 << b) - 1);
+                let at = self.rank[w] as usize + below.count_ones() as usize;
+                (at, word >> b & 1 == 1)
             }
-            self.vals.resize(len, 0);
-            self.present.resize(len.div_ceil(64), 0);
-        }
-        self.vals[i] = v.unwrap_or(0);
-        let bit = 1u64 << (i % 64);
-        if v.is_some() {
-            self.present[i / 64] |= bit;
-        } else {
-            self.present[i / 64] &= !bit;
+            None => (self.vals.len(), false),
         }
     }
 
-    pub(crate) fn truncate(&mut self, n: usize) {
-        if self.vals.len() > n {
-            self.vals.truncate(n);
-            self.present.truncate(n.div_ceil(64));
-            if let Some(w) = self.present.last_mut() {
-                if !n.is_multiple_of(64) {
-                    *w &= (1u64 << (n % 64)) - 1;
+    pub(crate) fn get(&self, i: usize) -> Option<u64> {
+        match self.slot(i) {
+            (at, true) => Some(self.vals[at]),
+            _ => None,
+        }
+    }
+
+    /// Covers rows up to `i` with presence words (new ones hold no value).
+    fn cover(&mut self, i: usize) {
+        while self.present.len() <= i / 64 {
+            self.rank.push(self.vals.len() as u32);
+            self.present.push(0);
+        }
+    }
+
+    /// Appends the value of row `i`, the rows before it already pushed.
+    pub(crate) fn push(&mut self, i: usize, v: Option<u64>) {
+        let Some(v) = v else {
+            return;
+        };
+        self.cover(i);
+        self.present[i / 64] |= 1 << (i % 64);
+        self.vals.push(v);
+    }
+
+    /// Sets row `i`'s value (`len` rows). In place where the row had a
+    /// value and keeps one; adding or taking one away moves the values
+    /// after it (rare: one row changed in place by an importer, or a test).
+    pub(crate) fn set(&mut self, i: usize, _len: usize, v: Option<u64>) {
+        let (at, had) = self.slot(i);
+        let w = i / 64;
+        match (had, v) {
+            (true, Some(v)) => self.vals[at] = v,
+            (false, None) => {}
+            (false, Some(v)) => {
+                self.cover(i);
+                self.present[w] |= 1 << (i % 64);
+                self.vals.insert(at, v);
+                for r in &mut self.rank[w + 1..] {
+                    *r += 1;
+                }
+            }
+            (true, None) => {
+                self.present[w] &= !(1 << (i % 64));
+                self.vals.remove(at);
+                for r in &mut self.rank[w + 1..] {
+                    *r -= 1;
                 }
             }
         }
     }
 
-    pub(crate) fn gather(&self, order: &[u32]) -> OptCol {
-        if self.vals.is_empty() {
-            return OptCol::default();
+    pub(crate) fn truncate(&mut self, n: usize) {
+        if self.present.len() * 64 <= n {
+            return;
         }
+        let (at, _) = self.slot(n);
+        self.vals.truncate(at);
+        self.present.truncate(n.div_ceil(64));
+        self.rank.truncate(n.div_ceil(64));
+        if let Some(w) = self.present.last_mut() {
+            if !n.is_multiple_of(64) {
+                *w &= (1u64 << (n % 64)) - 1;
+            }
+        }
+    }
+
+    pub(crate) fn gather(&self, order: &[u32]) -> OptCol {
         let mut out = OptCol::default();
+        if self.vals.is_empty() {
+            return out;
+        }
         for (i, &j) in order.iter().enumerate() {
             out.push(i, self.get(j as usize));
         }
         out
     }
 
+    /// A column from its presence words and its values, as the cache
+    /// stores them; `None` if they do not agree.
+    pub(crate) fn from_parts(present: Vec<u64>, vals: Vec<u64>) -> Option<OptCol> {
+        let mut rank = Vec::with_capacity(present.len());
+        let mut n = 0usize;
+        for w in &present {
+            rank.push(u32::try_from(n).ok()?);
+            n += w.count_ones() as usize;
+        }
+        (n == vals.len()).then_some(OptCol {
+            vals,
+            present,
+            rank,
+        })
+    }
+
     pub(crate) fn heap_bytes(&self) -> usize {
-        (self.vals.capacity() + self.present.capacity()) * 8
+        (self.vals.capacity() + self.present.capacity()) * 8 + self.rank.capacity() * 4
     }
 
     pub(crate) fn shrink(&mut self) {
         self.vals.shrink_to_fit();
         self.present.shrink_to_fit();
+        self.rank.shrink_to_fit();
     }
 }
 
@@ -524,3 +579,86 @@ macro_rules! row_list {
     };
 }
 pub(crate) use row_list;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// What an optional column is: one `Option` per row.
+    fn model(c: &OptCol, n: usize) -> Vec<Option<u64>> {
+        (0..n).map(|i| c.get(i)).collect()
+    }
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Set(usize, Option<u64>),
+        Truncate(usize),
+        Gather(Vec<u32>),
+    }
+
+    proptest! {
+        /// Pushed, changed in place anywhere, cut and reordered, the
+        /// column reads back what a vector of options would, and its
+        /// parts rebuild it.
+        #[test]
+        fn an_optional_column_is_a_vector_of_options(
+            rows in prop::collection::vec(prop::option::weighted(0.3, any::<u64>()), 0..400),
+            ops in prop::collection::vec(
+                prop_oneof![
+                    (0..400usize, prop::option::of(any::<u64>())).prop_map(|(i, v)| Op::Set(i, v)),
+                    (0..400usize).prop_map(Op::Truncate),
+                    prop::collection::vec(0..400u32, 0..300).prop_map(Op::Gather),
+                ],
+                0..12,
+            ),
+        ) {
+            let mut c = OptCol::default();
+            for (i, &v) in rows.iter().enumerate() {
+                c.push(i, v);
+            }
+            let mut want = rows.clone();
+            prop_assert_eq!(model(&c, want.len() + 70), {
+                let mut w = want.clone();
+                w.resize(want.len() + 70, None);
+                w
+            });
+            for op in ops {
+                match op {
+                    Op::Set(i, v) if i < want.len() => {
+                        c.set(i, want.len(), v);
+                        want[i] = v;
+                    }
+                    Op::Set(..) => {}
+                    Op::Truncate(n) => {
+                        c.truncate(n);
+                        want.truncate(n);
+                    }
+                    Op::Gather(order) => {
+                        let order: Vec<u32> =
+                            order.into_iter().filter(|&j| (j as usize) < want.len()).collect();
+                        c = c.gather(&order);
+                        want = order.iter().map(|&j| want[j as usize]).collect();
+                    }
+                }
+                prop_assert_eq!(model(&c, want.len()), want.clone());
+                // Rows past the end have no value.
+                prop_assert_eq!(c.get(want.len()), None);
+                prop_assert_eq!(c.vals.len(), want.iter().flatten().count());
+                let back = OptCol::from_parts(c.present.clone(), c.vals.clone()).unwrap();
+                prop_assert_eq!(model(&back, want.len()), want.clone());
+            }
+            // Appending after any of it still works.
+            let n = want.len();
+            c.push(n + 3, Some(7));
+            prop_assert_eq!(c.get(n + 3), Some(7));
+            prop_assert_eq!(c.get(n + 2), None);
+        }
+    }
+
+    #[test]
+    fn parts_that_disagree_are_refused() {
+        assert!(OptCol::from_parts(vec![0b101], vec![1]).is_none());
+        assert!(OptCol::from_parts(vec![0b101], vec![1, 2]).is_some());
+    }
+}

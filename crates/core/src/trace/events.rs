@@ -3,17 +3,18 @@
 //! fields stored only once some event carries them. An event costs what its
 //! fields cost and nothing per event on the heap:
 //!
-//! | column                      | bytes per event                         |
-//! |-----------------------------|-----------------------------------------|
-//! | `t_ns`, `bytes`             | 8 each                                  |
-//! | `kind`                      | 1                                       |
-//! | `tensor`, `op`              | 4 each (`op`: `u32::MAX` for none)      |
-//! | `pool`, `reason`            | 4 each (dictionary ids; 0 = no reason)  |
-//! | each optional `u64` field   | 0 until one event has it, then 8 + 1/8  |
+//! | column                      | bytes per event                            |
+//! |-----------------------------|--------------------------------------------|
+//! | `t_ns`, `bytes`             | 8 each                                     |
+//! | `kind`                      | 1                                          |
+//! | `tensor`, `op`              | 4 each (`op`: `u32::MAX` for none)         |
+//! | `pool`, `reason`            | 4 each (dictionary ids; 0 = no reason)     |
+//! | each optional `u64` field   | 0 until one event has it, then 3/16, and 8 per event that has it |
 //!
 //! A simulator's trace (offsets, DMA times, live bytes, written bytes) runs
-//! at about 73 bytes per event (measured: 81 MiB for the 1,166,701 events of
-//! `gen trace --events 1000000`); the row vector it replaces held 192 bytes
+//! at about 49 bytes per event (measured: 57.6 MB for the 1,166,701 events
+//! of `gen trace --events 1000000`; 74 while an optional field cost 8
+//! bytes on every event); the row vector it replaces held 192 bytes
 //! per event (plus a heap string for every pool name past 24 bytes). Rows are read as
 //! [`Event`] values ([`Events::at`], [`Events::iter`]); the JSON is the same
 //! array of objects as before, written and read row by row, so no reader
@@ -536,10 +537,13 @@ impl Events {
         w.u32s(n, self.op.iter().copied())?;
         w.u32s(n, self.reason.iter().copied())?;
         for c in self.opt_cols() {
-            // Empty until some event has the field: written as no values.
-            let k = if c.vals.is_empty() { 0 } else { n };
-            w.u64s(k, c.vals.iter().copied())?;
-            w.u64s(k.div_ceil(64), c.present.iter().copied())?;
+            // The values of the events that have the field, then one bit
+            // per event (none at all while no event has it).
+            w.u64s(c.vals.len(), c.vals.iter().copied())?;
+            let words = if c.vals.is_empty() { 0 } else { n.div_ceil(64) };
+            let pad = words.saturating_sub(c.present.len());
+            let present = c.present.iter().copied().take(words);
+            w.u64s(words, present.chain(std::iter::repeat_n(0, pad)))?;
         }
         let names = &self.dict.names;
         w.u64s(1, std::iter::once(names.len() as u64))?;
@@ -568,13 +572,14 @@ impl Events {
             "live_bytes",
             "written_bytes",
         ] {
-            // A column is empty (no event has the field) or full.
+            // No values and no bits, or a bit per event and a value per
+            // bit set.
             let vals = r.u64s_any(what)?;
-            if !vals.is_empty() && vals.len() != n {
-                return Err(format!("event {what}: neither empty nor one per event"));
-            }
-            let present = r.u64s(vals.len().div_ceil(64), what)?;
-            opt.push(OptCol { vals, present });
+            let words = if vals.is_empty() { 0 } else { n.div_ceil(64) };
+            let present = r.u64s(words, what)?;
+            let col = OptCol::from_parts(present, vals)
+                .ok_or_else(|| format!("event {what}: values and presence bits disagree"))?;
+            opt.push(col);
         }
         let k = r.count("event names")?;
         let strs = r.strs(k, "event names")?;

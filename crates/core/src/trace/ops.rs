@@ -11,7 +11,7 @@
 //! | `inputs`, `outputs`, `streamed` | 8 each (an offset) + 8 per id           |
 //! | `bound`                        | 1                                        |
 //! | `id`                           | 0 while every op's id is its index, else 8 |
-//! | `flops`, `parent`, `self_ns`, `contention_ns` | 0 until some op has it, then 8 + 1/8 |
+//! | `flops`, `parent`, `self_ns`, `contention_ns` | 0 until some op has it, then 3/16 per op and 8 per value|
 //!
 //! The vector of [`TraceOp`] rows it replaced held 232 bytes of struct per
 //! op and a heap allocation for each non-empty id list. Readers take rows

@@ -8,7 +8,7 @@
 //! | `bytes`       | 8                                                  |
 //! | `kind`        | 1                                                  |
 //! | `pool`        | 4 (a dictionary id)                                |
-//! | `producer`    | 0 until some tensor has one, then 8 + 1/8          |
+//! | `producer`    | 0 until some tensor has one, then 3/16 and 8 per value|
 //! | `consumers`   | 8 (an offset) + 8 per consumer                     |
 //! | `id`          | 0 while every tensor's id is its index, else 8     |
 //!
