@@ -119,9 +119,13 @@ fn main() {
         Box::new(hotspots::hotspots(&tr, &ledger))
     });
     drop(_b2);
-    let _c = m("round trips", &|| {
+    let _c = m("round trips (table)", &|| {
+        Box::new(trip_table::Trips::of(&tr, &ledger))
+    });
+    let _c2 = m("round trips (rows)", &|| {
         Box::new(roundtrips::round_trips(&tr, &ledger))
     });
+    drop(_c2);
     let _d = m("classification", &|| {
         Box::new(classify::classify_with_causes(&tr, &ledger))
     });

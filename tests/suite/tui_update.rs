@@ -867,7 +867,7 @@ fn in_compare_t_gives_the_list_keys_to_the_tensor_table_and_back() {
     key(&mut app, KeyCode::Enter);
     assert_eq!((app.view, app.side), (View::Tensor, 0));
     let d = app.primary().unwrap();
-    assert!(d.trips.iter().any(|t| Some(t.tensor) == app.tensors.tensor));
+    assert!(d.trips.tensors().any(|t| Some(t) == app.tensors.tensor));
     key(&mut app, KeyCode::Char('6'));
     key(&mut app, KeyCode::Char('t'));
     assert!(!app.compare.on_tensors);

@@ -507,9 +507,7 @@ impl App {
         self.focus_op = None;
         self.hot.sel = 0;
         self.tensors.sel = 0;
-        self.tensors.tensor = self
-            .primary()
-            .and_then(|d| d.trips.first().map(|t| t.tensor));
+        self.tensors.tensor = self.primary().and_then(|d| d.trips.tensor(0));
         self.resort_hotspots();
         self.window = self.full_window();
         self.cursor = self.window.0;
@@ -586,9 +584,7 @@ impl App {
         }
         self.cursor = self.cursor.clamp(start, end);
         if self.tensors.tensor.is_none() {
-            self.tensors.tensor = self
-                .primary()
-                .and_then(|d| d.trips.first().map(|t| t.tensor));
+            self.tensors.tensor = self.primary().and_then(|d| d.trips.tensor(0));
         }
         if let Some(t) = self.tensors.tensor {
             if self
@@ -623,7 +619,7 @@ impl App {
     /// Tensors listed in the Tensor view: those with round trips, busiest first.
     pub fn tensor_list(&self) -> Vec<usize> {
         self.primary()
-            .map(|d| d.trips.iter().map(|t| t.tensor).collect())
+            .map(|d| d.trips.tensors().collect())
             .unwrap_or_default()
     }
 
@@ -834,13 +830,14 @@ impl App {
             return;
         };
         let tensor = d.trace.events.tensor(ev);
-        let trip = d.trips_of(tensor).and_then(|x| {
+        let trips = d.trips_of(tensor);
+        let trip = trips.as_ref().and_then(|x| {
             x.trips
                 .iter()
                 .position(|r| r.out_t_ns <= t_ns && r.back_t_ns.is_none_or(|b| t_ns <= b))
         });
         let span = trip
-            .and_then(|i| d.trips_of(tensor).map(|x| &x.trips[i]))
+            .and_then(|i| trips.as_ref().map(|x| &x.trips[i]))
             .map(|r| (r.out_t_ns, r.back_t_ns.unwrap_or(r.out_t_ns)));
         self.goto_tensor(tensor);
         self.tensors.trip = trip;
@@ -857,8 +854,7 @@ impl App {
             .tensors
             .tensor
             .and_then(|t| d.trips_of(t))
-            .and_then(|x| x.trips.first())
-            .cloned()
+            .and_then(|x| x.trips.into_iter().next())
         else {
             self.status = "this tensor never goes out to DRAM".into();
             return;

@@ -25,5 +25,6 @@ pub mod runs;
 pub mod shard;
 pub mod suggest;
 pub mod timeline;
+pub mod trip_table;
 pub mod vela;
 pub mod whatif;

@@ -89,102 +89,135 @@ fn for_each_move(tr: &Trace, ledger: &Ledger, mut f: impl FnMut(Move)) {
     v.into_iter().for_each(&mut f);
 }
 
-/// No trip open for this tensor (in [`round_trips`]' index of open trips).
-const NONE_OPEN: u32 = u32::MAX;
+/// No trip open for this tensor (in [`legs`]' index of open trips), and
+/// no op in a [`Leg`].
+const NONE: u32 = u32::MAX;
 
-/// All round trips, grouped per tensor, sorted by bytes moved (largest first).
-pub fn round_trips(tr: &Trace, ledger: &Ledger) -> Vec<TensorTrips> {
+/// One round trip as the table keeps it (40 bytes, where a [`RoundTrip`]
+/// is 96): the tensor's size and the ops skipped are read back from the
+/// trace and the ops.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Leg {
+    pub(crate) out_t_ns: u64,
+    pub(crate) back_t_ns: u64,
+    pub(crate) written_bytes: u64,
+    pub(crate) tensor: u32,
+    pub(crate) out_op: u32,
+    pub(crate) back_op: u32,
+    /// Bit 0: streamed out (else evicted); bits 1-2: 0 not back yet, 1
+    /// reloaded, 2 streamed in.
+    how: u8,
+}
+
+const _: () = assert!(std::mem::size_of::<Leg>() == 40);
+
+fn some(id: u32) -> Option<usize> {
+    (id != NONE).then_some(id as usize)
+}
+
+impl Leg {
+    pub(crate) fn is_back(&self) -> bool {
+        self.how >> 1 != 0
+    }
+
+    pub(crate) fn back_op(&self) -> Option<usize> {
+        some(self.back_op)
+    }
+
+    pub(crate) fn out_op(&self) -> Option<usize> {
+        some(self.out_op)
+    }
+
+    /// The trip in full (`tr` is the trace it came from).
+    pub(crate) fn expand(&self, tr: &Trace) -> RoundTrip {
+        let (out_op, back_op) = (self.out_op(), self.back_op());
+        let back = match self.how >> 1 {
+            1 => Some(Back::Reloaded),
+            2 => Some(Back::StreamedIn),
+            _ => None,
+        };
+        RoundTrip {
+            tensor: self.tensor as usize,
+            bytes: tr.tensors.bytes_col()[self.tensor as usize],
+            out: if self.how & 1 == 1 {
+                Out::StreamedOut
+            } else {
+                Out::Evicted
+            },
+            out_t_ns: self.out_t_ns,
+            out_op,
+            written_bytes: self.written_bytes,
+            back,
+            back_t_ns: back.map(|_| self.back_t_ns),
+            back_op,
+            ops_skipped: match (out_op, back_op) {
+                (Some(a), Some(b)) if b > a => b - a - 1,
+                _ => 0,
+            },
+        }
+    }
+}
+
+/// Every trip, grouped by tensor (ascending), each tensor's in the order
+/// it went out; and per tensor its spill traffic.
+pub(crate) fn legs(tr: &Trace, ledger: &Ledger) -> (Vec<Leg>, Vec<u64>) {
     let n = tr.tensors.len();
-    // Every trip in the order it went out, and per tensor the index of the
-    // one still out: a tensor has one trip open at a time, so its trips
-    // are in `all` in the order they closed. (A `Vec<Option<RoundTrip>>`
-    // per tensor and a `Vec` of trips per tensor grown one push at a time
-    // cost 10x the trips' own bytes on a large trace.)
-    let mut all: Vec<RoundTrip> = Vec::new();
-    let mut open: Vec<u32> = vec![NONE_OPEN; n];
+    // Per tensor the index of the trip still out: a tensor has one trip
+    // open at a time, so its trips are in `all` in the order they closed.
+    let mut all: Vec<Leg> = Vec::new();
+    let mut open: Vec<u32> = vec![NONE; n];
     let mut moved = vec![0u64; n];
+    let id = |o: Option<usize>| o.map_or(NONE, |o| u32::try_from(o).unwrap_or(NONE));
     for_each_move(tr, ledger, |(t_ns, t, op, part, bytes)| {
         if t >= n {
             return;
         }
         moved[t] += bytes;
-        let out = match part {
-            Part::EvictedOut => Out::Evicted,
-            Part::StreamedOut => Out::StreamedOut,
+        let streamed = match part {
+            Part::EvictedOut => 0,
+            Part::StreamedOut => 1,
             Part::Reloaded | Part::StreamedIn => {
-                let i = std::mem::replace(&mut open[t], NONE_OPEN);
-                if let Some(rt) = all.get_mut(i as usize) {
-                    rt.back = Some(if part == Part::Reloaded {
-                        Back::Reloaded
-                    } else {
-                        Back::StreamedIn
-                    });
-                    rt.back_t_ns = Some(t_ns);
-                    rt.back_op = op;
-                    rt.ops_skipped = match (rt.out_op, op) {
-                        (Some(a), Some(b)) if b > a => b - a - 1,
-                        _ => 0,
-                    };
+                let i = std::mem::replace(&mut open[t], NONE);
+                if let Some(leg) = all.get_mut(i as usize) {
+                    leg.how |= if part == Part::Reloaded { 2 } else { 4 };
+                    leg.back_t_ns = t_ns;
+                    leg.back_op = id(op);
                 }
                 return;
             }
             _ => return,
         };
-        open[t] = u32::try_from(all.len()).unwrap_or(NONE_OPEN);
-        all.push(RoundTrip {
-            tensor: t,
-            bytes: tr.tensors.at(t).bytes,
-            out,
+        open[t] = u32::try_from(all.len()).unwrap_or(NONE);
+        all.push(Leg {
             out_t_ns: t_ns,
-            out_op: op,
+            back_t_ns: 0,
             written_bytes: bytes,
-            back: None,
-            back_t_ns: None,
-            back_op: None,
-            ops_skipped: 0,
+            tensor: t as u32,
+            out_op: id(op),
+            back_op: NONE,
+            how: streamed,
         });
     });
     drop(open);
-    let mut out: Vec<TensorTrips> = per_tensor(all)
-        .map(|trips| {
-            let t = trips[0].tensor;
-            tensor_trips(tr, t, trips, moved[t])
-        })
-        .collect();
-    out.sort_by(|a, b| {
-        b.bytes_moved
-            .cmp(&a.bytes_moved)
-            .then(b.trips.len().cmp(&a.trips.len()))
-            .then(a.tensor.cmp(&b.tensor))
-    });
-    out
+    all.sort_by_key(|l| l.tensor); // stable: each tensor's trips keep their order
+    all.shrink_to_fit();
+    (all, moved)
 }
 
-/// `all` split into one exactly sized, non-empty list per tensor, each in
-/// `all`'s order.
-fn per_tensor(mut all: Vec<RoundTrip>) -> impl Iterator<Item = Vec<RoundTrip>> {
-    all.sort_by_key(|r| r.tensor); // stable: each tensor's trips keep their order
-    let mut rest = all.into_iter().peekable();
-    std::iter::from_fn(move || {
-        let first = rest.next()?;
-        let t = first.tensor;
-        let mut trips = vec![first];
-        while let Some(r) = rest.next_if(|r| r.tensor == t) {
-            trips.push(r);
-        }
-        trips.shrink_to_fit();
-        Some(trips)
-    })
+/// All round trips, grouped per tensor, sorted by bytes moved (largest first).
+pub fn round_trips(tr: &Trace, ledger: &Ledger) -> Vec<TensorTrips> {
+    let table = super::trip_table::Trips::of(tr, ledger);
+    (0..table.len()).filter_map(|i| table.row(tr, i)).collect()
 }
 
 /// A tensor's trips with their totals.
-fn tensor_trips(tr: &Trace, t: usize, trips: Vec<RoundTrip>, moved: u64) -> TensorTrips {
-    let stall_ns = trips
-        .iter()
-        .filter_map(|r| r.back_op)
-        .filter_map(|o| tr.ops.get(o))
-        .map(|o| o.stall_ns)
-        .sum();
+pub(crate) fn tensor_trips(
+    tr: &Trace,
+    t: usize,
+    trips: Vec<RoundTrip>,
+    moved: u64,
+    stall_ns: u64,
+) -> TensorTrips {
     let mut counts: std::collections::HashMap<usize, usize> = std::collections::HashMap::new();
     for r in &trips {
         if let Some(o) = r.out_op {
@@ -197,7 +230,7 @@ fn tensor_trips(tr: &Trace, t: usize, trips: Vec<RoundTrip>, moved: u64) -> Tens
     TensorTrips {
         tensor: t,
         name: tr.tensors.at(t).name.into(),
-        bytes: tr.tensors.at(t).bytes,
+        bytes: tr.tensors.bytes_col()[t],
         oscillating: completed >= OSCILLATION_TRIPS,
         trips,
         bytes_moved: moved,

@@ -7,8 +7,9 @@ use crate::analysis::diff::{diff_with, TraceDiff};
 use crate::analysis::hotspots::Hotspots;
 use crate::analysis::memmap::{placements, OccupancyIndex, Placement};
 use crate::analysis::residency::first_pool_resident_by_step;
-use crate::analysis::roundtrips::{round_trips, TensorTrips};
+use crate::analysis::roundtrips::TensorTrips;
 use crate::analysis::timeline::{SeriesIndex, TimelineIndex};
+use crate::analysis::trip_table::Trips;
 use crate::trace::ledger::Ledger;
 use crate::trace::Trace;
 use std::sync::Arc;
@@ -110,7 +111,8 @@ pub struct Dataset {
     /// The hotspots grouped by op name (Hotspots' `g`; `report`'s table of
     /// the same for runtime profiles); empty when no name is called twice.
     pub hotspots_by_name: Hotspots,
-    pub trips: Vec<TensorTrips>,
+    /// Round trips per tensor (rows made from the trace when asked for).
+    pub trips: Trips,
     pub class: Classification,
     /// Placements sorted by start time, and the longest one (for windowed queries).
     pub placements: Vec<Placement>,
@@ -232,7 +234,7 @@ fn pipe_indexes(tr: &Trace) -> Vec<(String, TimelineIndex)> {
 struct Analyses {
     index: TimelineIndex,
     hotspots: Hotspots,
-    trips: Vec<TensorTrips>,
+    trips: Trips,
     class: Classification,
     bus: Option<SeriesIndex>,
     placements: Vec<Placement>,
@@ -250,7 +252,7 @@ fn analyses(trace: &Arc<Trace>, ledger: &Ledger, capacity: u64) -> Analyses {
         let other = s.spawn(move || {
             (
                 Hotspots::of(trace, ledger),
-                round_trips(trace, ledger),
+                Trips::of(trace, ledger),
                 classify_with_causes(trace, ledger),
                 placements(trace),
             )
@@ -381,7 +383,7 @@ impl Dataset {
         let h = heavy.unwrap_or_else(|| Analyses {
             index: TimelineIndex::build_empty(end_ns),
             hotspots: Hotspots::default(),
-            trips: Vec::new(),
+            trips: Trips::default(),
             class: classify(&trace, &ledger),
             bus: None,
             placements: Vec::new(),
@@ -451,8 +453,8 @@ impl Dataset {
     }
 
     /// Round trips of a tensor, if it has any.
-    pub fn trips_of(&self, tensor: usize) -> Option<&TensorTrips> {
-        self.trips.iter().find(|t| t.tensor == tensor)
+    pub fn trips_of(&self, tensor: usize) -> Option<TensorTrips> {
+        self.trips.of_tensor(&self.trace, tensor)
     }
 
     /// Placements overlapping `[t0, t1)`.

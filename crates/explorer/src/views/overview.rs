@@ -232,7 +232,7 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
                 .map(|l| Line::styled(l, k)),
         );
     }
-    let osc = d.trips.iter().filter(|t| t.oscillating).count();
+    let osc = d.trips.oscillating();
     if d.caps.capacity_figures() && c.capacity_count + c.lifetime_count > 0 {
         // The window's evictions are classified; those that fell out of it
         // are only counted, and complete the total on the left.

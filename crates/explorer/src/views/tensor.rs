@@ -29,13 +29,12 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
         Layout::horizontal([Constraint::Length(list_w), Constraint::Min(10)]).areas(area);
     // The list of tensors that moved.
     let inner_w = list_w.saturating_sub(2) as usize;
-    let sel = app
-        .tensors
-        .tensor
-        .and_then(|t| d.trips.iter().position(|x| x.tensor == t));
+    let sel = app.tensors.tensor.and_then(|t| d.trips.position(t));
     let visible = left.height.saturating_sub(2) as usize;
     let offset = scroll_offset(sel.unwrap_or(0), d.trips.len(), visible);
-    let rows: Vec<_> = d.trips.iter().skip(offset).take(visible).collect();
+    let rows: Vec<_> = (offset..d.trips.len().min(offset + visible))
+        .filter_map(|i| d.trips.row(&d.trace, i))
+        .collect();
     let names: Vec<&str> = rows.iter().map(|t| t.name.as_str()).collect();
     let name_w = inner_w.saturating_sub(6);
     let names = spillscope::names::elide_all(&names, name_w, app.ascii);
@@ -58,7 +57,7 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
             ]))
         })
         .collect();
-    let osc = d.trips.iter().filter(|t| t.oscillating).count();
+    let osc = d.trips.oscillating();
     let moved = count(d.trips.len() as u64, "tensor");
     let title = match osc {
         0 => format!(" {moved} moved "),
@@ -83,6 +82,7 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
         return;
     };
     let trips = d.trips_of(tid);
+    let trips = trips.as_ref();
     let outer = block(
         format!(
             " {} ",
