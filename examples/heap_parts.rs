@@ -154,6 +154,15 @@ fn main() {
         mb(after - before)
     );
     PEAK.fetch_max(peak_before, Relaxed);
+    if let Some(p) = &o.plan {
+        let n = p.tensors();
+        let planned = (0..n).filter(|&t| p.keys(t).is_some()).count();
+        let keys: usize = (0..n).filter_map(|t| p.keys(t)).map(|k| k.len()).sum();
+        println!(
+            "  plan: {n} tensors, {planned} planned, {keys} keys, {}",
+            mb(p.heap_bytes())
+        );
+    }
     let before = NOW.load(Relaxed);
     drop(o);
     println!(

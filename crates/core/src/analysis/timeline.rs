@@ -262,6 +262,9 @@ impl TimelineIndex {
         dma.sort_by_key(|s| (s.start, s.id));
         spills.sort_unstable();
         points.sort_unstable_by_key(|p| p.0);
+        dma.shrink_to_fit();
+        spills.shrink_to_fit();
+        points.shrink_to_fit();
         let ops_max_len = ops
             .iter()
             .map(|s| s.end.saturating_sub(s.start))

@@ -3,7 +3,8 @@
 
 use super::model::{Entry, Setup, SolvedTensor};
 use super::solve::{floor_bytes, solve_integer, solve_relaxed, Solved};
-use super::{budget_s, Optimum, OptimumLimits, Residency};
+use super::{budget_s, Optimum, OptimumLimits};
+use crate::sim::plan::ResidencyBuilder;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -114,10 +115,10 @@ pub(super) fn whole(
         )),
         (None, _) => Some("the solver found no solution in time".to_string()),
     };
-    let mut keys = vec![None; setup.g.tensors.len()];
+    let mut keys = ResidencyBuilder::new(setup.g.tensors.len());
     if let Some(s) = &solved {
         for (t, on, _) in &s.residency {
-            keys[*t] = Some(on.clone());
+            keys.extend(*t, on.iter().copied());
         }
     }
     Optimum {
@@ -130,7 +131,7 @@ pub(super) fn whole(
         solve_ms: started.elapsed().as_millis() as u64,
         note,
         cached: false,
-        plan: solved.map(|_| Arc::new(Residency { keys })),
+        plan: solved.map(|_| Arc::new(keys.finish())),
     }
 }
 
@@ -163,7 +164,7 @@ struct Pass<'a, 's> {
     working_sets: Vec<u64>,
     /// How each tensor leaves the plan so far (the next window's entry).
     state: Vec<Entry>,
-    keys: Vec<Option<Vec<(usize, bool)>>>,
+    keys: ResidencyBuilder,
     bound: u64,
     plan_cost: u64,
     proven: usize,
@@ -189,7 +190,7 @@ impl<'a, 's> Pass<'a, 's> {
                 };
                 n
             ],
-            keys: vec![None; n],
+            keys: ResidencyBuilder::new(n),
             bound: 0,
             plan_cost: 0,
             proven: 0,
@@ -311,7 +312,7 @@ impl<'a, 's> Pass<'a, 's> {
                 on: last,
                 written: written || was_written,
             };
-            self.keys[t].get_or_insert_with(Vec::new).extend(on);
+            self.keys.extend(t, on);
         }
     }
 
@@ -373,10 +374,7 @@ impl<'a, 's> Pass<'a, 's> {
             solve_ms: started.elapsed().as_millis() as u64,
             note: Some(note),
             cached: false,
-            plan: self
-                .limits
-                .plan
-                .then(|| Arc::new(Residency { keys: self.keys })),
+            plan: self.limits.plan.then(|| Arc::new(self.keys.finish())),
         }
     }
 }
