@@ -46,18 +46,43 @@ pub fn write_atomic(path: &Path, text: impl AsRef<str>, force: bool) -> Result<(
     )
 }
 
+/// [`write_atomic`] of text made as it is written: `write` writes it in
+/// pieces (`serde_json::to_writer`), each escaped on the way out, so a
+/// large output is never held whole (a 1M-op run's 715 MB trace was held
+/// twice, as a string and its escaped copy).
+pub fn write_atomic_with(
+    path: &Path,
+    force: bool,
+    write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<()> {
+    write_bytes_with(path, force, |w| {
+        let mut e = crate::safe_text::Escaping::new(w);
+        write(&mut e)?;
+        e.flush()
+    })
+}
+
 /// [`write_atomic`] of bytes as they are: a user's own file put back
 /// (a schedule config restored byte for byte).
 pub fn write_exact(path: &Path, bytes: &[u8], force: bool) -> Result<()> {
+    write_bytes_with(path, force, |w| w.write_all(bytes))
+}
+
+/// Where [`plan`] says, what `write` writes, through a buffer.
+fn write_bytes_with(
+    path: &Path,
+    force: bool,
+    write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<()> {
     match plan(path, force)? {
         Plan::Stdout => {
-            let mut out = std::io::stdout().lock();
-            out.write_all(bytes)
+            let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+            write(&mut out)
                 .and_then(|_| out.flush())
                 .map_err(|e| Error::io("standard output", e))
         }
-        Plan::InPlace(target) => write_in_place(&target, bytes),
-        Plan::Replace(target, perms) => replace(&target, bytes, perms, force),
+        Plan::InPlace(target) => write_in_place(&target, write),
+        Plan::Replace(target, perms) => replace(&target, write, perms, force),
     }
 }
 
@@ -160,9 +185,12 @@ fn kind_of(m: &std::fs::Metadata) -> &'static str {
     }
 }
 
-fn write_in_place(path: &Path, text: &[u8]) -> Result<()> {
-    let mut f = open_in_place(path)?;
-    f.write_all(text)
+fn write_in_place(
+    path: &Path,
+    write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<()> {
+    let mut f = std::io::BufWriter::with_capacity(1 << 16, open_in_place(path)?);
+    write(&mut f)
         .and_then(|_| f.flush())
         .map_err(|e| Error::io(path, e))
 }
@@ -225,12 +253,12 @@ fn open_in_place(path: &Path) -> Result<std::fs::File> {
 }
 
 /// A temporary file beside `path` (unpredictable name, created with
-/// `O_EXCL`), `text` written and synced, `perms` applied, renamed over
+/// `O_EXCL`), what `write` writes written and synced, `perms` applied, renamed over
 /// `path` (with `force`) or into place only if `path` still does not exist
 /// (without). The temporary file is removed on every error.
 fn replace(
     path: &Path,
-    text: &[u8],
+    write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
     perms: Option<std::fs::Permissions>,
     force: bool,
 ) -> Result<()> {
@@ -254,9 +282,13 @@ fn replace(
     }
     let mut tmp = b.tempfile_in(dir).map_err(|e| Error::io(dir, e))?;
     let _pending = Pending::new(tmp.path());
-    tmp.write_all(text)
-        .and_then(|_| tmp.as_file().sync_all())
-        .map_err(|e| Error::io(path, e))?;
+    {
+        let mut w = std::io::BufWriter::with_capacity(1 << 16, tmp.as_file_mut());
+        write(&mut w)
+            .and_then(|_| w.flush())
+            .map_err(|e| Error::io(path, e))?;
+    }
+    tmp.as_file().sync_all().map_err(|e| Error::io(path, e))?;
     if let Some(p) = perms {
         tmp.as_file()
             .set_permissions(p)

@@ -37,6 +37,63 @@ pub fn escape(text: &str) -> Cow<'_, str> {
     escape_with(text, true)
 }
 
+/// A writer that passes text on as [`escape`] would have it, however the
+/// text is split across writes: bytes wait until a character is whole,
+/// then go out escaped in runs of 64 KiB. What it is given must be UTF-8
+/// (anything else is an error at the end, not passed through).
+pub struct Escaping<W: std::io::Write> {
+    inner: W,
+    pending: Vec<u8>,
+}
+
+/// Bytes an [`Escaping`] writer gathers before it escapes and passes them.
+const ESCAPE_RUN: usize = 1 << 16;
+
+impl<W: std::io::Write> Escaping<W> {
+    pub fn new(inner: W) -> Escaping<W> {
+        Escaping {
+            inner,
+            pending: Vec::with_capacity(ESCAPE_RUN + 4),
+        }
+    }
+
+    /// Escapes and passes on every whole character gathered.
+    fn pass(&mut self) -> std::io::Result<()> {
+        let whole = match std::str::from_utf8(&self.pending) {
+            Ok(s) => s.len(),
+            Err(e) if e.error_len().is_none() => e.valid_up_to(),
+            Err(e) => return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, e)),
+        };
+        let text = std::str::from_utf8(&self.pending[..whole])
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+        self.inner.write_all(escape(text).as_bytes())?;
+        self.pending.drain(..whole);
+        Ok(())
+    }
+}
+
+impl<W: std::io::Write> std::io::Write for Escaping<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.pending.extend_from_slice(buf);
+        if self.pending.len() >= ESCAPE_RUN {
+            self.pass()?;
+        }
+        Ok(buf.len())
+    }
+
+    /// Passes everything on; a character cut short at the end is an error.
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.pass()?;
+        if !self.pending.is_empty() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "text ends inside a UTF-8 character",
+            ));
+        }
+        self.inner.flush()
+    }
+}
+
 /// A name (one line): every control escaped, newlines and tabs included.
 pub fn escape_name(name: &str) -> Cow<'_, str> {
     escape_with(name, false)
@@ -121,6 +178,38 @@ pub fn cap_quoted(message: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn text_escaped_in_pieces_is_text_escaped_whole() {
+        use std::io::Write;
+        let text = "a\u{1b}[31m\u{202e}é\u{2028}\n\t\u{7f}\u{85}日本\u{2066}z\u{0}";
+        let want = escape(text).into_owned();
+        // Split at every byte, characters cut in two included.
+        for cut in 0..=text.len() {
+            let mut out = Vec::new();
+            let mut w = Escaping::new(&mut out);
+            w.write_all(&text.as_bytes()[..cut]).unwrap();
+            w.write_all(&text.as_bytes()[cut..]).unwrap();
+            w.flush().unwrap();
+            assert_eq!(String::from_utf8(out).unwrap(), want, "cut at {cut}");
+        }
+        // Past a run's worth, a byte at a time.
+        let long: String = text.repeat(ESCAPE_RUN / text.len() * 3);
+        let mut out = Vec::new();
+        let mut w = Escaping::new(&mut out);
+        for b in long.as_bytes() {
+            w.write_all(std::slice::from_ref(b)).unwrap();
+        }
+        w.flush().unwrap();
+        assert_eq!(String::from_utf8(out).unwrap(), escape(&long));
+        // What is not UTF-8 is refused, not passed on.
+        let mut w = Escaping::new(Vec::new());
+        w.write_all(b"ok \xff").unwrap();
+        assert!(w.flush().is_err());
+        let mut w = Escaping::new(Vec::new());
+        w.write_all("日".as_bytes().split_at(2).0).unwrap();
+        assert!(w.flush().is_err());
+    }
 
     #[test]
     fn controls_become_visible_and_safe_text_is_borrowed() {

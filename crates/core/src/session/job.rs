@@ -301,6 +301,9 @@ impl<'a> Job<'a> {
         for (slot, l) in loaded.iter().enumerate().take(2) {
             self.show_loaded(slot, l);
         }
+        // What loading and the analyses built and dropped goes back before
+        // the bound's graph and solve add theirs (a viewer's peak is here).
+        crate::limits::release_free_memory();
         self.tails.keep_traces();
         let mut runs: Vec<Run> = Vec::with_capacity(loaded.len());
         let mut inputs: Vec<Option<(Graph, HardwareProfile, SimConfig)>> = Vec::new();
@@ -334,6 +337,9 @@ impl<'a> Job<'a> {
             time_limit_s: req.budgets.bound_s,
             ..Default::default()
         };
+        if inputs.iter().any(Option::is_some) {
+            crate::limits::release_free_memory();
+        }
         for (i, input) in inputs.iter().enumerate() {
             let Some((g, hw, _)) = input else { continue };
             self.cancel.check()?;

@@ -800,7 +800,9 @@ impl Trace {
     pub fn write(&self, path: &Path, force: bool) -> Result<()> {
         self.check_writable()
             .map_err(|m| Error::Output(format!("{}: not written: {m}", path.display())))?;
-        crate::output::write_atomic(path, self.to_json(), force)
+        crate::output::write_atomic_with(path, force, |w| {
+            serde_json::to_writer(w, self).map_err(std::io::Error::other)
+        })
     }
 }
 
