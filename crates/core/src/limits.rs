@@ -30,11 +30,13 @@ pub const LIVE_MEMORY_BUDGET: u64 = 256 << 20;
 /// tensors, the snapshot taken for each refresh and the analyses of it.
 pub const VIEW_BYTES_PER_EVENT: u64 = 2048;
 
-/// Memory a graph JSON takes per byte of its file from reading it to the
-/// end of one simulation (the graph, its liveness, the trace): measured on
-/// `gen graph --ops 1000000` (223 MB of JSON), whose `sim --policy lru`
-/// peaked at 1,353 MiB, 6.4x (docs/memory.md); rounded up.
-pub const GRAPH_JSON_BYTES_PER_FILE_BYTE: u64 = 7;
+/// Memory a graph JSON takes per byte of its file in its heaviest use, the
+/// explorer's view of it under pressure (the graph, the run's trace, its
+/// analyses and the bound's solve): measured on `gen graph --ops 1000000`
+/// (223 MB of JSON) at 160 KiB, which peaked at 1,066 MB, 4.8x; `sim -o`
+/// of it 3.1x, `sim` 1.5x, and 2.8x and 1.4x at 10^7 ops (docs/memory.md).
+/// Rounded up.
+pub const GRAPH_JSON_BYTES_PER_FILE_BYTE: u64 = 5;
 
 /// Nanoseconds from a computed `f64`, rounded up; a value that is not
 /// finite or lies beyond [`MAX_NS`] becomes [`MAX_NS`], which every clock
