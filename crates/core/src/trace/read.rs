@@ -24,6 +24,10 @@ use std::ops::Range;
 /// nothing beside the columns.
 const RUN_BYTES: u64 = 4 << 20;
 
+/// Files smaller than this are read whole ([`Trace::load`]): their text is
+/// nothing beside a run, and one pass is quicker than two.
+pub(super) const WHOLE_BELOW: u64 = 4 * RUN_BYTES;
+
 /// The scanning pass reads the file in blocks of this size.
 const BLOCK: usize = 1 << 20;
 
@@ -613,7 +617,15 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("bad.json");
         let text = std::fs::read_to_string(sample("encdec-1mib.lru.json")).unwrap();
-        let bad = text.replacen("\"kind\":\"reload\"", "\"kind\":\"reloaded\"", 1);
+        // Padded past the size read whole, so the run reader sees it first.
+        let pad = " ".repeat(WHOLE_BELOW as usize);
+        let good = format!("{text}{pad}");
+        std::fs::write(&p, &good).unwrap();
+        assert_eq!(
+            Trace::load(&p).unwrap(),
+            Trace::from_slice(text.as_bytes()).unwrap()
+        );
+        let bad = text.replacen("\"kind\":\"reload\"", "\"kind\":\"reloaded\"", 1) + &pad;
         std::fs::write(&p, &bad).unwrap();
         let e = Trace::load(&p).unwrap_err().to_string();
         let whole = Trace::from_slice(bad.as_bytes()).unwrap_err();
