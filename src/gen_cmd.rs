@@ -68,9 +68,10 @@ pub fn run(cmd: &GenCommand) -> Result<String> {
                 GenKind::Fanout => gen::fanout(a.ops.saturating_sub(2).max(1), a.bytes),
                 GenKind::Densenet => gen::densenet_like(&[6, 12, 24, 16]),
             };
-            let text = serde_json::to_string(&spillscope::graph::json::graph_to_json(&g))
-                .map_err(|e| Error::Config(e.to_string()))?;
-            super::sim_cmd::write_atomic(&a.output, &text, a.force)?;
+            spillscope::output::write_atomic_with(&a.output, a.force, |w| {
+                serde_json::to_writer(w, &spillscope::graph::json::GraphJsonOf(&g))
+                    .map_err(std::io::Error::other)
+            })?;
             if a.output.as_os_str() == "-" {
                 return Ok(String::new());
             }
