@@ -1,11 +1,11 @@
 //! `spillscope import`, `export` and `diff`.
 
 use super::args::{DiffArgs, ExportArgs, Format, ImportArgs};
-use super::sim_cmd::{render, write_atomic};
+use super::sim_cmd::render;
 use spillscope::analysis::diff::{agreement, diff};
 use spillscope::analysis::runs::{RunRow, RunsReport};
 use spillscope::trace::caps::Capabilities;
-use spillscope::trace::export::to_chrome;
+use spillscope::trace::export::Chrome;
 use spillscope::units::{fmt_bytes, fmt_ms};
 use spillscope::Result;
 
@@ -84,12 +84,14 @@ pub fn render_measured(
 pub fn run_export(a: &ExportArgs) -> Result<String> {
     let (tr, warnings) = a.import.load(&a.trace)?;
     warn_all(&warnings);
-    let v = to_chrome(&tr);
-    write_atomic(&a.chrome, v.to_string(), a.force)?;
+    let chrome = Chrome::of(&tr);
+    spillscope::output::write_atomic_with(&a.chrome, a.force, |w| {
+        serde_json::to_writer(w, &chrome).map_err(std::io::Error::other)
+    })?;
     Ok(format!(
         "wrote {} ({} trace events)\n",
         a.chrome.display(),
-        v["traceEvents"].as_array().map(|x| x.len()).unwrap_or(0)
+        chrome.records()
     ))
 }
 
