@@ -466,35 +466,78 @@ impl Nesting {
     /// the value, if it is in this block. A string value closes at its
     /// closing quote.
     fn walk(&mut self, block: &[u8], base: u64, mut comma: impl FnMut(u64, u32)) -> Option<usize> {
-        for (k, &c) in block.iter().enumerate() {
-            if self.in_str {
-                if self.esc {
-                    self.esc = false;
-                } else if c == b'\\' {
-                    self.esc = true;
-                } else if c == b'"' {
-                    self.in_str = false;
-                    if self.depth == 0 {
-                        return Some(k);
+        // The state in locals and the bytes that change nothing skipped in
+        // tight loops: a byte-by-byte match on the fields ran at 340 MB/s,
+        // more than the parse it serves.
+        let (mut depth, mut in_str, mut esc) = (self.depth, self.in_str, self.esc);
+        let n = block.len();
+        let mut k = 0;
+        let closed = loop {
+            if in_str {
+                if esc {
+                    // The escaped byte may open the next block.
+                    if k >= n {
+                        break None;
                     }
+                    esc = false;
+                    k += 1;
                 }
+                while k < n && !STRING_STOP[block[k] as usize] {
+                    k += 1;
+                }
+                if k >= n {
+                    break None;
+                }
+                if block[k] == b'\\' {
+                    esc = true;
+                    k += 1;
+                    continue;
+                }
+                in_str = false;
+                if depth == 0 {
+                    break Some(k);
+                }
+                k += 1;
                 continue;
             }
+            while k < n && !STRUCTURE[block[k] as usize] {
+                k += 1;
+            }
+            let Some(&c) = block.get(k) else {
+                break None;
+            };
             match c {
-                b'"' => self.in_str = true,
-                b'[' | b'{' => self.depth += 1,
+                b'"' => in_str = true,
+                b'[' | b'{' => depth += 1,
                 b']' | b'}' => {
-                    self.depth = self.depth.saturating_sub(1);
-                    if self.depth == 0 {
-                        return Some(k);
+                    depth = depth.saturating_sub(1);
+                    if depth == 0 {
+                        break Some(k);
                     }
                 }
-                b',' => comma(base + k as u64, self.depth),
-                _ => {}
+                _ => comma(base + k as u64, depth),
             }
-        }
-        None
+            k += 1;
+        };
+        (self.depth, self.in_str, self.esc) = (depth, in_str, esc);
+        closed
     }
+}
+
+/// Bytes that end a run of string content: a quote or a backslash.
+const STRING_STOP: [bool; 256] = table(b"\"\\");
+
+/// Bytes that matter outside strings: quotes, brackets, braces, commas.
+const STRUCTURE: [bool; 256] = table(b"\"[]{},");
+
+const fn table(of: &[u8]) -> [bool; 256] {
+    let mut t = [false; 256];
+    let mut i = 0;
+    while i < of.len() {
+        t[of[i] as usize] = true;
+        i += 1;
+    }
+    t
 }
 
 #[cfg(test)]
@@ -633,5 +676,53 @@ mod tests {
         assert!(e.ends_with(&whole.msg), "{e} / {}", whole.msg);
         assert!(e.contains(&format!(":{}:{}:", pos.line, pos.column)), "{e}");
         assert!(whole.msg.contains("unknown variant `reloaded`"), "{e}");
+    }
+}
+#[cfg(test)]
+mod walk_tests {
+    use super::Nesting;
+
+    /// Where `text` closes and where its commas are, walked in blocks cut
+    /// at `cuts`.
+    fn walk_in(text: &[u8], cuts: &[usize]) -> (Option<usize>, Vec<(u64, u32)>) {
+        let mut st = Nesting::default();
+        let mut commas = Vec::new();
+        let mut from = 0;
+        for &to in cuts.iter().chain([&text.len()]) {
+            let closed = st.walk(&text[from..to], from as u64, |at, d| commas.push((at, d)));
+            if let Some(k) = closed {
+                return (Some(from + k), commas);
+            }
+            from = to;
+        }
+        (None, commas)
+    }
+
+    #[test]
+    fn a_value_walks_the_same_in_blocks_cut_anywhere() {
+        let texts: [&[u8]; 4] = [
+            br#"[{"a":"x\"],{","b":[1,2,{"c":"\\"}]},"\\\"",3] tail"#,
+            br#""a \" string, with [brackets] \\" , more"#,
+            br#"{"k": "\\\\\"", "l": [[], {}], "m": "}\u00e9"}"#,
+            br#"[1, 2"#,
+        ];
+        for text in texts {
+            let whole = walk_in(text, &[]);
+            for a in 0..=text.len() {
+                assert_eq!(
+                    walk_in(text, &[a]),
+                    whole,
+                    "{} cut at {a}",
+                    String::from_utf8_lossy(text)
+                );
+                for b in a..=text.len() {
+                    assert_eq!(walk_in(text, &[a, b]), whole);
+                }
+            }
+        }
+        // The first closes after its last element, the second at its quote.
+        assert_eq!(walk_in(texts[0], &[]).0, Some(texts[0].len() - 6));
+        assert_eq!(walk_in(texts[1], &[]).0, Some(32));
+        assert_eq!(walk_in(texts[3], &[]).0, None);
     }
 }
