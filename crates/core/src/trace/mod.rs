@@ -556,25 +556,19 @@ impl Trace {
         let size = crate::input::check_size(path)?;
         // A small file is read whole: two passes and a thread cost more
         // than its bytes (a 150 kB sample verified in 6 ms, not 4).
-        let in_runs = size >= read::WHOLE_BELOW;
-        if let Some(t) = in_runs
-            .then(|| read::load(path))
-            .transpose()
-            .map_err(|e| Error::io(path, e))?
-            .flatten()
-        {
-            let t = t
-                .finished()
-                .map_err(|e| Error::parse_at(path, e.pos, "spillscope trace", e.msg))?;
-            return Trace::checked_schema(path, t);
-        }
-        if crate::input::memory_is_short(size) {
-            return Trace::parse_stream(path);
-        }
-        let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
-        let t = Trace::from_slice(crate::input::strip_bom(&bytes))
-            .map_err(|e| Error::parse_at(path, e.pos, "spillscope trace", e.msg))?;
-        drop(bytes);
+        let in_runs = match size >= read::WHOLE_BELOW {
+            true => read::load(path).map_err(|e| Error::io(path, e))?,
+            false => None,
+        };
+        let parsed = match in_runs {
+            Some(t) => t.finished(),
+            None if crate::input::memory_is_short(size) => return Trace::parse_stream(path),
+            None => {
+                let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+                Trace::from_slice(crate::input::strip_bom(&bytes))
+            }
+        };
+        let t = parsed.map_err(|e| Error::parse_at(path, e.pos, "spillscope trace", e.msg))?;
         Trace::checked_schema(path, t)
     }
 

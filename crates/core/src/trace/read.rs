@@ -256,25 +256,18 @@ impl<'a> Scan<'a> {
     /// Reads the next block; false at the end of the file.
     fn fill(&mut self) -> std::io::Result<bool> {
         self.base += self.buf.len() as u64;
-        self.buf.resize(BLOCK, 0);
-        let mut n = 0;
-        while n < BLOCK {
-            match (&mut &*self.file).read(&mut self.buf[n..]) {
-                Ok(0) => break,
-                Ok(k) => n += k,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
-        }
-        self.buf.truncate(n);
+        self.buf.clear();
         self.at = 0;
-        Ok(n > 0)
+        (&mut &*self.file)
+            .take(BLOCK as u64)
+            .read_to_end(&mut self.buf)?;
+        Ok(!self.buf.is_empty())
     }
 
     /// Skips whitespace; the byte after it.
     fn ws(&mut self) -> std::io::Result<Option<u8>> {
         while let Some(c) = self.peek()? {
-            if !matches!(c, b' ' | b'\t' | b'\n' | b'\r') {
+            if !is_ws(c) {
                 return Ok(Some(c));
             }
             self.at += 1;
@@ -354,7 +347,7 @@ impl<'a> Scan<'a> {
             _ => {
                 // A scalar runs to the next delimiter; serde checks it.
                 while let Some(c) = self.peek()? {
-                    if matches!(c, b',' | b'}' | b' ' | b'\t' | b'\n' | b'\r') {
+                    if matches!(c, b',' | b'}') || is_ws(c) {
                         break;
                     }
                     self.at += 1;
@@ -370,72 +363,65 @@ impl<'a> Scan<'a> {
         }))
     }
 
-    /// Skips a string or an object; false if the file ends inside it.
-    fn skip_value(&mut self) -> std::io::Result<bool> {
+    /// Walks the value that starts here (a string, an object or an array)
+    /// to the byte that closes it, calling `comma(offset, depth)` at each
+    /// comma outside strings, and leaves the scan just past it; that
+    /// byte's offset and value, or `None` if the file ends first.
+    fn walk_value(
+        &mut self,
+        mut comma: impl FnMut(u64, u32),
+    ) -> std::io::Result<Option<(u64, u8)>> {
         let mut st = Nesting::default();
         loop {
             if self.at == self.buf.len() && !self.fill()? {
-                return Ok(false);
+                return Ok(None);
             }
-            let block = &self.buf[self.at..];
             let base = self.pos();
-            let stop = st.walk(block, base, |_, _| {});
-            match stop {
+            match st.walk(&self.buf[self.at..], base, &mut comma) {
                 Some(k) => {
+                    let close = self.buf[self.at + k];
                     self.at += k + 1;
-                    return Ok(true);
+                    return Ok(Some((base + k as u64, close)));
                 }
                 None => self.at = self.buf.len(),
             }
         }
     }
 
+    /// Skips a string or an object; false if the file ends inside it.
+    fn skip_value(&mut self) -> std::io::Result<bool> {
+        Ok(self.walk_value(|_, _| {})?.is_some())
+    }
+
     /// Skips an array, cutting it into runs of whole elements at commas
     /// between its elements; the runs and the element count, or `None` if
     /// it is not closed by `]` or ends with a comma.
     fn array(&mut self) -> std::io::Result<Option<(Vec<Range<u64>>, usize)>> {
-        let open = self.pos();
-        let mut st = Nesting::default();
         let mut runs = Vec::new();
-        let mut run_start = open + 1;
+        let mut run_start = self.pos() + 1;
         let mut commas = 0usize;
         let run_bytes = self.run_bytes;
-        loop {
-            if self.at == self.buf.len() && !self.fill()? {
-                return Ok(None);
+        let closed = self.walk_value(|at, depth| {
+            if depth == 1 {
+                commas += 1;
+                if at - run_start >= run_bytes {
+                    runs.push(run_start..at);
+                    run_start = at + 1;
+                }
             }
-            let base = self.pos();
-            let block = &self.buf[self.at..];
-            let stop = st.walk(block, base, |at, depth| {
-                if depth == 1 {
-                    commas += 1;
-                    if at - run_start >= run_bytes {
-                        runs.push(run_start..at);
-                        run_start = at + 1;
-                    }
-                }
-            });
-            match stop {
-                Some(k) => {
-                    if self.buf[self.at + k] != b']' {
-                        return Ok(None);
-                    }
-                    let close = base + k as u64;
-                    self.at += k + 1;
-                    let last = run_start..close;
-                    let blank = self.is_blank(&last)?;
-                    match (blank, commas) {
-                        // `[ ]`: no elements, no runs.
-                        (true, 0) => return Ok(Some((runs, 0))),
-                        // `[1, ]`: a trailing comma; serde says where.
-                        (true, _) => return Ok(None),
-                        (false, _) => {
-                            runs.push(last);
-                            return Ok(Some((runs, commas + 1)));
-                        }
-                    }
-                }
-                None => self.at = self.buf.len(),
+        })?;
+        let Some((close, b']')) = closed else {
+            return Ok(None);
+        };
+        let last = run_start..close;
+        match (self.is_blank(&last)?, commas) {
+            // `[ ]`: no elements, no runs.
+            (true, 0) => Ok(Some((runs, 0))),
+            // `[1, ]`: a trailing comma; serde says where.
+            (true, _) => Ok(None),
+            (false, _) => {
+                runs.push(last);
+                Ok(Some((runs, commas + 1)))
             }
         }
     }
@@ -447,7 +433,7 @@ impl<'a> Scan<'a> {
         }
         let mut b = Vec::new();
         read_at(self.file, r, &mut b)?;
-        Ok(b.iter().all(|c| matches!(c, b' ' | b'\t' | b'\n' | b'\r')))
+        Ok(b.iter().all(|&c| is_ws(c)))
     }
 }
 
@@ -522,6 +508,11 @@ impl Nesting {
         (self.depth, self.in_str, self.esc) = (depth, in_str, esc);
         closed
     }
+}
+
+/// JSON's whitespace (not Rust's: a form feed is not).
+fn is_ws(c: u8) -> bool {
+    matches!(c, b' ' | b'\t' | b'\n' | b'\r')
 }
 
 /// Bytes that end a run of string content: a quote or a backslash.
