@@ -62,10 +62,10 @@ impl OptCol {
         self.vals.push(v);
     }
 
-    /// Sets row `i`'s value (`len` rows). In place where the row had a
+    /// Sets row `i`'s value. In place where the row had a
     /// value and keeps one; adding or taking one away moves the values
     /// after it (rare: one row changed in place by an importer, or a test).
-    pub(crate) fn set(&mut self, i: usize, _len: usize, v: Option<u64>) {
+    pub(crate) fn set(&mut self, i: usize, v: Option<u64>) {
         let (at, had) = self.slot(i);
         let w = i / 64;
         match (had, v) {
@@ -148,6 +148,34 @@ impl OptCol {
 pub(crate) trait PushRows {
     type Row: serde::de::DeserializeOwned;
     fn push_row(&mut self, r: Self::Row) -> Result<(), String>;
+}
+
+/// A seed that pushes a JSON array's rows onto `list`, after any it
+/// holds: a whole list's `Deserialize`, and each run of a trace read in
+/// runs. `what` names the array in serde's "expected" message.
+pub(crate) struct Onto<'a, L> {
+    pub(crate) list: &'a mut L,
+    pub(crate) what: &'static str,
+}
+
+impl<'de, L: PushRows> serde::de::DeserializeSeed<'de> for Onto<'_, L> {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de, L: PushRows> serde::de::Visitor<'de> for Onto<'_, L> {
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str(self.what)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while let Some(r) = seq.next_element::<L::Row>()? {
+            self.list.push_row(r).map_err(serde::de::Error::custom)?;
+        }
+        Ok(())
+    }
 }
 
 /// Pool names and reasons, each stored once (id 0 is reserved for "no
@@ -556,24 +584,14 @@ macro_rules! row_list {
 
         impl<'de> serde::Deserialize<'de> for $list {
             fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<$list, D::Error> {
-                struct V;
-                impl<'de> serde::de::Visitor<'de> for V {
-                    type Value = $list;
-                    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                        f.write_str($what)
-                    }
-                    fn visit_seq<A: serde::de::SeqAccess<'de>>(
-                        self,
-                        mut seq: A,
-                    ) -> Result<$list, A::Error> {
-                        let mut l = $list::new();
-                        while let Some(o) = seq.next_element::<$owned>()? {
-                            l.push(o);
-                        }
-                        Ok(l)
-                    }
+                use serde::de::DeserializeSeed;
+                let mut l = $list::new();
+                crate::cols::Onto {
+                    list: &mut l,
+                    what: $what,
                 }
-                d.deserialize_seq(V)
+                .deserialize(d)?;
+                Ok(l)
             }
         }
     };
@@ -626,7 +644,7 @@ mod tests {
             for op in ops {
                 match op {
                     Op::Set(i, v) if i < want.len() => {
-                        c.set(i, want.len(), v);
+                        c.set(i, v);
                         want[i] = v;
                     }
                     Op::Set(..) => {}

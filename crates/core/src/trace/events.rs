@@ -22,7 +22,6 @@
 
 use super::{Event, EventKind};
 use crate::cols::{Dictionary, OptCol};
-use serde::de::{SeqAccess, Visitor};
 use serde::ser::SerializeSeq;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
@@ -204,7 +203,6 @@ impl Events {
 
     /// Replaces event `i` (same rules as [`Events::push`]).
     pub fn set(&mut self, i: usize, e: &Event) {
-        let n = self.len();
         self.t_ns[i] = e.t_ns;
         self.kind[i] = e.kind;
         self.tensor[i] = id32(e.tensor);
@@ -214,12 +212,12 @@ impl Events {
             u32::try_from(o).unwrap_or(u32::MAX - 1).min(u32::MAX - 1)
         });
         self.reason[i] = e.reason.as_deref().map_or(0, |r| self.dict.id(r));
-        self.offset.set(i, n, e.offset);
-        self.dma_start_ns.set(i, n, e.dma_start_ns);
-        self.dma_end_ns.set(i, n, e.dma_end_ns);
-        self.thread.set(i, n, e.thread);
-        self.live_bytes.set(i, n, e.live_bytes);
-        self.written_bytes.set(i, n, e.written_bytes);
+        self.offset.set(i, e.offset);
+        self.dma_start_ns.set(i, e.dma_start_ns);
+        self.dma_end_ns.set(i, e.dma_end_ns);
+        self.thread.set(i, e.thread);
+        self.live_bytes.set(i, e.live_bytes);
+        self.written_bytes.set(i, e.written_bytes);
     }
 
     /// Changes event `i` through its row.
@@ -629,24 +627,15 @@ impl crate::cols::PushRows for Events {
 /// Reads the JSON array one event at a time into the columns.
 impl<'de> Deserialize<'de> for Events {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Events, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Events;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("an array of events")
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Events, A::Error> {
-                let mut ev = Events::with_capacity(seq.size_hint().unwrap_or(0).min(1 << 20));
-                while let Some(e) = seq.next_element::<Event>()? {
-                    ev.try_push(&e).map_err(|m| {
-                        serde::de::Error::custom(format!("event {}: {m}", ev.len()))
-                    })?;
-                }
-                ev.shrink_to_fit();
-                Ok(ev)
-            }
+        use serde::de::DeserializeSeed;
+        let mut ev = Events::new();
+        crate::cols::Onto {
+            list: &mut ev,
+            what: "an array of events",
         }
-        d.deserialize_seq(V)
+        .deserialize(d)?;
+        ev.shrink_to_fit();
+        Ok(ev)
     }
 }
 

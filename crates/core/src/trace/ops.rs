@@ -255,10 +255,10 @@ impl Ops {
         self.bound[i] = o.bound;
         let unit = self.units.id(o.unit.as_ref().map(Unit::as_str));
         self.unit.set(i, n, unit, no_unit);
-        self.flops.set(i, n, o.flops.map(f64::to_bits));
-        self.parent.set(i, n, o.parent.map(|p| p as u64));
-        self.self_ns.set(i, n, o.self_ns);
-        self.contention_ns.set(i, n, o.contention_ns);
+        self.flops.set(i, o.flops.map(f64::to_bits));
+        self.parent.set(i, o.parent.map(|p| p as u64));
+        self.self_ns.set(i, o.self_ns);
+        self.contention_ns.set(i, o.contention_ns);
         self.name[i] = o.name.clone();
         true
     }

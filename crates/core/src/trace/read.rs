@@ -13,8 +13,8 @@
 //! columns are the canonical ones.
 
 use super::{Counter, Events, Ops, Pool, Source, Summary, Tensors, Trace};
-use crate::cols::PushRows;
-use serde::de::{DeserializeSeed, IgnoredAny, SeqAccess, Visitor};
+use crate::cols::{Onto, PushRows};
+use serde::de::{DeserializeSeed, IgnoredAny};
 use std::fs::File;
 use std::io::Read;
 use std::ops::Range;
@@ -145,7 +145,13 @@ fn onto<L: PushRows>(
         read_at(file, r, buf).ok()?;
         buf.push(b']');
         let mut de = serde_json::Deserializer::from_slice(buf);
-        Onto(&mut *list).deserialize(&mut de).ok()?;
+        let what = "an array";
+        Onto {
+            list: &mut *list,
+            what,
+        }
+        .deserialize(&mut de)
+        .ok()?;
         de.end().ok()?;
     }
     // The run's buffer goes back to the allocator with the thread's work
@@ -176,30 +182,6 @@ fn read_at(file: &File, r: &Range<u64>, buf: &mut Vec<u8>) -> std::io::Result<()
                 return Err(std::io::ErrorKind::UnexpectedEof.into());
             }
             at += n;
-        }
-        Ok(())
-    }
-}
-
-/// A seed that pushes an array's elements onto a list that may already
-/// hold earlier runs' elements.
-struct Onto<'a, L>(&'a mut L);
-
-impl<'de, L: PushRows> DeserializeSeed<'de> for Onto<'_, L> {
-    type Value = ();
-    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_seq(self)
-    }
-}
-
-impl<'de, L: PushRows> Visitor<'de> for Onto<'_, L> {
-    type Value = ();
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("an array")
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        while let Some(r) = seq.next_element::<L::Row>()? {
-            self.0.push_row(r).map_err(serde::de::Error::custom)?;
         }
         Ok(())
     }

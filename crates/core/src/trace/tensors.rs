@@ -137,7 +137,7 @@ impl Tensors {
         self.bytes[i] = t.bytes;
         self.kind[i] = t.kind;
         self.pool[i] = self.pools.id(&t.pool);
-        self.producer.set(i, n, t.producer.map(|p| p as u64));
+        self.producer.set(i, t.producer.map(|p| p as u64));
         self.name[i] = t.name.clone();
         true
     }
