@@ -68,10 +68,8 @@ pub fn run(cmd: &GenCommand) -> Result<String> {
                 GenKind::Fanout => gen::fanout(a.ops.saturating_sub(2).max(1), a.bytes),
                 GenKind::Densenet => gen::densenet_like(&[6, 12, 24, 16]),
             };
-            spillscope::output::write_atomic_with(&a.output, a.force, |w| {
-                serde_json::to_writer(w, &spillscope::graph::json::GraphJsonOf(&g))
-                    .map_err(std::io::Error::other)
-            })?;
+            let json = spillscope::graph::json::GraphJsonOf(&g);
+            spillscope::output::write_json_atomic(&a.output, &json, a.force)?;
             if a.output.as_os_str() == "-" {
                 return Ok(String::new());
             }

@@ -85,9 +85,7 @@ pub fn run_export(a: &ExportArgs) -> Result<String> {
     let (tr, warnings) = a.import.load(&a.trace)?;
     warn_all(&warnings);
     let chrome = Chrome::of(&tr);
-    spillscope::output::write_atomic_with(&a.chrome, a.force, |w| {
-        serde_json::to_writer(w, &chrome).map_err(std::io::Error::other)
-    })?;
+    spillscope::output::write_json_atomic(&a.chrome, &chrome, a.force)?;
     Ok(format!(
         "wrote {} ({} trace events)\n",
         a.chrome.display(),

@@ -62,6 +62,32 @@ pub fn write_atomic_with(
     })
 }
 
+/// [`write_atomic_with`] of `value` as JSON, serialised as it is written.
+pub fn write_json_atomic<T: serde::Serialize + ?Sized>(
+    path: &Path,
+    value: &T,
+    force: bool,
+) -> Result<()> {
+    write_atomic_with(path, force, |w| {
+        serde_json::to_writer(w, value).map_err(std::io::Error::other)
+    })
+}
+
+/// An array made by `items` each time it is serialised: a large list
+/// written straight from the columns that hold it, never collected.
+pub struct SeqOf<F>(pub F);
+
+impl<F, I> serde::Serialize for SeqOf<F>
+where
+    F: Fn() -> I,
+    I: IntoIterator,
+    I::Item: serde::Serialize,
+{
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.collect_seq((self.0)())
+    }
+}
+
 /// [`write_atomic`] of bytes as they are: a user's own file put back
 /// (a schedule config restored byte for byte).
 pub fn write_exact(path: &Path, bytes: &[u8], force: bool) -> Result<()> {

@@ -144,21 +144,16 @@ impl ResidencyBuilder {
 /// entry per tensor, streamed from the flat form.
 impl serde::Serialize for Residency {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use crate::output::SeqOf;
         use serde::ser::SerializeStruct;
-        struct Keys<'a>(&'a Residency);
-        struct Of<'a>(&'a [u32]);
-        impl serde::Serialize for Keys<'_> {
-            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                s.collect_seq((0..self.0.tensors()).map(|t| self.0.slice(t).map(Of)))
-            }
-        }
-        impl serde::Serialize for Of<'_> {
-            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                s.collect_seq(self.0.iter().map(|&k| unkey(k)))
-            }
-        }
+        let keys = SeqOf(|| {
+            (0..self.tensors()).map(|t| {
+                self.slice(t)
+                    .map(|k| SeqOf(move || k.iter().map(|&k| unkey(k))))
+            })
+        });
         let mut st = s.serialize_struct("Residency", 1)?;
-        st.serialize_field("keys", &Keys(self))?;
+        st.serialize_field("keys", &keys)?;
         st.end()
     }
 }

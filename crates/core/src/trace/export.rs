@@ -376,7 +376,14 @@ impl Serialize for SpillscopeRecord<'_, '_> {
             .iter()
             .map(|c| json!({"name": c.name, "unit": c.unit, "pool": c.pool}))
             .collect();
-        let tensors = Tensors(tr);
+        let tensors = crate::output::SeqOf(|| {
+            tr.tensors.iter().map(|t| TensorRecord {
+                bytes: t.bytes,
+                kind: t.kind,
+                name: t.name,
+                pool: t.pool,
+            })
+        });
         let mut args = s.serialize_map(Some(5))?;
         args.serialize_entry(
             "args",
@@ -400,7 +407,7 @@ impl Serialize for SpillscopeRecord<'_, '_> {
 }
 
 #[derive(Serialize)]
-struct Args<'a> {
+struct Args<'a, T> {
     counters: Vec<Value>,
     meta: Value,
     pools: Value,
@@ -408,20 +415,7 @@ struct Args<'a> {
     source: super::Source,
     summary: Value,
     t0_ns: u64,
-    tensors: Tensors<'a>,
-}
-
-struct Tensors<'a>(&'a Trace);
-
-impl Serialize for Tensors<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(self.0.tensors.iter().map(|t| TensorRecord {
-            bytes: t.bytes,
-            kind: t.kind,
-            name: t.name,
-            pool: t.pool,
-        }))
-    }
+    tensors: T,
 }
 
 /// A part as a document: its maps' keys sorted, as the export writes them.

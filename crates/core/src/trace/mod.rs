@@ -802,9 +802,7 @@ impl Trace {
     pub fn write(&self, path: &Path, force: bool) -> Result<()> {
         self.check_writable()
             .map_err(|m| Error::Output(format!("{}: not written: {m}", path.display())))?;
-        crate::output::write_atomic_with(path, force, |w| {
-            serde_json::to_writer(w, self).map_err(std::io::Error::other)
-        })
+        crate::output::write_json_atomic(path, self, force)
     }
 }
 

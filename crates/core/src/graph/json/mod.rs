@@ -225,28 +225,14 @@ pub struct GraphJsonOf<'a>(pub &'a Graph);
 
 impl Serialize for GraphJsonOf<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        use crate::output::SeqOf;
         use serde::ser::SerializeStruct;
-        struct Seq<I>(std::cell::Cell<Option<I>>);
-        impl<I: Iterator<Item = T>, T: Serialize> Serialize for Seq<I> {
-            fn serialize<S: serde::Serializer>(
-                &self,
-                s: S,
-            ) -> std::result::Result<S::Ok, S::Error> {
-                match self.0.take() {
-                    Some(it) => s.collect_seq(it),
-                    None => s.collect_seq(std::iter::empty::<T>()),
-                }
-            }
-        }
-        fn seq<I>(it: I) -> Seq<I> {
-            Seq(std::cell::Cell::new(Some(it)))
-        }
         let g = self.0;
         let mut st = s.serialize_struct("GraphJson", 4)?;
         st.serialize_field("name", &Some(&g.name))?;
-        st.serialize_field("tensors", &seq(g.tensors.iter().map(tensor_json)))?;
-        st.serialize_field("ops", &seq((0..g.ops.len()).map(|i| op_json(g, i))))?;
-        st.serialize_field("outputs", &seq(output_names(g)))?;
+        st.serialize_field("tensors", &SeqOf(|| g.tensors.iter().map(tensor_json)))?;
+        st.serialize_field("ops", &SeqOf(|| (0..g.ops.len()).map(|i| op_json(g, i))))?;
+        st.serialize_field("outputs", &SeqOf(|| output_names(g)))?;
         st.end()
     }
 }
