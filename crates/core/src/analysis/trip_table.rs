@@ -146,10 +146,7 @@ mod tests {
     use crate::trace::ledger::Part;
 
     fn sample(name: &str) -> Trace {
-        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../sample-traces")
-            .join(name);
-        Trace::load(&p).unwrap()
+        Trace::load(&crate::trace::sample_path(name)).unwrap()
     }
 
     #[test]

@@ -430,10 +430,9 @@ mod tests {
     /// Two sample traces (one with counters), and one with a unit and
     /// flops on its ops.
     fn traces() -> Vec<Trace> {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../sample-traces");
         let mut out: Vec<Trace> = ["encdec-1mib.lru.json", "edge-resnet50-b3.planned.json"]
             .iter()
-            .map(|n| Trace::load(&dir.join(n)).unwrap())
+            .map(|n| Trace::load(&super::super::sample_path(n)).unwrap())
             .collect();
         let mut units = out[0].clone();
         units.ops.update_all(|i, o| {

@@ -38,6 +38,14 @@ use std::path::Path;
 
 pub const SCHEMA: &str = "spillscope.trace/1";
 
+/// The path of a bundled sample trace (for the crate's tests).
+#[cfg(test)]
+pub(crate) fn sample_path(name: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../sample-traces")
+        .join(name)
+}
+
 pub use crate::graph::TensorKind;
 pub use meta::{Importer, Instrumented, Meta, NpuCaseInfo, Producer};
 

@@ -516,13 +516,8 @@ const fn table(of: &[u8]) -> [bool; 256] {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::{Path, PathBuf};
 
-    fn sample(name: &str) -> PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../sample-traces")
-            .join(name)
-    }
+    use crate::trace::sample_path as sample;
 
     /// What this reader makes of `text` in runs of `run_bytes`, and what
     /// the whole-file parse makes of it.

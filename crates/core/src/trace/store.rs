@@ -368,11 +368,7 @@ mod tests {
     use crate::trace::{Bound, Counter, Event, EventKind, Unit};
     use std::time::{Duration, SystemTime};
 
-    fn sample(name: &str) -> PathBuf {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("../../sample-traces")
-            .join(name)
-    }
+    use crate::trace::sample_path as sample;
 
     /// A simulator trace with every optional field some op, tensor or
     /// event can carry.
