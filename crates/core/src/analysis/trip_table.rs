@@ -34,6 +34,8 @@ pub struct Trips {
 }
 
 impl Trips {
+    /// The table of `tr`'s round trips (a stall read from the op column,
+    /// not a row per trip).
     pub fn of(tr: &Trace, ledger: &Ledger) -> Trips {
         let (legs, moved) = legs(tr, ledger);
         let mut rows: Vec<Row> = Vec::new();
@@ -41,8 +43,8 @@ impl Trips {
             let back = u32::from(l.is_back());
             let stall = l
                 .back_op()
-                .and_then(|o| tr.ops.get(o))
-                .map_or(0, |o| o.stall_ns);
+                .and_then(|o| tr.ops.stall_col().get(o).copied())
+                .unwrap_or(0);
             match rows.last_mut() {
                 Some(r) if r.tensor == l.tensor => {
                     r.trips += 1;

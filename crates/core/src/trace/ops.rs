@@ -354,6 +354,11 @@ impl Ops {
     pub fn end_col(&self) -> &[u64] {
         &self.end_ns
     }
+
+    /// Every op's stall.
+    pub fn stall_col(&self) -> &[u64] {
+        &self.stall_ns
+    }
 }
 
 /// The columns as the cache reads them back (`super::columnar`); the
