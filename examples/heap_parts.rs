@@ -105,6 +105,21 @@ fn main() {
         println!("{what:<20} {}", mb(NOW.load(Relaxed) - before));
         x
     };
+    // The view's datasets as the session makes them: the quick one, then
+    // the complete one beside it (the peak is where both are held).
+    let (before, peak_before) = (NOW.load(Relaxed), PEAK.load(Relaxed));
+    PEAK.store(before, Relaxed);
+    let quick = spillscope::session::dataset::Dataset::quick("t", tr.clone());
+    let quick_bytes = NOW.load(Relaxed) - before;
+    let full = quick.completed();
+    println!(
+        "dataset quick {}, complete {} (peak {} above the trace)",
+        mb(quick_bytes),
+        mb(NOW.load(Relaxed) - before - quick_bytes),
+        mb(PEAK.load(Relaxed) - before)
+    );
+    PEAK.fetch_max(peak_before, Relaxed);
+    drop((quick, full));
     let ledger = spillscope::trace::ledger::Ledger::of(&tr);
     let _l = m("ledger (again)", &|| {
         Box::new(spillscope::trace::ledger::Ledger::of(&tr))

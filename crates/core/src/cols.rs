@@ -243,12 +243,106 @@ impl Dictionary {
     }
 }
 
+/// Where each row of a [`Lists`] or [`Names`] ends: 4 bytes a row while
+/// the last end fits in `u32` (every list or name column a memory budget
+/// lets in), 8 past it. The switch happens on the push that needs it, so
+/// nothing is refused; the narrow form saves 4 bytes per row of every list
+/// and name column (a million-op trace has five of them).
+#[derive(Debug, Clone)]
+pub(crate) enum Ends {
+    Narrow(Vec<u32>),
+    Wide(Vec<usize>),
+}
+
+impl Default for Ends {
+    fn default() -> Self {
+        Ends::Narrow(Vec::new())
+    }
+}
+
+impl Ends {
+    #[inline]
+    pub(crate) fn at(&self, i: usize) -> usize {
+        match self {
+            Ends::Narrow(v) => v[i] as usize,
+            Ends::Wide(v) => v[i],
+        }
+    }
+
+    /// Row `i`'s range.
+    #[inline]
+    fn range(&self, i: usize) -> std::ops::Range<usize> {
+        let start = if i == 0 { 0 } else { self.at(i - 1) };
+        start..self.at(i)
+    }
+
+    pub(crate) fn push(&mut self, end: usize) {
+        match self {
+            Ends::Narrow(v) => match u32::try_from(end) {
+                Ok(e) => v.push(e),
+                Err(_) => {
+                    self.widen();
+                    self.push(end);
+                }
+            },
+            Ends::Wide(v) => v.push(end),
+        }
+    }
+
+    /// Every end in 8 bytes (the push past `u32::MAX`; tests).
+    fn widen(&mut self) {
+        if let Ends::Narrow(v) = self {
+            *self = Ends::Wide(v.iter().map(|&e| e as usize).collect());
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            Ends::Narrow(v) => v.len(),
+            Ends::Wide(v) => v.len(),
+        }
+    }
+
+    fn last(&self) -> usize {
+        self.len().checked_sub(1).map_or(0, |i| self.at(i))
+    }
+
+    fn truncate(&mut self, n: usize) {
+        match self {
+            Ends::Narrow(v) => v.truncate(n),
+            Ends::Wide(v) => v.truncate(n),
+        }
+    }
+
+    fn heap_bytes(&self) -> usize {
+        match self {
+            Ends::Narrow(v) => v.capacity() * 4,
+            Ends::Wide(v) => v.capacity() * 8,
+        }
+    }
+
+    fn shrink(&mut self) {
+        match self {
+            Ends::Narrow(v) => v.shrink_to_fit(),
+            Ends::Wide(v) => v.shrink_to_fit(),
+        }
+    }
+
+    /// Ends from running totals (`total` is the last): narrow when it fits.
+    fn of(ends: impl ExactSizeIterator<Item = usize>, total: usize) -> Ends {
+        match u32::try_from(total) {
+            Ok(_) => Ends::Narrow(ends.map(|e| e as u32).collect()),
+            Err(_) => Ends::Wide(ends.collect()),
+        }
+    }
+}
+
 /// Lists, one per row (an op's operands, a tensor's consumers or shape):
-/// `ends[i]` is where row `i`'s list ends in `ids` (it starts where row
+/// `ends.at(i)` is where row `i`'s list ends in `ids` (it starts where row
 /// `i - 1`'s ends).
 #[derive(Debug, Clone)]
 pub(crate) struct Lists<T> {
-    pub(crate) ends: Vec<usize>,
+    pub(crate) ends: Ends,
     pub(crate) ids: Vec<T>,
 }
 
@@ -258,7 +352,7 @@ pub(crate) type IdLists = Lists<usize>;
 impl<T> Default for Lists<T> {
     fn default() -> Self {
         Lists {
-            ends: Vec::new(),
+            ends: Ends::default(),
             ids: Vec::new(),
         }
     }
@@ -267,8 +361,7 @@ impl<T> Default for Lists<T> {
 impl<T: Copy> Lists<T> {
     #[inline]
     pub(crate) fn get(&self, i: usize) -> &[T] {
-        let start = if i == 0 { 0 } else { self.ends[i - 1] };
-        &self.ids[start..self.ends[i]]
+        &self.ids[self.ends.range(i)]
     }
 
     pub(crate) fn push(&mut self, l: &[T]) {
@@ -278,23 +371,23 @@ impl<T: Copy> Lists<T> {
 
     /// Replaces item `slot` of row `i`'s list.
     pub(crate) fn set(&mut self, i: usize, slot: usize, v: T) {
-        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        let start = self.ends.range(i).start;
         self.ids[start + slot] = v;
     }
 
     pub(crate) fn truncate(&mut self, n: usize) {
         if n < self.ends.len() {
             self.ends.truncate(n);
-            self.ids.truncate(self.ends.last().copied().unwrap_or(0));
+            self.ids.truncate(self.ends.last());
         }
     }
 
     pub(crate) fn heap_bytes(&self) -> usize {
-        self.ends.capacity() * 8 + self.ids.capacity() * std::mem::size_of::<T>()
+        self.ends.heap_bytes() + self.ids.capacity() * std::mem::size_of::<T>()
     }
 
     pub(crate) fn shrink(&mut self) {
-        self.ends.shrink_to_fit();
+        self.ends.shrink();
         self.ids.shrink_to_fit();
     }
 }
@@ -320,14 +413,19 @@ impl Lists<usize> {
             ids[at[r]] = id;
             at[r] += 1;
         });
-        IdLists { ends, ids }
+        drop(at);
+        IdLists {
+            ends: Ends::of(ends.into_iter(), total),
+            ids,
+        }
     }
 
     /// The lists as read back from the cache: `offsets` (n + 1, from 0,
     /// never decreasing, as the reader checked) into `vals`.
     pub(crate) fn from_offsets(offsets: &[u64], vals: Vec<u64>) -> IdLists {
+        let total = offsets.last().map_or(0, |&o| o as usize);
         IdLists {
-            ends: offsets.iter().skip(1).map(|&o| o as usize).collect(),
+            ends: Ends::of(offsets.iter().skip(1).map(|&o| o as usize), total),
             ids: vals.into_iter().map(|v| v as usize).collect(),
         }
     }
@@ -338,14 +436,13 @@ impl Lists<usize> {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Names {
     blob: String,
-    ends: Vec<usize>,
+    ends: Ends,
 }
 
 impl Names {
     #[inline]
     pub(crate) fn get(&self, i: usize) -> &str {
-        let start = if i == 0 { 0 } else { self.ends[i - 1] };
-        &self.blob[start..self.ends[i]]
+        &self.blob[self.ends.range(i)]
     }
 
     pub(crate) fn push(&mut self, s: &str) {
@@ -358,11 +455,11 @@ impl Names {
     }
 
     pub(crate) fn heap_bytes(&self) -> usize {
-        self.ends.capacity() * 8 + self.blob.capacity()
+        self.ends.heap_bytes() + self.blob.capacity()
     }
 
     pub(crate) fn shrink(&mut self) {
-        self.ends.shrink_to_fit();
+        self.ends.shrink();
         self.blob.shrink_to_fit();
     }
 }
@@ -602,6 +699,65 @@ pub(crate) use row_list;
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn ends_widen_on_the_push_past_u32_and_keep_every_row() {
+        let mut e = Ends::Narrow(vec![3, u32::MAX - 1]);
+        e.push(u32::MAX as usize);
+        assert!(matches!(e, Ends::Narrow(_)));
+        let past = u32::MAX as usize + 7;
+        e.push(past);
+        assert!(matches!(e, Ends::Wide(_)));
+        let all: Vec<usize> = (0..e.len()).map(|i| e.at(i)).collect();
+        assert_eq!(all, vec![3, u32::MAX as usize - 1, u32::MAX as usize, past]);
+        assert_eq!(e.range(3), u32::MAX as usize..past);
+        assert_eq!(Ends::of([1usize, past].into_iter(), past).at(1), past);
+    }
+
+    proptest! {
+        /// Lists and names read the same through narrow and wide ends,
+        /// through pushes, in-place changes and cuts.
+        #[test]
+        fn narrow_and_wide_ends_read_alike(
+            rows in proptest::collection::vec(proptest::collection::vec(0usize..50, 0..5), 0..40),
+            cut in 0usize..45,
+        ) {
+            let mut narrow = IdLists::default();
+            let mut names = Names::default();
+            for r in &rows {
+                narrow.push(r);
+                names.push(&"x".repeat(r.len()));
+            }
+            let mut wide = narrow.clone();
+            wide.ends.widen();
+            let mut wide_names = names.clone();
+            wide_names.ends.widen();
+            if let Some(i) = rows.iter().position(|r| !r.is_empty()) {
+                narrow.set(i, 0, 99);
+                wide.set(i, 0, 99);
+            }
+            narrow.truncate(cut);
+            wide.truncate(cut);
+            prop_assert_eq!(narrow.ends.len(), wide.ends.len());
+            for i in 0..narrow.ends.len() {
+                prop_assert_eq!(narrow.get(i), wide.get(i));
+            }
+            for i in 0..rows.len() {
+                prop_assert_eq!(names.get(i), wide_names.get(i));
+                prop_assert_eq!(names.get(i).len(), rows[i].len());
+            }
+            let counted = IdLists::counted(rows.len(), |f| {
+                for (r, l) in rows.iter().enumerate() {
+                    for &x in l {
+                        f(r, x);
+                    }
+                }
+            });
+            for (i, r) in rows.iter().enumerate() {
+                prop_assert_eq!(counted.get(i), &r[..]);
+            }
+        }
+    }
 
     /// What an optional column is: one `Option` per row.
     fn model(c: &OptCol, n: usize) -> Vec<Option<u64>> {

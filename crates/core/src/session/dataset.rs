@@ -316,6 +316,28 @@ pub enum Depth {
     Complete,
 }
 
+/// A quick dataset's parts that its complete one reuses
+/// ([`Dataset::completion`]).
+pub struct Completion {
+    label: String,
+    trace: Arc<Trace>,
+    ledger: Arc<Ledger>,
+    live_by_step: Vec<u64>,
+    live_is_resident: bool,
+    warnings: Vec<String>,
+    levels: (u32, u32),
+}
+
+impl Completion {
+    /// The complete dataset: every analysis the views use.
+    pub fn complete(self) -> Dataset {
+        let reuse = (self.ledger, self.live_by_step, self.live_is_resident);
+        Dataset::new(self.label, self.trace, Some(reuse), Depth::Complete)
+            .with_warnings(self.warnings)
+            .with_levels(self.levels.0, self.levels.1)
+    }
+}
+
 impl Dataset {
     pub fn build(label: impl Into<String>, trace: Trace) -> Dataset {
         Self::complete(label, Arc::new(trace))
@@ -336,19 +358,22 @@ impl Dataset {
     /// what that computed (the ledger and the step profile) and keeping
     /// its label, warnings and levels.
     pub fn completed(&self) -> Dataset {
-        let reuse = (
-            self.ledger.clone(),
-            self.live_by_step.clone(),
-            self.live_is_resident,
-        );
-        Self::new(
-            self.label.clone(),
-            self.trace.clone(),
-            Some(reuse),
-            Depth::Complete,
-        )
-        .with_warnings(self.warnings.clone())
-        .with_levels(self.level, self.levels)
+        self.completion().complete()
+    }
+
+    /// What [`Dataset::completed`] reuses, apart from the dataset: a job
+    /// that posts its quick dataset keeps only this (the quick one's
+    /// classification, a large trace's 13 MB, goes with the post).
+    pub fn completion(&self) -> Completion {
+        Completion {
+            label: self.label.clone(),
+            trace: self.trace.clone(),
+            ledger: self.ledger.clone(),
+            live_by_step: self.live_by_step.clone(),
+            live_is_resident: self.live_is_resident,
+            warnings: self.warnings.clone(),
+            levels: (self.level, self.levels),
+        }
     }
 
     /// [`Dataset::completed`] from its parts (kept for callers that hold

@@ -269,7 +269,7 @@ impl<'a> Job<'a> {
         // The first frame draws from the quick dataset: it is posted before
         // the complete analyses start, which take longer than the load.
         let analyse = !self.quick_only && !self.cancel.is_cancelled();
-        let kept = analyse.then(|| quick.clone());
+        let kept = analyse.then(|| quick.completion());
         (self.post)(Update::Loaded {
             slot,
             data: Box::new(quick),
@@ -278,7 +278,7 @@ impl<'a> Job<'a> {
             self.progress(Stage::Analyse, slot, slot + 1);
             (self.post)(Update::Analysed {
                 slot,
-                data: Box::new(quick.completed()),
+                data: Box::new(quick.complete()),
             });
         }
     }
