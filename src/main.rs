@@ -118,6 +118,7 @@ fn one_line(e: &clap::Error) -> String {
 }
 
 fn main() -> ExitCode {
+    spillscope::limits::return_large_buffers();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {

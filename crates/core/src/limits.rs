@@ -97,6 +97,26 @@ pub fn release_free_memory() {
     }
 }
 
+/// Buffers of this size and larger get pages of their own from the
+/// system and give them back when freed (see [`return_large_buffers`]).
+const OWN_PAGES_FROM: i32 = 256 << 10;
+
+/// Makes every large buffer (a column, a run being parsed, an analysis's
+/// table) its own mapping, returned to the system the moment it is freed.
+/// glibc raises that threshold each time such a buffer is freed, after
+/// which large buffers come from the heap and what they leave behind
+/// stays resident: a viewer of a 1M-event trace peaked at 371 MB and
+/// settled at 273 MB without this, 355 and 267 MB with it (no slower).
+/// Process-wide, so the binary calls it first thing; elsewhere it does
+/// nothing.
+pub fn return_large_buffers() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt sets an allocator parameter; it takes no pointers.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, OWN_PAGES_FROM);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
