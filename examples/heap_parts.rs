@@ -100,9 +100,15 @@ fn main() {
     println!("  tensors (a clone)  {}", mb(NOW.load(Relaxed) - before));
     drop(ts);
     let m = |what: &str, f: &dyn Fn() -> Box<dyn std::any::Any>| {
-        let before = NOW.load(Relaxed);
+        let (before, peak_before) = (NOW.load(Relaxed), PEAK.load(Relaxed));
+        PEAK.store(before, Relaxed);
         let x = f();
-        println!("{what:<20} {}", mb(NOW.load(Relaxed) - before));
+        println!(
+            "{what:<20} {} (peak {})",
+            mb(NOW.load(Relaxed) - before),
+            mb(PEAK.load(Relaxed) - before)
+        );
+        PEAK.fetch_max(peak_before, Relaxed);
         x
     };
     // The view's datasets as the session makes them: the quick one, then

@@ -23,7 +23,7 @@ fn intervals_follow_def_use() {
         &["y"],
     );
     let l = Liveness::compute(&g);
-    let iv = |n: &str| l.intervals[g.tensor_by_name(n).unwrap().id].unwrap();
+    let iv = |n: &str| l.intervals.get(g.tensor_by_name(n).unwrap().id).unwrap();
     assert_eq!(iv("x"), LiveInterval { start: 0, end: 0 });
     assert_eq!(iv("a"), LiveInterval { start: 0, end: 2 });
     assert_eq!(iv("b"), LiveInterval { start: 1, end: 2 });
@@ -65,7 +65,10 @@ fn free_at_override_extends_a_lifetime() {
     );
     let a = g.tensor_by_name("a").unwrap().id;
     let l = Liveness::compute_with(&g, &[(a, 2)]);
-    assert_eq!(l.intervals[a].unwrap(), LiveInterval { start: 0, end: 2 });
+    assert_eq!(
+        l.intervals.get(a).unwrap(),
+        LiveInterval { start: 0, end: 2 }
+    );
     assert_eq!(l.live_bytes, vec![20, 20, 30]);
 }
 

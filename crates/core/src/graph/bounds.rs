@@ -54,7 +54,7 @@ pub fn live_excess_bound(g: &Graph, live: &Liveness, capacity: u64) -> u64 {
     let mut profile = live.live_bytes.clone();
     for t in &g.tensors {
         if t.kind == TensorKind::Input {
-            if let Some(iv) = live.intervals[t.id] {
+            if let Some(iv) = live.intervals.get(t.id) {
                 for bytes in &mut profile[iv.start..=iv.end] {
                     *bytes = bytes.saturating_sub(t.bytes);
                 }
@@ -111,7 +111,7 @@ pub fn lower_bound_traffic_pools_live(
             .iter()
             .filter(|t| mine(t.id) && t.kind != TensorKind::Input)
         {
-            if let Some(iv) = live.intervals[t.id] {
+            if let Some(iv) = live.intervals.get(t.id) {
                 delta[iv.start] += i128::from(t.bytes);
                 delta[iv.end + 1] -= i128::from(t.bytes);
             }

@@ -309,7 +309,7 @@ impl<'a> Sim<'a> {
             .iter()
             .map(|t| match t.kind {
                 TensorKind::Activation | TensorKind::Output if !self.pinned[t.id] => {
-                    self.live.intervals[t.id].map(|iv| (iv.start, iv.end))
+                    self.live.intervals.get(t.id).map(|iv| (iv.start, iv.end))
                 }
                 _ => None,
             })
@@ -1478,7 +1478,7 @@ fn death_steps(g: &Graph, live: &Liveness, weights: WeightMode) -> IdLists {
         match t.kind {
             TensorKind::Weight if weights == WeightMode::Resident => t.consumers.last().copied(),
             TensorKind::Weight | TensorKind::Output => None,
-            _ => live.intervals[t.id].map(|iv| iv.end),
+            _ => live.intervals.get(t.id).map(|iv| iv.end),
         }
     };
     IdLists::counted(g.ops.len(), |f| {

@@ -118,16 +118,20 @@ impl ResidencyBuilder {
 
     /// The plan: keys grouped by tensor, each tensor's in arrival order.
     pub fn finish(self) -> Residency {
+        // The pairs' growth room goes first: they and the keys are held
+        // together here, at the top of the bound's solve.
+        let mut pairs = self.pairs;
+        pairs.shrink_to_fit();
         let mut starts = vec![0u32; self.tensors + 1];
-        for &(t, _) in &self.pairs {
+        for &(t, _) in &pairs {
             starts[t as usize + 1] += 1;
         }
         for i in 0..self.tensors {
             starts[i + 1] += starts[i];
         }
         let mut next = starts.clone();
-        let mut keys = vec![0u32; self.pairs.len()];
-        for (t, k) in self.pairs {
+        let mut keys = vec![0u32; pairs.len()];
+        for (t, k) in pairs {
             let at = &mut next[t as usize];
             keys[*at as usize] = k;
             *at += 1;

@@ -300,9 +300,11 @@ fn solve_all(
         .tensors
         .iter()
         .filter(|t| !matches!(t.kind, TensorKind::Weight | TensorKind::Input))
-        .filter(|t| live.intervals[t.id].is_some())
+        .filter(|t| live.intervals.get(t.id).is_some())
         .map(|t| t.id)
         .collect();
+    let mut modelled = modelled;
+    modelled.shrink_to_fit();
     let setup = Setup {
         g,
         live,
@@ -363,7 +365,7 @@ fn pressured_steps(g: &Graph, live: &Liveness, pool: PoolSize) -> Vec<bool> {
         if matches!(t.kind, TensorKind::Weight | TensorKind::Input) {
             continue;
         }
-        if let Some(iv) = live.intervals[t.id] {
+        if let Some(iv) = live.intervals.get(t.id) {
             delta[iv.start] += i128::from(pool.room(t.bytes));
             delta[iv.end + 1] -= i128::from(pool.room(t.bytes));
         }

@@ -163,7 +163,7 @@ impl Setup<'_> {
         // Runs once per window over every modelled tensor: read only the
         // consumer list (a whole row per tensor made this 3x slower).
         for &id in &self.modelled {
-            let Some(iv) = self.live.intervals[id] else {
+            let Some(iv) = self.live.intervals.get(id) else {
                 continue;
             };
             let (lo, hi) = (iv.start.max(a), iv.end.min(b));

@@ -365,7 +365,7 @@ fn link_lifetimes(
             );
             continue;
         }
-        if live.intervals[t.id].is_none() {
+        if live.intervals.get(t.id).is_none() {
             continue;
         }
         // Made and used inside one fused node: ORT never materialised it.
