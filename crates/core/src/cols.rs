@@ -742,9 +742,9 @@ mod tests {
             for i in 0..narrow.ends.len() {
                 prop_assert_eq!(narrow.get(i), wide.get(i));
             }
-            for i in 0..rows.len() {
+            for (i, r) in rows.iter().enumerate() {
                 prop_assert_eq!(names.get(i), wide_names.get(i));
-                prop_assert_eq!(names.get(i).len(), rows[i].len());
+                prop_assert_eq!(names.get(i).len(), r.len());
             }
             let counted = IdLists::counted(rows.len(), |f| {
                 for (r, l) in rows.iter().enumerate() {
