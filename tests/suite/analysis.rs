@@ -221,7 +221,7 @@ fn hotspots_add_up_to_the_summary() {
 
 #[test]
 fn timeline_index_agrees_at_every_zoom() {
-    let tr = run(&oscillating_graph(5), 3 * K, EvictionPolicy::Lru);
+    let tr = std::sync::Arc::new(run(&oscillating_graph(5), 3 * K, EvictionPolicy::Lru));
     let idx = TimelineIndex::build(&tr, &Ledger::of(&tr));
     let end = idx.end_ns;
     let busy: u64 = tr.ops.iter().map(|o| o.end_ns - o.start_ns).sum();

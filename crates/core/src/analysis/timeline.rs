@@ -7,6 +7,7 @@
 
 use crate::trace::ledger::{Ledger, Part};
 use crate::trace::Trace;
+use std::sync::Arc;
 
 /// A DMA lane of the timeline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -133,14 +134,48 @@ struct Span {
 
 const _: () = assert!(std::mem::size_of::<Span>() == 32);
 
+/// An op's span, from the trace's time columns.
+struct OpSpans<'a> {
+    start: &'a [u64],
+    end: &'a [u64],
+    stall: &'a [u64],
+}
+
+impl<'a> OpSpans<'a> {
+    fn of(tr: &'a Trace) -> OpSpans<'a> {
+        OpSpans {
+            start: tr.ops.start_col(),
+            end: tr.ops.end_col(),
+            stall: tr.ops.stall_col(),
+        }
+    }
+
+    #[inline]
+    fn at(&self, k: u32) -> Span {
+        let i = k as usize;
+        Span {
+            start: self.start[i],
+            end: self.end[i].max(self.start[i]),
+            stall: self.stall[i],
+            id: k,
+            lane: Lane::Evict,
+        }
+    }
+}
+
 /// The index. Built once per trace (O(n + buckets)); queried per frame.
 #[derive(Debug, Clone)]
 pub struct TimelineIndex {
     pub end_ns: u64,
     base_ns: u64,
     levels: Vec<Vec<Bucket>>,
-    ops: Vec<Span>,
+    /// Op indexes by start (then index); their times are the trace's
+    /// columns, read when a deep zoom visits them (a span each held 32
+    /// bytes of what the trace already holds: 12 MB for 375k ops).
+    ops: Vec<u32>,
     ops_max_len: u64,
+    /// The trace the ops' times are read from (`None`: no ops).
+    trace: Option<Arc<Trace>>,
     dma: Vec<Span>,
     dma_max_len: u64,
     /// (time, event index) of every spill event (the ledger's spill
@@ -166,7 +201,7 @@ fn add_span(b: &mut [Bucket], base: u64, s: u64, e: u64, f: impl Fn(&mut Bucket,
 }
 
 impl TimelineIndex {
-    pub fn build(tr: &Trace, ledger: &Ledger) -> TimelineIndex {
+    pub fn build(tr: &Arc<Trace>, ledger: &Ledger) -> TimelineIndex {
         let mut end_ns = tr.summary.latency_ns;
         for o in &tr.ops {
             end_ns = end_ns.max(o.end_ns);
@@ -179,20 +214,10 @@ impl TimelineIndex {
         let n_base = items.clamp(256, 1 << 16).next_power_of_two();
         let base_ns = end_ns.div_ceil(n_base as u64).max(1);
         let mut base = vec![Bucket::default(); n_base];
-        let mut ops: Vec<Span> = tr
-            .ops
-            .iter()
-            .enumerate()
-            .map(|(i, o)| Span {
-                start: o.start_ns,
-                end: o.end_ns.max(o.start_ns),
-                id: i as u32,
-                stall: o.stall_ns,
-                lane: Lane::Evict,
-            })
-            .collect();
-        ops.sort_by_key(|s| (s.start, s.id));
-        for s in &ops {
+        let op_span = OpSpans::of(tr);
+        let mut ops: Vec<u32> = (0..tr.ops.len() as u32).collect();
+        ops.sort_by_key(|&k| (op_span.at(k).start, k));
+        for s in ops.iter().map(|&k| op_span.at(k)) {
             let dur = s.end - s.start;
             let frac_stall = if dur > 0 {
                 s.stall.min(dur) as f64 / dur as f64
@@ -267,6 +292,7 @@ impl TimelineIndex {
         points.shrink_to_fit();
         let ops_max_len = ops
             .iter()
+            .map(|&k| op_span.at(k))
             .map(|s| s.end.saturating_sub(s.start))
             .max()
             .unwrap_or(0);
@@ -296,6 +322,7 @@ impl TimelineIndex {
             levels,
             ops,
             ops_max_len,
+            trace: Some(tr.clone()),
             dma,
             dma_max_len,
             spills,
@@ -317,6 +344,7 @@ impl TimelineIndex {
             levels,
             ops: Vec::new(),
             ops_max_len: 0,
+            trace: None,
             dma: Vec::new(),
             dma_max_len: 0,
             spills: Vec::new(),
@@ -370,9 +398,18 @@ impl TimelineIndex {
         // Deep zoom: walk only the spans that touch the window.
         let col_of =
             |t: u64| -> usize { (((t.saturating_sub(t0)) as f64 / dt) as usize).min(width - 1) };
-        let visit = |spans: &[Span], max_len: u64, f: &mut dyn FnMut(&Span, usize, f64)| {
-            let from = spans.partition_point(|s| s.start < t0.saturating_sub(max_len));
-            for s in &spans[from..] {
+        // `spans` in start order, each made by `span`.
+        fn spans_in<'a, T>(
+            spans: &'a [T],
+            span: impl Fn(&T) -> Span + 'a,
+            from_ns: u64,
+        ) -> impl Iterator<Item = Span> + 'a {
+            let from = spans.partition_point(|s| span(s).start < from_ns);
+            spans[from..].iter().map(span)
+        }
+        let visit = |spans: &mut dyn Iterator<Item = Span>,
+                     f: &mut dyn FnMut(&Span, usize, f64)| {
+            for s in spans {
                 if s.start >= t1 {
                     break;
                 }
@@ -386,13 +423,17 @@ impl TimelineIndex {
                     let cs = t0 as f64 + c as f64 * dt;
                     let ov = (b as f64).min(cs + dt) - (a as f64).max(cs);
                     if ov > 0.0 {
-                        f(s, c, ov);
+                        f(&s, c, ov);
                     }
                 }
             }
         };
         let mut best = vec![0f64; width];
-        visit(&self.ops, self.ops_max_len, &mut |s, c, ov| {
+        let op_span = self.trace.as_deref().map(OpSpans::of);
+        let mut ops = op_span
+            .iter()
+            .flat_map(|o| spans_in(&self.ops, |&k| o.at(k), t0.saturating_sub(self.ops_max_len)));
+        visit(&mut ops, &mut |s, c, ov| {
             let dur = (s.end - s.start).max(1);
             let st = s.stall.min(dur) as f64 / dur as f64;
             cols[c].stall += ov * st / dt;
@@ -402,7 +443,8 @@ impl TimelineIndex {
                 cols[c].op = Some(s.id as usize);
             }
         });
-        visit(&self.dma, self.dma_max_len, &mut |s, c, ov| {
+        let mut dma = spans_in(&self.dma, |s| *s, t0.saturating_sub(self.dma_max_len));
+        visit(&mut dma, &mut |s, c, ov| {
             cols[c].dma[s.lane.index()] += ov / dt;
         });
         let from = self.points.partition_point(|p| p.0 < t0);

@@ -216,7 +216,15 @@ fn pipe_indexes(tr: &Trace) -> Vec<(String, TimelineIndex)> {
                     .ops
                     .iter()
                     .filter(|o| o.unit.is_some_and(|u| u.as_str() == p))
-                    .map(|o| o.owned())
+                    // A lane reads only times; the index keeps this trace.
+                    .map(|o| crate::trace::TraceOp {
+                        name: Default::default(),
+                        op_type: Default::default(),
+                        inputs: Vec::new(),
+                        outputs: Vec::new(),
+                        streamed: Vec::new(),
+                        ..o.owned()
+                    })
                     .collect(),
                 counters: Vec::new(),
                 tensors: crate::trace::Tensors::new(),
@@ -224,7 +232,7 @@ fn pipe_indexes(tr: &Trace) -> Vec<(String, TimelineIndex)> {
             };
             (
                 p.to_string(),
-                TimelineIndex::build(&sub, &Ledger::default()),
+                TimelineIndex::build(&Arc::new(sub), &Ledger::default()),
             )
         })
         .collect()
