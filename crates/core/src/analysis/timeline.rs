@@ -216,7 +216,7 @@ impl TimelineIndex {
         let mut base = vec![Bucket::default(); n_base];
         let op_span = OpSpans::of(tr);
         let mut ops: Vec<u32> = (0..tr.ops.len() as u32).collect();
-        ops.sort_by_key(|&k| (op_span.at(k).start, k));
+        ops.sort_unstable_by_key(|&k| (op_span.at(k).start, k));
         for s in ops.iter().map(|&k| op_span.at(k)) {
             let dur = s.end - s.start;
             let frac_stall = if dur > 0 {
@@ -284,7 +284,10 @@ impl TimelineIndex {
             base[b].marks[Mark::Stream as usize] += 1;
             points.push((o.start_ns, Mark::Stream));
         }
-        dma.sort_by_key(|s| (s.start, s.id));
+        // In place (a stable sort borrows half the list): ties are
+        // identical spans or derived streams of different ops, ordered by
+        // their end.
+        dma.sort_unstable_by_key(|s| (s.start, s.id, s.end, s.lane as u8));
         spills.sort_unstable();
         points.sort_unstable_by_key(|p| p.0);
         dma.shrink_to_fit();
