@@ -34,15 +34,7 @@ pub fn placements(tr: &Trace) -> Vec<Placement> {
         .latency_ns
         .max(tr.events.last().map(|e| e.t_ns).unwrap_or(0));
     let mut open: std::collections::HashMap<usize, Placement> = Default::default();
-    // One placement per placing event: counted first, so the list never
-    // grows by doubling (a 1M-event trace's 24 MB list peaked at 49 MB).
-    let placing = |e: &crate::trace::Event| {
-        matches!(
-            e.kind,
-            EventKind::Alloc | EventKind::Reload | EventKind::Recompute
-        ) && e.offset.is_some()
-    };
-    let mut out = Vec::with_capacity(tr.events.iter().filter(|e| placing(e)).count());
+    let mut out = Vec::new();
     for (i, e) in tr.events.iter().enumerate() {
         match e.kind {
             EventKind::Alloc | EventKind::Reload | EventKind::Recompute => {

@@ -167,24 +167,10 @@ impl serde::Serialize for Residency {
 /// 951,386-key plan 38 MB while the viewer opened a cached bound.
 impl<'de> serde::Deserialize<'de> for Residency {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Residency, D::Error> {
-        use serde::de::{Error, IgnoredAny, MapAccess, SeqAccess, Visitor};
-        struct Flat;
-        impl<'de> Visitor<'de> for Flat {
-            type Value = Residency;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a plan: {\"keys\": [...]}")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Residency, A::Error> {
-                let mut keys = None;
-                while let Some(k) = m.next_key::<String>()? {
-                    match k.as_str() {
-                        "keys" if keys.is_some() => return Err(A::Error::duplicate_field("keys")),
-                        "keys" => keys = Some(m.next_value::<Keys>()?.0),
-                        _ => drop(m.next_value::<IgnoredAny>()?),
-                    }
-                }
-                keys.ok_or_else(|| A::Error::missing_field("keys"))
-            }
+        use serde::de::{Error, SeqAccess, Visitor};
+        #[derive(serde::Deserialize)]
+        struct Wire {
+            keys: Keys,
         }
         /// The `keys` list, tensor by tensor onto the flat form.
         struct Keys(Residency);
@@ -227,7 +213,7 @@ impl<'de> serde::Deserialize<'de> for Residency {
                 Ok(Keys(r))
             }
         }
-        d.deserialize_struct("Residency", &["keys"], Flat)
+        Ok(Wire::deserialize(d)?.keys.0)
     }
 }
 

@@ -208,9 +208,7 @@ impl Events {
         self.tensor[i] = id32(e.tensor);
         self.bytes[i] = e.bytes;
         self.pool[i] = self.dict.id(&e.pool);
-        self.op[i] = e.op.map_or(NO_OP, |o| {
-            u32::try_from(o).unwrap_or(u32::MAX - 1).min(u32::MAX - 1)
-        });
+        self.op[i] = op32(e.op);
         self.reason[i] = e.reason.as_deref().map_or(0, |r| self.dict.id(r));
         self.offset.set(i, e.offset);
         self.dma_start_ns.set(i, e.dma_start_ns);
