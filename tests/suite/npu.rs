@@ -622,7 +622,7 @@ fn kernel_dag_simulates_as_a_graph_with_pools_and_pipes() {
             assert_eq!(Some(t.pool), t.name.split('/').next(), "{}", t.name);
         }
         for e in &tr.events {
-            assert_eq!(e.pool.as_str(), tr.tensors.at(e.tensor).pool);
+            assert_eq!(e.pool, tr.tensors.at(e.tensor).pool);
         }
         // Every op on its pipe, as the case says.
         for op in &tr.ops {

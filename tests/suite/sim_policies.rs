@@ -114,7 +114,7 @@ fn fragmentation_spill_when_live_bytes_fit() {
             .collect();
         assert_eq!(ev.len(), 1, "{p}");
         assert_eq!(tr.tensors.at(ev[0].tensor).name, "b");
-        assert_eq!(ev[0].reason.as_deref(), Some("fragmentation"));
+        assert_eq!(ev[0].reason, Some("fragmentation"));
         assert_eq!(ev[0].op, Some(6));
         // Live bytes at that step fit: a lifetime spill, not a capacity spill.
         assert!(ev[0].live_bytes.unwrap() <= 4 * K);
@@ -280,7 +280,7 @@ fn events_carry_classification_data_and_are_time_ordered() {
     assert!(tr.events.t_ns().is_sorted());
     for e in tr.events.iter().filter(|e| e.kind == EventKind::Evict) {
         assert_eq!(e.live_bytes, Some(4 * K));
-        assert_eq!(e.reason.as_deref(), Some("capacity"));
+        assert_eq!(e.reason, Some("capacity"));
     }
     let names: Vec<_> = tr.counters.iter().map(|c| c.name.as_str()).collect();
     for c in ["bus_occupancy", "live_bytes", "resident_bytes"] {

@@ -261,7 +261,7 @@ fn random_cases_exercise_spills() {
         frag += tr
             .events
             .iter()
-            .filter(|e| e.reason.as_deref() == Some("fragmentation"))
+            .filter(|e| e.reason == Some("fragmentation"))
             .count();
     }
     eprintln!("100 random graphs at 1 KiB: {evicts} evictions, {reloads} reloads, {streamed} streamed ops, {frag} fragmentation evictions");
@@ -484,7 +484,7 @@ proptest! {
                 prop_assert_eq!(t.pool, if side(t.name) { "side" } else { "sram" });
             }
             for e in &tr.events {
-                prop_assert_eq!(e.pool.as_str(), tr.tensors.at(e.tensor).pool);
+                prop_assert_eq!(e.pool, tr.tensors.at(e.tensor).pool);
             }
             for c in tr.counters.iter().filter(|c| c.name == "resident_bytes") {
                 let cap = tr.pools.iter().find(|p| Some(&p.name) == c.pool.as_ref()).unwrap().capacity_bytes;

@@ -285,7 +285,7 @@ fn the_memory_cursor_line_keeps_its_figures_on_deep_names() {
             .filter(|e| e.kind == EventKind::Alloc && e.offset.is_some())
             .max_by_key(|e| tr.tensors.at(e.tensor).name.len())
             .unwrap()
-            .clone();
+            .owned();
         let mut a = App::new(vec![Dataset::build("deep.json", tr)]);
         a.view = View::Memory;
         a.cursor = e.t_ns;

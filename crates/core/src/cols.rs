@@ -104,6 +104,36 @@ impl OptCol {
         }
     }
 
+    /// Appends `other`'s values after the `rows` rows this column covers
+    /// (a part of a list parsed on its own, appended in order).
+    pub(crate) fn append(&mut self, rows: usize, other: &OptCol) {
+        if other.vals.is_empty() {
+            return;
+        }
+        if rows.is_multiple_of(64) && self.present.len() * 64 <= rows {
+            // Word-aligned: the part's words follow with their ranks moved.
+            while self.present.len() * 64 < rows {
+                self.rank.push(self.vals.len() as u32);
+                self.present.push(0);
+            }
+            let base = self.vals.len() as u32;
+            self.rank.extend(other.rank.iter().map(|r| r + base));
+            self.present.extend_from_slice(&other.present);
+            self.vals.extend_from_slice(&other.vals);
+            return;
+        }
+        let mut at = 0;
+        for (w, &word) in other.present.iter().enumerate() {
+            let mut bits = word;
+            while bits != 0 {
+                let b = bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                self.push(rows + w * 64 + b, Some(other.vals[at]));
+                at += 1;
+            }
+        }
+    }
+
     pub(crate) fn gather(&self, order: &[u32]) -> OptCol {
         let mut out = OptCol::default();
         if self.vals.is_empty() {
@@ -195,9 +225,18 @@ impl Default for Dictionary {
     }
 }
 
+/// Up to this many names a dictionary is searched in order, not hashed
+/// (a trace's pools and reasons are a handful; hashing each event's name
+/// cost more than comparing it with four).
+const SCAN_NAMES: usize = 8;
+
 impl Dictionary {
     pub(crate) fn id(&mut self, s: &str) -> u32 {
-        if let Some(&i) = self.ids.get(s) {
+        if self.names.len() <= SCAN_NAMES {
+            if let Some(i) = self.names[1..].iter().position(|n| n == s) {
+                return i as u32 + 1;
+            }
+        } else if let Some(&i) = self.ids.get(s) {
             return i;
         }
         let i = self.names.len() as u32;
@@ -206,11 +245,30 @@ impl Dictionary {
         i
     }
 
+    /// [`Dictionary::id`] of a name given as bytes; `None` if it is not
+    /// UTF-8 (checked only for a name not seen before).
+    pub(crate) fn id_bytes(&mut self, s: &[u8]) -> Option<u32> {
+        if self.names.len() <= SCAN_NAMES {
+            if let Some(i) = self.names[1..].iter().position(|n| n.as_bytes() == s) {
+                return Some(i as u32 + 1);
+            }
+        }
+        Some(self.id(std::str::from_utf8(s).ok()?))
+    }
+
     pub(crate) fn name(&self, id: u32) -> &str {
         self.names
             .get(id as usize)
             .map(|s| s.as_str())
             .unwrap_or("")
+    }
+
+    /// For each of `other`'s ids, this dictionary's id of the same name
+    /// (added where missing): how a part's column of ids is appended.
+    pub(crate) fn ids_of(&mut self, other: &Dictionary) -> Vec<u32> {
+        let mut map = vec![0u32];
+        map.extend(other.names[1..].iter().map(|n| self.id(n)));
+        map
     }
 }
 
@@ -369,6 +427,15 @@ impl<T: Copy> Lists<T> {
         self.ends.push(self.ids.len());
     }
 
+    /// Appends `other`'s rows after this list's.
+    pub(crate) fn append(&mut self, other: &Lists<T>) {
+        let base = self.ids.len();
+        self.ids.extend_from_slice(&other.ids);
+        for i in 0..other.ends.len() {
+            self.ends.push(base + other.ends.at(i));
+        }
+    }
+
     /// Replaces item `slot` of row `i`'s list.
     pub(crate) fn set(&mut self, i: usize, slot: usize, v: T) {
         let start = self.ends.range(i).start;
@@ -483,6 +550,23 @@ impl<T: Copy + PartialEq> Lazy<T> {
             let have = self.vals.len();
             self.vals.extend((have..i).map(&dflt));
             self.vals.push(v);
+        }
+    }
+
+    /// Appends the `n` rows of a part (`other`, its rows numbered from 0)
+    /// after this column's `rows`: each value as the part read it, the
+    /// default taken at its place here.
+    pub(crate) fn append(
+        &mut self,
+        rows: usize,
+        other: &Lazy<T>,
+        n: usize,
+        dflt: impl Fn(usize) -> T,
+        map: impl Fn(T) -> T,
+    ) {
+        for j in 0..n {
+            let v = map(other.get(j, &dflt));
+            self.push(rows + j, v, &dflt);
         }
     }
 

@@ -19,6 +19,7 @@ pub mod limits;
 pub mod names;
 pub mod npu;
 pub mod output;
+pub(crate) mod plain;
 pub mod report;
 pub mod run;
 pub mod safe_text;

@@ -60,7 +60,7 @@ struct Residency<'a> {
 impl<'a> Residency<'a> {
     /// Applies event `e`, held in `pool` (a name borrowed from the trace's
     /// events, which outlive the replay).
-    fn apply(&mut self, e: &crate::trace::Event, pool: &'a str) {
+    fn apply(&mut self, e: &crate::trace::EventRef<'_>, pool: &'a str) {
         match e.kind {
             EventKind::Alloc | EventKind::Reload | EventKind::Recompute => {
                 if let Some(off) = e.offset {
@@ -114,7 +114,7 @@ fn lifetime_cause(tr: &Trace, res: &Residency, i: usize, cap: u64) -> Option<Str
                 EventKind::Alloc | EventKind::Reload | EventKind::Recompute
             ) && x.pool == e.pool
         });
-    let (largest, free) = res.holes(e.pool.as_str(), cap);
+    let (largest, free) = res.holes(e.pool, cap);
     if let Some(r) = request {
         if largest < r.bytes && free >= r.bytes {
             return Some(format!(
@@ -129,7 +129,7 @@ fn lifetime_cause(tr: &Trace, res: &Residency, i: usize, cap: u64) -> Option<Str
     let op = e.op?;
     let late = res
         .pools
-        .get(e.pool.as_str())?
+        .get(e.pool)?
         .values()
         .filter_map(|&(end, t)| {
             let x = tr.tensors.get(t)?;

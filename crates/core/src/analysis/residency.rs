@@ -37,7 +37,7 @@ pub fn resident_over_time(trace: &Trace, pool: &str) -> Vec<(u64, u64)> {
         .events
         .iter()
         .zip(deltas)
-        .filter(|(e, _)| e.pool.as_str() == pool)
+        .filter(|(e, _)| e.pool == pool)
         .map(|(e, d)| (e.t_ns, d))
         .collect();
     // Traces are in time order by contract; a stable sort keeps same-time

@@ -176,7 +176,7 @@ fn build(k: &Kernel, sol: &Solution, span: &[(u64, u64)], m: &Metrics) -> Trace 
     let l1_ub = events
         .iter()
         .filter(|e| !k.buffers[e.tensor].ty.is_l0())
-        .map(crate::trace::residency::kind_delta);
+        .map(|e| crate::trace::residency::kind_delta(&e.row()));
     for (t, cur) in crate::trace::residency::walk(l1_ub) {
         match resident.last_mut() {
             Some(last) if last.0 == t => last.1 = cur as f64,

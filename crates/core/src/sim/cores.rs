@@ -435,9 +435,9 @@ fn merge(
             out.events.push(Event {
                 tensor: e.tensor + t0,
                 op: e.op.map(|x| x + o0),
-                pool: on_core(c, &e.pool),
+                pool: on_core(c, e.pool),
                 thread: Some(c as u64),
-                ..e
+                ..e.owned()
             });
         }
         for mut counter in tr

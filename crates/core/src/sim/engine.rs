@@ -441,7 +441,7 @@ impl<'a> Sim<'a> {
         }
         self.totals.event_bytes = self.totals.event_bytes.saturating_add(e.bytes);
         if let Some(r) = &mut self.running {
-            r.add(&e, self.pool_of[e.tensor]);
+            r.add(&e.row(), self.pool_of[e.tensor]);
             return;
         }
         if self.events.len() == self.events.capacity() {

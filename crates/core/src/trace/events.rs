@@ -22,6 +22,7 @@
 
 use super::{Event, EventKind};
 use crate::cols::{Dictionary, OptCol};
+use compact_str::CompactString;
 use serde::ser::SerializeSeq;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
@@ -39,6 +40,82 @@ fn id32(v: usize) -> u32 {
 /// An op reference as the `op` column holds it.
 fn op32(o: Option<usize>) -> u32 {
     o.map_or(NO_OP, id32)
+}
+
+/// One event, borrowed from the columns: [`Event`]'s fields, its pool and
+/// reason borrowed (a row read copies no string, so a replay of every
+/// event costs what its columns do).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct EventRef<'a> {
+    pub t_ns: u64,
+    pub kind: EventKind,
+    pub tensor: usize,
+    pub bytes: u64,
+    pub pool: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub offset: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub op: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dma_start_ns: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dma_end_ns: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thread: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub live_bytes: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub written_bytes: Option<u64>,
+}
+
+impl EventRef<'_> {
+    /// The event as an owned row (to change it and push or set it back).
+    pub fn owned(&self) -> Event {
+        Event {
+            t_ns: self.t_ns,
+            kind: self.kind,
+            tensor: self.tensor,
+            bytes: self.bytes,
+            pool: CompactString::from(self.pool),
+            offset: self.offset,
+            op: self.op,
+            dma_start_ns: self.dma_start_ns,
+            dma_end_ns: self.dma_end_ns,
+            thread: self.thread,
+            live_bytes: self.live_bytes,
+            reason: self.reason.map(CompactString::from),
+            written_bytes: self.written_bytes,
+        }
+    }
+}
+
+impl PartialEq<Event> for EventRef<'_> {
+    fn eq(&self, e: &Event) -> bool {
+        *self == e.row()
+    }
+}
+
+impl Event {
+    /// The row borrowed as the columns lend it.
+    pub fn row(&self) -> EventRef<'_> {
+        EventRef {
+            t_ns: self.t_ns,
+            kind: self.kind,
+            tensor: self.tensor,
+            bytes: self.bytes,
+            pool: &self.pool,
+            offset: self.offset,
+            op: self.op,
+            dma_start_ns: self.dma_start_ns,
+            dma_end_ns: self.dma_end_ns,
+            thread: self.thread,
+            live_bytes: self.live_bytes,
+            reason: self.reason.as_deref(),
+            written_bytes: self.written_bytes,
+        }
+    }
 }
 
 /// The one list of the dense columns (one value per event): calls a
@@ -154,15 +231,41 @@ impl Events {
     }
 
     fn push_row(&mut self, e: &Event) {
+        let pool = self.dict.id(&e.pool);
+        let reason = e.reason.as_deref().map_or(0, |r| self.dict.id(r));
+        self.push_with(&e.row(), pool, reason);
+    }
+
+    /// Appends an event read by the plain reader, whose pool and reason
+    /// are the text's bytes; `None` (nothing appended) when a name is not
+    /// UTF-8 or an id past [`MAX_ID`] (serde's path says which).
+    pub(crate) fn push_raw(
+        &mut self,
+        e: &EventRef<'_>,
+        pool: &[u8],
+        reason: Option<&[u8]>,
+    ) -> Option<()> {
+        if e.tensor > MAX_ID || e.op.is_some_and(|o| o > MAX_ID) {
+            return None;
+        }
+        let pool = self.dict.id_bytes(pool)?;
+        let reason = match reason {
+            Some(r) => self.dict.id_bytes(r)?,
+            None => 0,
+        };
+        self.push_with(e, pool, reason);
+        Some(())
+    }
+
+    /// Appends `e` with its pool and reason as dictionary ids.
+    fn push_with(&mut self, e: &EventRef<'_>, pool: u32, reason: u32) {
         let i = self.len();
         self.t_ns.push(e.t_ns);
         self.kind.push(e.kind);
         self.tensor.push(id32(e.tensor));
         self.bytes.push(e.bytes);
-        let pool = self.dict.id(&e.pool);
         self.pool.push(pool);
         self.op.push(op32(e.op));
-        let reason = e.reason.as_deref().map_or(0, |r| self.dict.id(r));
         self.reason.push(reason);
         self.offset.push(i, e.offset);
         self.dma_start_ns.push(i, e.dma_start_ns);
@@ -172,32 +275,52 @@ impl Events {
         self.written_bytes.push(i, e.written_bytes);
     }
 
+    /// Appends `other`'s events after these (a part of the events array
+    /// parsed on its own: the reader parses runs of a file in parallel and
+    /// appends them in file order).
+    pub fn append(&mut self, other: &Events) {
+        let rows = self.len();
+        let map = self.dict.ids_of(&other.dict);
+        self.t_ns.extend_from_slice(&other.t_ns);
+        self.kind.extend_from_slice(&other.kind);
+        self.tensor.extend_from_slice(&other.tensor);
+        self.bytes.extend_from_slice(&other.bytes);
+        self.op.extend_from_slice(&other.op);
+        self.pool
+            .extend(other.pool.iter().map(|&p| map[p as usize]));
+        self.reason
+            .extend(other.reason.iter().map(|&r| map[r as usize]));
+        for (mine, theirs) in self.opt_cols_mut().into_iter().zip(other.opt_cols()) {
+            mine.append(rows, theirs);
+        }
+    }
+
     /// Event `i` as a row. Panics when `i` is out of range, like indexing.
-    pub fn at(&self, i: usize) -> Event {
+    pub fn at(&self, i: usize) -> EventRef<'_> {
         let op = self.op[i];
         let reason = self.reason[i];
-        Event {
+        EventRef {
             t_ns: self.t_ns[i],
             kind: self.kind[i],
             tensor: self.tensor[i] as usize,
             bytes: self.bytes[i],
-            pool: self.dict.name(self.pool[i]).into(),
+            pool: self.dict.name(self.pool[i]),
             offset: self.offset.get(i),
             op: (op != NO_OP).then_some(op as usize),
             dma_start_ns: self.dma_start_ns.get(i),
             dma_end_ns: self.dma_end_ns.get(i),
             thread: self.thread.get(i),
             live_bytes: self.live_bytes.get(i),
-            reason: (reason != 0).then(|| self.dict.name(reason).into()),
+            reason: (reason != 0).then(|| self.dict.name(reason)),
             written_bytes: self.written_bytes.get(i),
         }
     }
 
-    pub fn get(&self, i: usize) -> Option<Event> {
+    pub fn get(&self, i: usize) -> Option<EventRef<'_>> {
         (i < self.len()).then(|| self.at(i))
     }
 
-    pub fn last(&self) -> Option<Event> {
+    pub fn last(&self) -> Option<EventRef<'_>> {
         self.len().checked_sub(1).map(|i| self.at(i))
     }
 
@@ -220,7 +343,7 @@ impl Events {
 
     /// Changes event `i` through its row.
     pub fn update(&mut self, i: usize, f: impl FnOnce(&mut Event)) {
-        let mut e = self.at(i);
+        let mut e = self.at(i).owned();
         f(&mut e);
         self.set(i, &e);
     }
@@ -393,6 +516,27 @@ impl Events {
     pub fn tensor(&self, i: usize) -> usize {
         self.tensor[i] as usize
     }
+    /// The op event `i` happened in, where known.
+    pub fn op(&self, i: usize) -> Option<usize> {
+        let o = self.op[i];
+        (o != NO_OP).then_some(o as usize)
+    }
+    /// The kind of event `i`.
+    pub fn kind(&self, i: usize) -> EventKind {
+        self.kind[i]
+    }
+    /// The size of event `i`.
+    pub fn bytes(&self, i: usize) -> u64 {
+        self.bytes[i]
+    }
+    /// What event `i` wrote back, where it says.
+    pub fn written_bytes(&self, i: usize) -> Option<u64> {
+        self.written_bytes.get(i)
+    }
+    /// Whether event `i` has a DMA transfer (a start time).
+    pub fn has_dma(&self, i: usize) -> bool {
+        self.dma_start_ns.get(i).is_some()
+    }
     /// The id of event `i`'s pool name ([`Events::name_of`] spells it):
     /// the same id for the same name, for loops that tally per pool.
     pub fn pool_id(&self, i: usize) -> u32 {
@@ -416,9 +560,9 @@ pub struct Iter<'a> {
     end: usize,
 }
 
-impl Iterator for Iter<'_> {
-    type Item = Event;
-    fn next(&mut self) -> Option<Event> {
+impl<'a> Iterator for Iter<'a> {
+    type Item = EventRef<'a>;
+    fn next(&mut self) -> Option<EventRef<'a>> {
         (self.at < self.end).then(|| {
             self.at += 1;
             self.ev.at(self.at - 1)
@@ -428,14 +572,14 @@ impl Iterator for Iter<'_> {
         let n = self.end - self.at;
         (n, Some(n))
     }
-    fn nth(&mut self, n: usize) -> Option<Event> {
+    fn nth(&mut self, n: usize) -> Option<EventRef<'a>> {
         self.at = self.at.saturating_add(n).min(self.end);
         self.next()
     }
 }
 
-impl DoubleEndedIterator for Iter<'_> {
-    fn next_back(&mut self) -> Option<Event> {
+impl<'a> DoubleEndedIterator for Iter<'a> {
+    fn next_back(&mut self) -> Option<EventRef<'a>> {
         (self.at < self.end).then(|| {
             self.end -= 1;
             self.ev.at(self.end)
@@ -446,7 +590,7 @@ impl DoubleEndedIterator for Iter<'_> {
 impl ExactSizeIterator for Iter<'_> {}
 
 impl<'a> IntoIterator for &'a Events {
-    type Item = Event;
+    type Item = EventRef<'a>;
     type IntoIter = Iter<'a>;
     fn into_iter(self) -> Iter<'a> {
         self.iter()
@@ -664,7 +808,10 @@ mod tests {
         let ev: Events = rows.clone().into();
         assert_eq!(ev.len(), 200);
         assert!(ev.iter().eq(rows.iter().cloned()));
-        assert_eq!(ev.iter().next_back(), rows.last().cloned());
+        assert_eq!(
+            ev.iter().next_back().map(|e| e.owned()),
+            rows.last().cloned()
+        );
         assert_eq!(
             ev.range(70..73).map(|e| e.offset).collect::<Vec<_>>(),
             vec![None, None, Some(576)]
@@ -687,7 +834,7 @@ mod tests {
         ev.update(128, |e| e.thread = Some(3));
         ev.truncate(129);
         assert_eq!(ev.at(128).thread, Some(3));
-        let before: Vec<Event> = ev.iter().collect();
+        let before: Vec<Event> = ev.iter().map(|e| e.owned()).collect();
         ev.sort_by_time();
         assert!(ev.t_ns().is_sorted());
         let mut want = before.clone();

@@ -8,9 +8,9 @@
 //! apart. Traces written before the ledger had stream events derive them
 //! from each op's `streamed` list.
 
-use super::{Event, EventKind, Summary, TensorKind, Trace};
+use super::{EventKind, EventRef, Summary, TensorKind, Trace};
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 
 /// Where a byte of DRAM traffic belongs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -259,11 +259,12 @@ impl Ledger {
             }
         }
         let mut next = derived.iter().peekable();
-        for (i, e) in tr.events.iter().enumerate() {
-            while let Some(d) = next.next_if(|d| d.t_ns < e.t_ns) {
+        let (ev, times) = (&tr.events, tr.events.t_ns());
+        for (i, &t) in times.iter().enumerate() {
+            while let Some(d) = next.next_if(|d| d.t_ns < t) {
                 replay.derived(d);
             }
-            replay.event(i, &e, tr.events.pool_id(i));
+            replay.event(i, &Moved::at(ev, i), ev.pool_id(i));
         }
         for d in next {
             replay.derived(d);
@@ -344,14 +345,8 @@ impl Ledger {
     /// The bytes an event adds to the ledger: an eviction's write-back
     /// (`written_bytes`, or for traces without it the size when it has
     /// DMA times), any other event's bytes.
-    pub fn bytes(e: &Event) -> u64 {
-        match e.kind {
-            EventKind::Evict => {
-                e.written_bytes
-                    .unwrap_or(if e.dma_start_ns.is_some() { e.bytes } else { 0 })
-            }
-            _ => e.bytes,
-        }
+    pub fn bytes(e: &EventRef<'_>) -> u64 {
+        Moved::of(e).bytes()
     }
 
     /// The part event `i` adds to, if any.
@@ -368,6 +363,62 @@ impl Ledger {
         }
         for d in &self.derived_streams {
             f(d.part, d.tensor, Some(d.op), d.bytes);
+        }
+    }
+}
+
+/// What the ledger reads of an event: the fields [`classify`] and
+/// [`Ledger::bytes`] need, read from the columns without the whole row
+/// (a replay of every event is the first frame's largest analysis).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Moved {
+    pub(crate) kind: EventKind,
+    pub(crate) tensor: usize,
+    bytes: u64,
+    written_bytes: Option<u64>,
+    has_dma: bool,
+}
+
+impl Moved {
+    pub(crate) fn of(e: &EventRef<'_>) -> Moved {
+        Moved {
+            kind: e.kind,
+            tensor: e.tensor,
+            bytes: e.bytes,
+            written_bytes: e.written_bytes,
+            has_dma: e.dma_start_ns.is_some(),
+        }
+    }
+
+    /// Event `i` of `ev`: the optional columns read only where they count
+    /// (an eviction's write-back, a transfer's presence on an evict or an
+    /// alloc).
+    pub(crate) fn at(ev: &super::Events, i: usize) -> Moved {
+        let kind = ev.kind(i);
+        let (written_bytes, has_dma) = match kind {
+            EventKind::Evict => (ev.written_bytes(i), ev.has_dma(i)),
+            EventKind::Alloc => (None, ev.has_dma(i)),
+            _ => (None, false),
+        };
+        Moved {
+            kind,
+            tensor: ev.tensor(i),
+            bytes: ev.bytes(i),
+            written_bytes,
+            has_dma,
+        }
+    }
+
+    /// The bytes it adds to the ledger: an eviction's write-back
+    /// (`written_bytes`, or for traces without it the size when it has
+    /// DMA times), any other event's bytes.
+    pub(crate) fn bytes(&self) -> u64 {
+        match self.kind {
+            EventKind::Evict => {
+                self.written_bytes
+                    .unwrap_or(if self.has_dma { self.bytes } else { 0 })
+            }
+            _ => self.bytes,
         }
     }
 }
@@ -390,7 +441,7 @@ impl<'a> Replay<'a> {
         Replay {
             tr,
             spilled: vec![false; tr.tensors.len()],
-            kinds: tr.tensors.iter().map(|t| t.kind).collect(),
+            kinds: tr.tensors.kind_col().to_vec(),
             by_pool: Vec::new(),
             ledger: Ledger {
                 event_part: Vec::with_capacity(tr.events.len()),
@@ -412,7 +463,7 @@ impl<'a> Replay<'a> {
         )
     }
 
-    fn event(&mut self, i: usize, e: &Event, pool: u32) {
+    fn event(&mut self, i: usize, e: &Moved, pool: u32) {
         let kind = self.kind(e.tensor);
         let mut unknown = false;
         let spilled = self.spilled.get_mut(e.tensor).unwrap_or(&mut unknown);
@@ -421,7 +472,7 @@ impl<'a> Replay<'a> {
             self.ledger.derived_writes += 1;
         }
         if let Some(p) = part {
-            let bytes = Ledger::bytes(e);
+            let bytes = e.bytes();
             self.ledger.total.add(p, bytes);
             let pool = pool as usize;
             if self.by_pool.len() <= pool {
@@ -487,7 +538,7 @@ impl RunningLedger {
     }
 
     /// Adds event `e`, of a tensor in pool `pool`.
-    pub(crate) fn add(&mut self, e: &Event, pool: usize) {
+    pub(crate) fn add(&mut self, e: &EventRef<'_>, pool: usize) {
         let kind = self
             .kinds
             .get(e.tensor)
@@ -495,8 +546,9 @@ impl RunningLedger {
             .unwrap_or(TensorKind::Activation);
         let mut unknown = false;
         let spilled = self.spilled.get_mut(e.tensor).unwrap_or(&mut unknown);
-        if let Some(p) = classify(kind, spilled, e) {
-            let bytes = Ledger::bytes(e);
+        let e = Moved::of(e);
+        if let Some(p) = classify(kind, spilled, &e) {
+            let bytes = e.bytes();
             self.total.add(p, bytes);
             if let Some(parts) = self.by_pool.get_mut(pool) {
                 parts.add(p, bytes);
@@ -537,7 +589,7 @@ fn inbound(kind: TensorKind, spilled: bool, spill_part: Part) -> Option<Part> {
 /// the tensor was spilled before it; marks it spilled when `e` spills it.
 /// The one rule for placing an event in the ledger: a whole trace's replay
 /// and a stream window's trimming both use it.
-pub(crate) fn classify(kind: TensorKind, spilled: &mut bool, e: &Event) -> Option<Part> {
+pub(crate) fn classify(kind: TensorKind, spilled: &mut bool, e: &Moved) -> Option<Part> {
     let weight = kind == TensorKind::Weight;
     let loaded = matches!(kind, TensorKind::Weight | TensorKind::Input);
     let part = match e.kind {
@@ -547,9 +599,7 @@ pub(crate) fn classify(kind: TensorKind, spilled: &mut bool, e: &Event) -> Optio
         EventKind::Reload => inbound(kind, *spilled, Part::Reloaded),
         EventKind::StreamIn => inbound(kind, *spilled, Part::StreamedIn),
         // An alloc with a transfer of a weight or graph input is a load.
-        EventKind::Alloc if e.dma_start_ns.is_some() && loaded => {
-            inbound(kind, *spilled, Part::Reloaded)
-        }
+        EventKind::Alloc if e.has_dma && loaded => inbound(kind, *spilled, Part::Reloaded),
         EventKind::Alloc | EventKind::Free | EventKind::Recompute => None,
     };
     if matches!(e.kind, EventKind::Evict | EventKind::StreamOut) && !weight {
@@ -565,11 +615,11 @@ fn derived_streams(tr: &Trace) -> Vec<DerivedStream> {
     if tr.ops.iter().all(|o| o.streamed.is_empty()) {
         return Vec::new();
     }
-    let have: HashSet<(usize, usize)> = tr
-        .events
-        .iter()
-        .filter(|e| matches!(e.kind, EventKind::StreamIn | EventKind::StreamOut))
-        .filter_map(|e| e.op.map(|o| (o, e.tensor)))
+    // foldhash (hashbrown's default): SipHash cost more than the replay.
+    let ev = &tr.events;
+    let have: hashbrown::HashSet<(usize, usize)> = (0..ev.len())
+        .filter(|&i| matches!(ev.kind(i), EventKind::StreamIn | EventKind::StreamOut))
+        .filter_map(|i| ev.op(i).map(|o| (o, ev.tensor(i))))
         .collect();
     let mut v: Vec<DerivedStream> = Vec::new();
     for o in &tr.ops {

@@ -9,6 +9,7 @@
 //! hardware and config a simulator trace records); never `analysis` or a
 //! front end.
 
+mod brackets;
 pub mod build;
 pub mod caps;
 pub mod columnar;
@@ -18,6 +19,7 @@ pub mod import;
 pub mod ledger;
 pub mod nesting;
 pub mod ops;
+mod plain_rows;
 mod ranges;
 mod read;
 pub mod residency;
@@ -26,7 +28,7 @@ pub mod tensors;
 mod traffic;
 pub mod verify;
 pub mod window;
-pub use events::Events;
+pub use events::{EventRef, Events};
 pub use ops::{OpRef, Ops};
 pub use tensors::{TensorRef, Tensors};
 pub use traffic::Traffic;

@@ -209,8 +209,19 @@ impl Ops {
 
     /// Appends an op.
     pub fn push(&mut self, o: TraceOp) {
+        self.push_fields(&o.row());
+        self.name.push(o.name);
+    }
+
+    /// Appends an op from a borrowed row (its name copied).
+    pub fn push_ref(&mut self, r: OpRef<'_>) {
+        self.push_fields(&r);
+        self.name.push(r.name.into());
+    }
+
+    /// Every column of a push but the name.
+    fn push_fields(&mut self, r: &OpRef<'_>) {
         let i = self.len();
-        let r = o.row();
         self.id.push(i, r.id, own_index);
         self.start_ns.push(r.start_ns);
         self.end_ns.push(r.end_ns);
@@ -219,8 +230,44 @@ impl Ops {
         self.outputs.push(r.outputs);
         self.streamed.push(r.streamed);
         self.bound.push(r.bound);
-        self.push_rest(i, OpRest::of(&r));
-        self.name.push(o.name);
+        self.push_rest(i, OpRest::of(r));
+    }
+
+    /// Appends `other`'s ops after these (a part parsed on its own).
+    pub fn append(&mut self, other: Ops) {
+        let (rows, n) = (self.len(), other.len());
+        let types = self.types.ids_of(&other.types);
+        let units: Vec<u32> = std::iter::once(0)
+            .chain(
+                other
+                    .units
+                    .list
+                    .iter()
+                    .map(|u| self.units.id(Some(u.as_str()))),
+            )
+            .collect();
+        self.id.append(rows, &other.id, n, own_index, |v| v);
+        self.op_type
+            .extend(other.op_type.iter().map(|&t| types[t as usize]));
+        self.start_ns.extend_from_slice(&other.start_ns);
+        self.end_ns.extend_from_slice(&other.end_ns);
+        self.stall_ns.extend_from_slice(&other.stall_ns);
+        self.inputs.append(&other.inputs);
+        self.outputs.append(&other.outputs);
+        self.streamed.append(&other.streamed);
+        self.bound.extend_from_slice(&other.bound);
+        self.unit
+            .append(rows, &other.unit, n, no_unit, |u| units[u as usize]);
+        let theirs = [
+            &other.flops,
+            &other.parent,
+            &other.self_ns,
+            &other.contention_ns,
+        ];
+        for (mine, theirs) in self.opt_cols_mut().into_iter().zip(theirs) {
+            mine.append(rows, theirs);
+        }
+        self.name.extend(other.name);
     }
 
     /// Appends op `i`'s interned and optional fields (what [`Ops::push`]
@@ -386,7 +433,7 @@ pub(crate) struct OpRest<'a> {
 }
 
 impl<'a> OpRest<'a> {
-    fn of(o: &OpRef<'a>) -> OpRest<'a> {
+    fn of<'b>(o: &'b OpRef<'a>) -> OpRest<'a> {
         OpRest {
             op_type: o.op_type,
             unit: o.unit.map(Unit::as_str),

@@ -83,7 +83,7 @@ mod tests {
         b.event(5, EventKind::Alloc, 0, 64, "sram", None, None, None);
         let mut tr = b.finish();
         assert_eq!(tr.check_ranges(), Ok(()));
-        let ev = tr.events.at(0);
+        let ev = tr.events.at(0).owned();
         let at = |t_ns, bytes| {
             let mut e = ev.clone();
             e.t_ns = t_ns;

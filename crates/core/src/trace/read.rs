@@ -1,44 +1,52 @@
 //! Reading a trace file without holding it. One pass over the file finds
 //! the top-level members and cuts each array into runs of whole elements
-//! of about [`RUN_BYTES`]; then the runs are read back one at a time and
-//! parsed onto the columns, the events on one thread and the rest on the
-//! other. What is resident while loading is the columns and one run per
-//! thread: the file read whole cost its own size on top of them (309 MB
-//! for a 1M-event trace, more than its columns).
+//! of about [`RUN_BYTES`]; each run is handed, as it is cut, to a worker
+//! that reads it back and parses it onto a part of its list, and the parts
+//! are appended in file order as they finish. The scan and the parses
+//! overlap, and every core parses (a 1M-event trace's events were one
+//! thread's work while its ops and tensors were the other's). What is
+//! resident while loading is the columns, one run per worker and the
+//! parts waiting for the one before them: the file read whole cost its own
+//! size on top of them (309 MB for a 1M-event trace, more than its
+//! columns).
 //!
 //! This reader checks only what it relies on (the top level's shape, the
-//! arrays' brackets and commas); every value is parsed by serde. Anything
-//! it does not expect, including every error, sends the file to the
-//! whole-file parse ([`Trace::from_slice`]), whose messages, lines and
-//! columns are the canonical ones.
+//! arrays' brackets and commas); every element is parsed the plain way
+//! ([`super::plain_rows`]) or by serde. Anything it does not expect,
+//! including every error, sends the file to the whole-file parse
+//! ([`Trace::from_slice`]), whose messages, lines and columns are the
+//! canonical ones.
 
+use super::brackets::ArrayWalk;
+use super::plain_rows::{run_onto, PlainRows, Scratch};
 use super::{Counter, Events, Ops, Pool, Source, Summary, Tensors, Trace};
-use crate::cols::{Onto, PushRows};
-use serde::de::{DeserializeSeed, IgnoredAny};
+use crate::cols::PushRows;
+use serde::de::IgnoredAny;
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::Read;
 use std::ops::Range;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::{mpsc, Mutex, PoisonError};
 
 /// About how many bytes of an array one run holds: large enough that a
-/// run's parse is all parsing, small enough that two runs in flight are
+/// run's parse is all parsing, small enough that the runs in flight are
 /// nothing beside the columns.
-const RUN_BYTES: u64 = 4 << 20;
+const RUN_BYTES: u64 = 1 << 20;
 
 /// Files smaller than this are read whole ([`Trace::load`]): their text is
 /// nothing beside a run, and one pass is quicker than two.
-pub(super) const WHOLE_BELOW: u64 = 4 * RUN_BYTES;
+pub(super) const WHOLE_BELOW: u64 = 16 << 20;
 
 /// The scanning pass reads the file in blocks of this size.
 const BLOCK: usize = 1 << 20;
 
 /// A top-level member: its key's text between the quotes, where its value
-/// lies and, for an array, its runs.
+/// lies and, for an array, how many runs it was cut into.
 struct Member {
     key: Vec<u8>,
     value: Range<u64>,
-    runs: Option<Vec<Range<u64>>>,
-    /// Elements of an array (0 for any other value).
-    count: usize,
+    runs: Option<usize>,
 }
 
 /// Reads `path` as a trace in runs; `Ok(None)` when the file is not what
@@ -49,17 +57,228 @@ pub(super) fn load(path: &std::path::Path) -> std::io::Result<Option<Trace>> {
     load_in_runs_of(path, RUN_BYTES)
 }
 
+/// Which list a run of an array is parsed onto.
+#[derive(Clone, Copy)]
+enum Target {
+    Tensors,
+    Ops,
+    Events,
+    Counters,
+    /// An array the trace does not know: serde reads (and skips) it.
+    Skipped,
+}
+
+impl Target {
+    /// The list a top-level array's key names; `None` for the small
+    /// arrays parsed whole ([`small`]).
+    fn of(key: &[u8]) -> Option<Target> {
+        Some(match key {
+            b"tensors" => Target::Tensors,
+            b"ops" => Target::Ops,
+            b"events" => Target::Events,
+            b"counters" => Target::Counters,
+            b"pools" => return None,
+            _ => Target::Skipped,
+        })
+    }
+}
+
+/// One run to parse: the `seq`-th of its array, its text in brackets.
+struct Job {
+    target: Target,
+    seq: usize,
+    text: Vec<u8>,
+}
+
+/// Run buffers handed back by the workers for the scan to fill again (a
+/// new 4 MiB buffer per run cost a page fault per 4 KiB).
+type Spare = Mutex<Vec<Vec<u8>>>;
+
+/// A list whose parts may finish out of order: each is appended once the
+/// parts before it are.
+struct Assembly<L> {
+    list: L,
+    next: usize,
+    waiting: BTreeMap<usize, L>,
+}
+
+impl<L: Part> Default for Assembly<L> {
+    fn default() -> Self {
+        Assembly {
+            list: L::default(),
+            next: 0,
+            waiting: BTreeMap::new(),
+        }
+    }
+}
+
+/// A list parsed in parts and appended in order.
+trait Part: PlainRows + Default + Send {
+    fn append_part(&mut self, part: Self);
+}
+
+impl Part for Events {
+    fn append_part(&mut self, part: Events) {
+        self.append(&part);
+    }
+}
+
+impl Part for Ops {
+    fn append_part(&mut self, part: Ops) {
+        self.append(part);
+    }
+}
+
+impl Part for Tensors {
+    fn append_part(&mut self, part: Tensors) {
+        self.append(part);
+    }
+}
+
+impl Part for Vec<Counter> {
+    fn append_part(&mut self, mut part: Vec<Counter>) {
+        self.append(&mut part);
+    }
+}
+
+impl Part for IgnoredAny {
+    fn append_part(&mut self, _: IgnoredAny) {}
+}
+
+impl<L: Part> Assembly<L> {
+    fn put(&mut self, seq: usize, part: L) {
+        self.waiting.insert(seq, part);
+        while let Some(p) = self.waiting.remove(&self.next) {
+            match self.next {
+                0 => self.list = p,
+                _ => self.list.append_part(p),
+            }
+            self.next += 1;
+        }
+    }
+}
+
+/// The lists being assembled, one lock each.
+#[derive(Default)]
+struct Lists {
+    tensors: Mutex<Assembly<Tensors>>,
+    ops: Mutex<Assembly<Ops>>,
+    events: Mutex<Assembly<Events>>,
+    counters: Mutex<Assembly<Vec<Counter>>>,
+    skipped: Mutex<Assembly<IgnoredAny>>,
+}
+
+/// A worker's reusable lists.
+#[derive(Default)]
+struct Worker {
+    scratch: Scratch,
+}
+
+impl Worker {
+    /// Parses `job`'s run onto a new part of `into`.
+    fn parse<L: Part>(&mut self, job: &Job, into: &Mutex<Assembly<L>>) -> Option<()> {
+        let mut part = L::default();
+        run_onto(&job.text, &mut part, &mut self.scratch)?;
+        into.lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .put(job.seq, part);
+        Some(())
+    }
+
+    /// Parses runs until the scan is done; a run that does not parse
+    /// stops every worker (the whole parse will say why).
+    fn run(
+        &mut self,
+        jobs: &Mutex<mpsc::Receiver<Job>>,
+        lists: &Lists,
+        spare: &Spare,
+        failed: &AtomicBool,
+    ) {
+        loop {
+            let next = jobs.lock().unwrap_or_else(PoisonError::into_inner).recv();
+            let Ok(mut job) = next else { return };
+            if !failed.load(Relaxed) {
+                let ok = match job.target {
+                    Target::Tensors => self.parse(&job, &lists.tensors),
+                    Target::Ops => self.parse(&job, &lists.ops),
+                    Target::Events => self.parse(&job, &lists.events),
+                    Target::Counters => self.parse(&job, &lists.counters),
+                    Target::Skipped => self.parse(&job, &lists.skipped),
+                };
+                if ok.is_none() {
+                    failed.store(true, Relaxed);
+                }
+            }
+            job.text.clear();
+            spare
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(job.text);
+        }
+    }
+}
+
+/// How many threads parse runs (the scan has one of its own).
+fn workers() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get().clamp(1, 8))
+}
+
 /// [`load`] with runs of about `run_bytes` (the tests cut small files).
 fn load_in_runs_of(path: &std::path::Path, run_bytes: u64) -> std::io::Result<Option<Trace>> {
     let file = File::open(path)?;
-    let Some(members) = Scan::new(&file, run_bytes).top_level()? else {
+    let lists = Lists::default();
+    let failed = AtomicBool::new(false);
+    let n = workers();
+    let (tx, rx) = mpsc::sync_channel::<Job>(n);
+    let rx = Mutex::new(rx);
+    let spare = Spare::default();
+    let members = std::thread::scope(|sc| {
+        for _ in 0..n {
+            sc.spawn(|| Worker::default().run(&rx, &lists, &spare, &failed));
+        }
+        let mut seqs: BTreeMap<Vec<u8>, usize> = BTreeMap::new();
+        let members = Scan::new(&file, run_bytes, |key: &[u8], parts: [&[u8]; 2]| {
+            let Some(target) = Target::of(key) else {
+                return;
+            };
+            let seq = seqs.entry(key.to_vec()).or_default();
+            let mut text = spare
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .pop()
+                .unwrap_or_default();
+            text.reserve_exact(parts[0].len() + parts[1].len() + 2);
+            text.push(b'[');
+            text.extend_from_slice(parts[0]);
+            text.extend_from_slice(parts[1]);
+            text.push(b']');
+            // A worker gone means the parse failed: the result is unused.
+            let _ = tx.send(Job {
+                target,
+                seq: *seq,
+                text,
+            });
+            *seq += 1;
+        })
+        .top_level();
+        if !matches!(members, Ok(Some(_))) {
+            failed.store(true, Relaxed);
+        }
+        drop(tx);
+        members
+    })?;
+    let Some(members) = members else {
         return Ok(None);
     };
-    Ok(assemble(&file, &members))
+    if failed.load(Relaxed) {
+        return Ok(None);
+    }
+    Ok(assemble(&file, &members, lists))
 }
 
-/// The trace from its members, or `None` on anything unexpected.
-fn assemble(file: &File, members: &[Member]) -> Option<Trace> {
+/// The trace from its members and the lists parsed from their runs, or
+/// `None` on anything unexpected.
+fn assemble(file: &File, members: &[Member], lists: Lists) -> Option<Trace> {
     let find = |k: &str| -> Option<Option<&Member>> {
         let mut it = members.iter().filter(|m| m.key == k.as_bytes());
         let first = it.next();
@@ -72,57 +291,43 @@ fn assemble(file: &File, members: &[Member]) -> Option<Trace> {
     let meta = small(file, find("meta")??, &mut buf)?;
     let pools: Vec<Pool> = small(file, find("pools")??, &mut buf)?;
     let summary: Summary = small(file, find("summary")??, &mut buf)?;
-    let (tensors_m, ops_m, events_m) = (find("tensors")??, find("ops")??, find("events")??);
-    let counters_m = find("counters")?;
+    // The large members must be arrays (their runs were parsed).
+    for k in ["tensors", "ops", "events"] {
+        find(k)??.runs.as_ref()?;
+    }
+    if let Some(c) = find("counters")? {
+        c.runs.as_ref()?;
+    }
     const KNOWN: [&str; 9] = [
         "schema", "source", "meta", "pools", "summary", "tensors", "ops", "events", "counters",
     ];
-    // What serde would skip must still be JSON.
+    // What serde would skip must still be JSON (arrays were, by a worker).
     for m in members
         .iter()
-        .filter(|m| !KNOWN.iter().any(|k| m.key == k.as_bytes()))
+        .filter(|m| !KNOWN.iter().any(|k| m.key == k.as_bytes()) && m.runs.is_none())
     {
-        let mut skipped = IgnoredAny;
-        match &m.runs {
-            Some(runs) => onto(file, runs, &mut skipped, &mut buf)?,
-            None => {
-                small::<IgnoredAny>(file, m, &mut buf)?;
-            }
-        }
+        small::<IgnoredAny>(file, m, &mut buf)?;
     }
-    let (events, rest) = std::thread::scope(|sc| {
-        let ev = sc.spawn(|| {
-            let mut ev = Events::with_capacity(events_m.count);
-            onto(file, events_m.runs.as_deref()?, &mut ev, &mut Vec::new())?;
-            ev.shrink_to_fit();
-            Some(ev)
-        });
-        let rest = (|| {
-            let mut tensors = Tensors::new();
-            onto(file, tensors_m.runs.as_deref()?, &mut tensors, &mut buf)?;
-            let mut ops = Ops::new();
-            onto(file, ops_m.runs.as_deref()?, &mut ops, &mut buf)?;
-            let mut counters: Vec<Counter> = Vec::new();
-            if let Some(c) = counters_m {
-                onto(file, c.runs.as_deref()?, &mut counters, &mut buf)?;
-            }
-            Some((tensors, ops, counters))
-        })();
-        (ev.join().ok().flatten(), rest)
-    });
-    let (tensors, ops, counters) = rest?;
+    let mut events: Events = done(lists.events)?;
+    events.shrink_to_fit();
     Some(Trace {
         schema,
         source,
         meta,
         pools,
-        tensors,
-        ops,
-        events: events?,
-        counters,
+        tensors: done(lists.tensors)?,
+        ops: done(lists.ops)?,
+        events,
+        counters: done(lists.counters)?,
         summary,
         recomputed: Vec::new(),
     })
+}
+
+/// An assembled list; `None` if a part never followed the one before it.
+fn done<L: Part>(m: Mutex<Assembly<L>>) -> Option<L> {
+    let a = m.into_inner().unwrap_or_else(PoisonError::into_inner);
+    a.waiting.is_empty().then_some(a.list)
 }
 
 /// A member's value parsed whole (the small ones: meta, pools, summary).
@@ -130,33 +335,6 @@ fn small<T: serde::de::DeserializeOwned>(file: &File, m: &Member, buf: &mut Vec<
     buf.clear();
     read_at(file, &m.value, buf).ok()?;
     serde_json::from_slice(buf).ok()
-}
-
-/// Parses the runs of an array onto `list`, one run in memory at a time.
-fn onto<L: PushRows>(
-    file: &File,
-    runs: &[Range<u64>],
-    list: &mut L,
-    buf: &mut Vec<u8>,
-) -> Option<()> {
-    for r in runs {
-        buf.clear();
-        buf.push(b'[');
-        read_at(file, r, buf).ok()?;
-        buf.push(b']');
-        let mut de = serde_json::Deserializer::from_slice(buf);
-        let what = "an array";
-        Onto {
-            list: &mut *list,
-            what,
-        }
-        .deserialize(&mut de)
-        .ok()?;
-        de.end().ok()?;
-    }
-    // The run's buffer goes back to the allocator with the thread's work
-    // (one is up to a run and an element long).
-    Some(())
 }
 
 /// Appends the bytes `r` of `file` to `buf`.
@@ -202,24 +380,28 @@ impl<T: serde::de::DeserializeOwned> PushRows for Vec<T> {
     }
 }
 
-/// The scanning pass: the file read forward in blocks, with its position.
-struct Scan<'a> {
+/// The scanning pass: the file read forward in blocks, with its position;
+/// `on_run(key, text)` is handed each run of a top-level array as it is
+/// cut (its text in two parts: what earlier blocks held, then this one's).
+struct Scan<'a, F> {
     file: &'a File,
     buf: Vec<u8>,
     at: usize,
     /// The file offset of `buf[0]`.
     base: u64,
     run_bytes: u64,
+    on_run: F,
 }
 
-impl<'a> Scan<'a> {
-    fn new(file: &'a File, run_bytes: u64) -> Scan<'a> {
+impl<'a, F: FnMut(&[u8], [&[u8]; 2])> Scan<'a, F> {
+    fn new(file: &'a File, run_bytes: u64, on_run: F) -> Scan<'a, F> {
         Scan {
             file,
             buf: Vec::new(),
             at: 0,
             base: 0,
             run_bytes,
+            on_run,
         }
     }
 
@@ -315,16 +497,16 @@ impl<'a> Scan<'a> {
             return Ok(None);
         };
         let start = self.pos();
-        let (runs, count) = match first {
-            b'[' => match self.array()? {
-                Some((runs, count)) => (Some(runs), count),
+        let runs = match first {
+            b'[' => match self.array(&key)? {
+                Some(n) => Some(n),
                 None => return Ok(None),
             },
             b'{' | b'"' => {
                 if !self.skip_value()? {
                     return Ok(None);
                 }
-                (None, 0)
+                None
             }
             _ => {
                 // A scalar runs to the next delimiter; serde checks it.
@@ -334,32 +516,27 @@ impl<'a> Scan<'a> {
                     }
                     self.at += 1;
                 }
-                (None, 0)
+                None
             }
         };
         Ok(Some(Member {
             key,
             value: start..self.pos(),
             runs,
-            count,
         }))
     }
 
-    /// Walks the value that starts here (a string, an object or an array)
-    /// to the byte that closes it, calling `comma(offset, depth)` at each
-    /// comma outside strings, and leaves the scan just past it; that
-    /// byte's offset and value, or `None` if the file ends first.
-    fn walk_value(
-        &mut self,
-        mut comma: impl FnMut(u64, u32),
-    ) -> std::io::Result<Option<(u64, u8)>> {
+    /// Walks the value that starts here (a string or an object) to the
+    /// byte that closes it, and leaves the scan just past it; that byte's
+    /// offset and value, or `None` if the file ends first.
+    fn walk_value(&mut self) -> std::io::Result<Option<(u64, u8)>> {
         let mut st = Nesting::default();
         loop {
             if self.at == self.buf.len() && !self.fill()? {
                 return Ok(None);
             }
             let base = self.pos();
-            match st.walk(&self.buf[self.at..], base, &mut comma) {
+            match st.walk(&self.buf[self.at..], base, |_, _| {}) {
                 Some(k) => {
                     let close = self.buf[self.at + k];
                     self.at += k + 1;
@@ -372,50 +549,65 @@ impl<'a> Scan<'a> {
 
     /// Skips a string or an object; false if the file ends inside it.
     fn skip_value(&mut self) -> std::io::Result<bool> {
-        Ok(self.walk_value(|_, _| {})?.is_some())
+        Ok(self.walk_value()?.is_some())
     }
 
     /// Skips an array, cutting it into runs of whole elements at commas
-    /// between its elements; the runs and the element count, or `None` if
-    /// it is not closed by `]` or ends with a comma.
-    fn array(&mut self) -> std::io::Result<Option<(Vec<Range<u64>>, usize)>> {
-        let mut runs = Vec::new();
-        let mut run_start = self.pos() + 1;
-        let mut commas = 0usize;
+    /// between its elements, each handed to `on_run` as it is cut; how many
+    /// runs, or `None` if it is not closed by `]` or ends with a comma.
+    fn array(&mut self, key: &[u8]) -> std::io::Result<Option<usize>> {
+        let mut runs = 0;
         let run_bytes = self.run_bytes;
-        let closed = self.walk_value(|at, depth| {
-            if depth == 1 {
-                commas += 1;
-                if at - run_start >= run_bytes {
-                    runs.push(run_start..at);
-                    run_start = at + 1;
+        let mut from = self.pos() + 1 + run_bytes;
+        // The current run's bytes from blocks before this one.
+        let mut held: Vec<u8> = Vec::new();
+        let mut cuts: Vec<u64> = Vec::new();
+        let mut walk = ArrayWalk::default();
+        // Past the opening bracket, the run starts.
+        let mut seg = self.at + 1;
+        loop {
+            if self.at == self.buf.len() {
+                held.extend_from_slice(&self.buf[seg.min(self.buf.len())..]);
+                if !self.fill()? {
+                    return Ok(None);
                 }
+                seg = 0;
             }
-        })?;
-        let Some((close, b']')) = closed else {
-            return Ok(None);
-        };
-        let last = run_start..close;
-        match (self.is_blank(&last)?, commas) {
-            // `[ ]`: no elements, no runs.
-            (true, 0) => Ok(Some((runs, 0))),
-            // `[1, ]`: a trailing comma; serde says where.
-            (true, _) => Ok(None),
-            (false, _) => {
-                runs.push(last);
-                Ok(Some((runs, commas + 1)))
+            let base = self.pos();
+            let closed = walk.walk(&self.buf[self.at..], base, &mut from, |at| {
+                cuts.push(at);
+                at + 1 + run_bytes
+            });
+            // Each cut ends a run: what is held, then this block up to it.
+            for c in cuts.drain(..) {
+                let end = self.at + (c - base) as usize;
+                (self.on_run)(key, [&held, &self.buf[seg..end]]);
+                held.clear();
+                runs += 1;
+                seg = end + 1;
             }
+            let Some(k) = closed else {
+                self.at = self.buf.len();
+                continue;
+            };
+            let close = self.at + k;
+            self.at = close + 1;
+            if self.buf[close] != b']' {
+                return Ok(None);
+            }
+            let last = &self.buf[seg..close];
+            let blank = held.iter().chain(last).all(|&c| is_ws(c));
+            return Ok(match (blank, runs) {
+                // `[ ]`: no elements, no runs.
+                (true, 0) => Some(0),
+                // `[1, ]`: a trailing comma; serde says where.
+                (true, _) => None,
+                (false, _) => {
+                    (self.on_run)(key, [&held, last]);
+                    Some(runs + 1)
+                }
+            });
         }
-    }
-
-    /// Whether the bytes `r` (an array's last run) are only whitespace.
-    fn is_blank(&self, r: &Range<u64>) -> std::io::Result<bool> {
-        if r.end - r.start > 64 {
-            return Ok(false);
-        }
-        let mut b = Vec::new();
-        read_at(self.file, r, &mut b)?;
-        Ok(b.iter().all(|&c| is_ws(c)))
     }
 }
 

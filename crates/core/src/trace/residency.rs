@@ -8,7 +8,7 @@
 //! they agree and the chart never shows more than the pool holds.
 
 use super::ops::OpInputs;
-use super::{Event, EventKind, Events};
+use super::{EventKind, EventRef, Events};
 
 /// The `reason` of an in-place `alloc`.
 pub const IN_PLACE: &str = "in-place";
@@ -29,7 +29,7 @@ pub fn deltas(events: &Events, ops: &(impl OpInputs + ?Sized), n_tensors: usize)
             let t = e.tensor;
             if e.kind.places() {
                 let mut overlap = 0u64;
-                if e.kind == EventKind::Alloc && e.reason.as_deref() == Some(IN_PLACE) {
+                if e.kind == EventKind::Alloc && e.reason == Some(IN_PLACE) {
                     if let (Some(off), Some(op)) = (e.offset, e.op.and_then(|o| ops.inputs_of(o))) {
                         let end = off.saturating_add(e.bytes);
                         for &i in op {
@@ -75,7 +75,7 @@ pub fn walk(steps: impl IntoIterator<Item = (u64, i128)>) -> impl Iterator<Item 
 
 /// `(t_ns, delta)` of each event by its kind alone: places add its bytes,
 /// removes subtract them (no in-place accounting).
-pub fn kind_delta(e: &Event) -> (u64, i128) {
+pub fn kind_delta(e: &EventRef<'_>) -> (u64, i128) {
     let b = e.bytes as i128;
     let d = if e.kind.places() {
         b
@@ -90,6 +90,7 @@ pub fn kind_delta(e: &Event) -> (u64, i128) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::trace::Event;
 
     fn ev(
         kind: EventKind,

@@ -107,17 +107,47 @@ impl Tensors {
         &self.bytes
     }
 
+    /// Every tensor's kind.
+    pub fn kind_col(&self) -> &[TensorKind] {
+        &self.kind
+    }
+
     /// Appends a tensor.
     pub fn push(&mut self, t: TraceTensor) {
+        self.push_fields(&t.row());
+        self.name.push(t.name);
+    }
+
+    /// Appends a tensor from a borrowed row (its name copied).
+    pub fn push_ref(&mut self, t: TensorRef<'_>) {
+        self.push_fields(&t);
+        self.name.push(t.name.into());
+    }
+
+    /// Every column of a push but the name.
+    fn push_fields(&mut self, t: &TensorRef<'_>) {
         let i = self.len();
         self.id.push(i, t.id, own_index);
         self.bytes.push(t.bytes);
         self.kind.push(t.kind);
-        let pool = self.pools.id(&t.pool);
+        let pool = self.pools.id(t.pool);
         self.pool.push(pool);
         self.producer.push(i, t.producer.map(|p| p as u64));
-        self.consumers.push(&t.consumers);
-        self.name.push(t.name);
+        self.consumers.push(t.consumers);
+    }
+
+    /// Appends `other`'s tensors after these (a part parsed on its own).
+    pub fn append(&mut self, other: Tensors) {
+        let (rows, n) = (self.len(), other.len());
+        let map = self.pools.ids_of(&other.pools);
+        self.id.append(rows, &other.id, n, own_index, |v| v);
+        self.bytes.extend_from_slice(&other.bytes);
+        self.kind.extend_from_slice(&other.kind);
+        self.pool
+            .extend(other.pool.iter().map(|&p| map[p as usize]));
+        self.producer.append(rows, &other.producer);
+        self.consumers.append(&other.consumers);
+        self.name.extend(other.name);
     }
 
     /// Tensor `i`'s pool (the one field a merge of cores moves in place).

@@ -108,9 +108,9 @@ impl<'a> Replay<'a> {
         }
     }
 
-    fn place(&mut self, idx: usize, e: &super::Event) {
+    fn place(&mut self, idx: usize, e: &super::EventRef<'_>) {
         let (t, pool, offset, bytes, t_ns, op) =
-            (e.tensor, e.pool.as_str(), e.offset, e.bytes, e.t_ns, e.op);
+            (e.tensor, e.pool, e.offset, e.bytes, e.t_ns, e.op);
         let Some(offset) = offset else {
             // Placement unknown (some instrumented traces): track residency only.
             self.state[t] = State::Resident {
@@ -160,7 +160,7 @@ impl<'a> Replay<'a> {
         // A compiler's in-place output (Vela's elementwise ops) may take
         // memory of an operand its op reads for the last time.
         let in_place = |other: usize| {
-            e.reason.as_deref() == Some(super::residency::IN_PLACE)
+            e.reason == Some(super::residency::IN_PLACE)
                 && op.is_some_and(|o| {
                     self.tr
                         .ops
@@ -300,7 +300,7 @@ pub fn verify(tr: &Trace, limit: usize) -> VerifyReport {
 /// `e`, given whether it did before: a value produced on chip has none
 /// yet; streaming it out or writing it back on eviction makes one. The one
 /// rule, shared by the replay here and a stream window's trimming.
-pub(crate) fn dram_after(kind: TensorKind, dram: bool, e: &super::Event) -> bool {
+pub(crate) fn dram_after(kind: TensorKind, dram: bool, e: &super::EventRef<'_>) -> bool {
     match e.kind {
         EventKind::Alloc => dram && matches!(kind, TensorKind::Weight | TensorKind::Input),
         EventKind::StreamOut => true,
@@ -311,7 +311,7 @@ pub(crate) fn dram_after(kind: TensorKind, dram: bool, e: &super::Event) -> bool
 
 impl Replay<'_> {
     /// Applies one event, checking the rules that concern it.
-    fn apply(&mut self, idx: usize, e: &super::Event, running: &[usize]) {
+    fn apply(&mut self, idx: usize, e: &super::EventRef<'_>, running: &[usize]) {
         let tr = self.tr;
         if e.tensor >= tr.tensors.len() {
             self.fail(
@@ -351,7 +351,7 @@ impl Replay<'_> {
                         "double-alloc",
                         format!("alloc of {name:?}, which is already resident{on}"),
                     );
-                    self.unplace(t, &e.pool);
+                    self.unplace(t, e.pool);
                 }
                 self.place(idx, e);
             }
@@ -364,7 +364,7 @@ impl Replay<'_> {
                             "reload-not-evicted",
                             format!("reload of {name:?}, which is resident{on}"),
                         );
-                        self.unplace(t, &e.pool);
+                        self.unplace(t, e.pool);
                     }
                     _ if !self.dram[t] => self.fail(
                         Some(idx),
@@ -378,7 +378,7 @@ impl Replay<'_> {
             }
             EventKind::Recompute => {
                 if matches!(self.state[t], State::Resident { .. }) {
-                    self.unplace(t, &e.pool);
+                    self.unplace(t, e.pool);
                 }
                 self.place(idx, e);
             }
@@ -410,7 +410,7 @@ impl Replay<'_> {
 
     /// `evict` or `free` of a resident tensor, never of a running op's
     /// operand; an eviction that writes nothing back needs a current DRAM copy.
-    fn remove(&mut self, idx: usize, e: &super::Event, running: &[usize]) {
+    fn remove(&mut self, idx: usize, e: &super::EventRef<'_>, running: &[usize]) {
         let (t, tr) = (e.tensor, self.tr);
         let name = self.tname(t);
         let on = self.oname(e.op);
@@ -456,7 +456,7 @@ impl Replay<'_> {
                 );
             }
         }
-        self.unplace(t, &e.pool);
+        self.unplace(t, e.pool);
         self.state[t] = if e.kind == EventKind::Evict {
             State::Dram
         } else {

@@ -289,7 +289,7 @@ pub fn import(path: &Path, opts: &ImportOptions) -> Result<(Trace, Vec<String>)>
     if graph.is_some() {
         // The peak of the activation pool in the order ORT ran the nodes
         // (fused groups hold their inner tensors while they run).
-        let arena = tr.events.iter().filter(|e| e.pool.as_str() == pool);
+        let arena = tr.events.iter().filter(|e| e.pool == pool);
         tr.summary.peak_live_bytes =
             crate::trace::residency::walk(arena.map(|e| crate::trace::residency::kind_delta(&e)))
                 .map(|(_, b)| b)

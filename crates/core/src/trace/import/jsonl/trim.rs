@@ -10,7 +10,7 @@
 //! events later than it already fell out is counted in arrival order.)
 
 use crate::trace::build::TraceBuilder;
-use crate::trace::ledger::{classify, Ledger, Parts};
+use crate::trace::ledger::{classify, Ledger, Moved, Parts};
 use crate::trace::residency;
 use crate::trace::verify::dram_after;
 use crate::trace::window::StreamWindow;
@@ -169,7 +169,7 @@ fn retire_events(b: &mut TraceBuilder, r: &mut Retired, split: usize) -> Vec<u32
             .tensors
             .get(t)
             .map_or(crate::graph::TensorKind::Activation, |x| x.kind);
-        if let Some(p) = classify(kind, &mut r.spilled[t], &e) {
+        if let Some(p) = classify(kind, &mut r.spilled[t], &Moved::of(&e)) {
             r.ledger
                 .entry(e.pool.to_string())
                 .or_default()
@@ -180,9 +180,10 @@ fn retire_events(b: &mut TraceBuilder, r: &mut Retired, split: usize) -> Vec<u32
             let hw = r.high_water.entry(e.pool.to_string()).or_default();
             *hw = (*hw).max(off.saturating_add(e.bytes));
         }
-        if !b.pools.iter().any(|p| p.name == e.pool.as_str()) {
+        if !b.pools.iter().any(|p| p.name == e.pool) {
             // Its pool stays listed after its last event fell out.
-            b.pool(&e.pool, 0, 1);
+            let pool = e.pool.to_string();
+            b.pool(&pool, 0, 1);
         }
         r.events += 1;
     }
