@@ -150,7 +150,7 @@ fn main() {
     let _d = m("classification", &|| {
         Box::new(classify::classify_with_causes(&tr, &ledger))
     });
-    let _e = m("placements", &|| Box::new(memmap::placements(&tr)));
+    let _e = m("placements", &|| Box::new(memmap::Placements::of(&tr)));
     let before = NOW.load(Relaxed);
     let (g, hw, _) = spillscope::analysis::suggest::inputs_of_trace(&tr).unwrap();
     println!(

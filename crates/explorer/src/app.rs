@@ -733,10 +733,7 @@ impl App {
             View::Compare if self.compare.on_tensors => self.changed.len(),
             View::Compare => self.diff.as_ref().map(|d| d.ops.len()).unwrap_or(0),
             View::Suggest => self.suggest.len(),
-            View::Timeline => self
-                .primary()
-                .map(|d| d.index.spill_events().len())
-                .unwrap_or(0),
+            View::Timeline => self.primary().map(|d| d.index.spill_count()).unwrap_or(0),
             _ => 0,
         }
     }
@@ -788,7 +785,7 @@ impl App {
                 .and_then(|x| x.ops.get(self.compare.sel))
                 .map(|o| o.name.clone()),
             View::Timeline => {
-                let &(_, ev) = d.index.spill_events().get(self.timeline.sel?)?;
+                let (_, ev) = d.index.spill_at(self.timeline.sel?)?;
                 let e = &d.trace.events.at(ev);
                 let t = d.trace.tensors.get(e.tensor)?;
                 Some(format!("{} of {}", e.kind.as_str(), t.name))
@@ -806,7 +803,9 @@ impl App {
             None => d.index.spill_position(self.cursor) as i64 + delta.min(0),
         };
         let i = from.clamp(0, len as i64 - 1) as usize;
-        let (t, _) = d.index.spill_events()[i];
+        let Some((t, _)) = d.index.spill_at(i) else {
+            return;
+        };
         self.timeline.sel = Some(i);
         if t < self.window.0 || t >= self.window.1 {
             self.center_on(t);
@@ -821,11 +820,7 @@ impl App {
     /// the round trip the event belongs to.
     fn open_event(&mut self) {
         let Some(d) = self.primary() else { return };
-        let Some(&(t_ns, ev)) = self
-            .timeline
-            .sel
-            .and_then(|i| d.index.spill_events().get(i))
-        else {
+        let Some((t_ns, ev)) = self.timeline.sel.and_then(|i| d.index.spill_at(i)) else {
             self.status = "select a spill event first (j/k)".into();
             return;
         };
@@ -859,10 +854,14 @@ impl App {
             self.status = "this tensor never goes out to DRAM".into();
             return;
         };
-        let pos =
-            d.index.spill_events().iter().position(|&(t, ev)| {
-                t == first.out_t_ns && d.trace.events.tensor(ev) == first.tensor
-            });
+        // The events at the trip's time, from the first of them.
+        let at = d.index.spill_position(first.out_t_ns);
+        let pos = d
+            .index
+            .spills_in(at, d.index.spill_count())
+            .take_while(|&(t, _)| t == first.out_t_ns)
+            .position(|(_, ev)| d.trace.events.tensor(ev) == first.tensor)
+            .map(|k| at + k);
         self.view = View::Timeline;
         self.timeline.sel = pos;
         self.show_span(first.out_t_ns, first.back_t_ns.unwrap_or(first.out_t_ns));

@@ -3,11 +3,13 @@
 
 use crate::trace::{EventKind, Trace};
 use serde::Serialize;
+use std::sync::Arc;
 
 /// A tensor occupying `[offset, offset+bytes)` of its pool during
-/// `[t0, t1)`. 48 bytes (one per placement, half a million in a large
-/// trace): the pool is the id of its name among the trace's event names.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// `[t0, t1)`: a row [`Placements`] assembles from the events that placed
+/// and removed it (the pool is the id of its name among the trace's event
+/// names).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Placement {
     pub tensor: usize,
     /// The pool's name id ([`Placement::pool`] spells it).
@@ -25,52 +27,152 @@ impl Placement {
     }
 }
 
-const _: () = assert!(std::mem::size_of::<Placement>() == 48);
+/// No event: a placement still open at the trace's end.
+const OPEN: u32 = u32::MAX;
 
-/// Every placement with a known offset; open ones close at the trace's end.
-pub fn placements(tr: &Trace) -> Vec<Placement> {
-    let end = tr
-        .summary
-        .latency_ns
-        .max(tr.events.last().map(|e| e.t_ns).unwrap_or(0));
-    let mut open: std::collections::HashMap<usize, Placement> = Default::default();
-    let mut out = Vec::new();
-    for (i, e) in tr.events.iter().enumerate() {
-        match e.kind {
-            EventKind::Alloc | EventKind::Reload | EventKind::Recompute => {
-                if let Some(mut p) = open.remove(&e.tensor) {
-                    p.t1 = e.t_ns.max(p.t0);
-                    out.push(p);
+/// Every placement with a known offset (open ones close at the trace's
+/// end), as the pair of events that placed and removed it: 8 bytes each,
+/// where the rows held 48 (a 1M-event trace has half a million), the rest
+/// read from the events' columns when a view asks. Sorted by start, then
+/// offset, end, pool, tensor and size.
+#[derive(Debug, Clone, Default)]
+pub struct Placements {
+    spans: Vec<(u32, u32)>,
+    end_ns: u64,
+    /// The longest placement (for windowed queries).
+    max_len: u64,
+    trace: Option<Arc<Trace>>,
+}
+
+impl Placements {
+    /// The placements of `tr`'s events. Event indexes are held in 32 bits:
+    /// a trace past 2^32 - 1 events (far past any memory budget) keeps the
+    /// placements of its first 2^32 - 2.
+    pub fn of(tr: &Arc<Trace>) -> Placements {
+        let ev = &tr.events;
+        let end_ns = tr
+            .summary
+            .latency_ns
+            .max(ev.last().map(|e| e.t_ns).unwrap_or(0));
+        let n = ev.len().min(OPEN as usize - 1);
+        // The event that placed each tensor, while it is placed.
+        let mut open = vec![OPEN; tr.tensors.len()];
+        let mut spans = Vec::new();
+        for i in 0..n {
+            let Some(slot) = open.get_mut(ev.tensor(i)) else {
+                continue;
+            };
+            match ev.kind(i) {
+                EventKind::Alloc | EventKind::Reload | EventKind::Recompute => {
+                    if *slot != OPEN {
+                        spans.push((*slot, i as u32));
+                    }
+                    *slot = if ev.offset(i).is_some() {
+                        i as u32
+                    } else {
+                        OPEN
+                    };
                 }
-                if let Some(off) = e.offset {
-                    open.insert(
-                        e.tensor,
-                        Placement {
-                            tensor: e.tensor,
-                            pool_id: tr.events.pool_id(i),
-                            offset: off,
-                            bytes: e.bytes,
-                            t0: e.t_ns,
-                            t1: end,
-                        },
-                    );
+                EventKind::Free | EventKind::Evict => {
+                    if *slot != OPEN {
+                        spans.push((*slot, i as u32));
+                        *slot = OPEN;
+                    }
                 }
+                EventKind::StreamIn | EventKind::StreamOut => {}
             }
-            EventKind::Free | EventKind::Evict => {
-                if let Some(mut p) = open.remove(&e.tensor) {
-                    p.t1 = e.t_ns.max(p.t0);
-                    out.push(p);
-                }
-            }
-            EventKind::StreamIn | EventKind::StreamOut => {}
+        }
+        spans.extend(open.into_iter().filter(|&s| s != OPEN).map(|s| (s, OPEN)));
+        let mut p = Placements {
+            spans,
+            end_ns,
+            max_len: 0,
+            trace: Some(tr.clone()),
+        };
+        // In place (a stable sort borrows half the list); the start time is
+        // a column read, the rest only breaks its ties.
+        let t = ev.t_ns();
+        let mut spans = std::mem::take(&mut p.spans);
+        spans.sort_unstable_by(|a, b| {
+            t[a.0 as usize].cmp(&t[b.0 as usize]).then_with(|| {
+                let (x, y) = (p.row(*a), p.row(*b));
+                let key = |q: &Placement| (q.offset, q.t1, q.pool_id, q.tensor, q.bytes);
+                key(&x).cmp(&key(&y))
+            })
+        });
+        spans.shrink_to_fit(); // kept for the whole session: no growth slack
+        p.spans = spans;
+        p.max_len = p
+            .iter()
+            .map(|q| q.t1.saturating_sub(q.t0))
+            .max()
+            .unwrap_or(0);
+        p
+    }
+
+    /// The row of a pair of events.
+    fn row(&self, (s, e): (u32, u32)) -> Placement {
+        let Some(tr) = &self.trace else {
+            unreachable!("placements without a trace hold none")
+        };
+        let ev = &tr.events;
+        let (s, t0) = (s as usize, ev.t_ns()[s as usize]);
+        let t1 = match e {
+            OPEN => self.end_ns,
+            e => ev.t_ns()[e as usize],
+        };
+        Placement {
+            tensor: ev.tensor(s),
+            pool_id: ev.pool_id(s),
+            offset: ev.offset(s).unwrap_or(0),
+            bytes: ev.bytes(s),
+            t0,
+            t1: t1.max(t0),
         }
     }
-    out.extend(open.into_values());
-    // In place (a stable sort borrows half the list): closed placements
-    // were pushed as they closed, so `t1` orders ties as pushing did.
-    out.sort_unstable_by_key(|p| (p.t0, p.offset, p.t1, p.pool_id, p.tensor, p.bytes));
-    out.shrink_to_fit(); // kept for the whole session: no growth slack
-    out
+
+    pub fn len(&self) -> usize {
+        self.spans.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.spans.is_empty()
+    }
+
+    /// Placement `i` (in start order).
+    pub fn get(&self, i: usize) -> Placement {
+        self.row(self.spans[i])
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = Placement> + Clone + '_ {
+        self.spans.iter().map(|&s| self.row(s))
+    }
+
+    /// The longest placement's length.
+    pub fn max_len(&self) -> u64 {
+        self.max_len
+    }
+
+    /// Placements overlapping `[t0, t1)`.
+    pub fn overlapping(&self, t0: u64, t1: u64) -> impl Iterator<Item = Placement> + '_ {
+        let from = t0.saturating_sub(self.max_len);
+        let first = self.spans.partition_point(|&s| self.row(s).t0 < from);
+        self.spans[first..]
+            .iter()
+            .map(|&s| self.row(s))
+            .take_while(move |p| p.t0 < t1)
+            .filter(move |p| p.t1 > t0)
+    }
+
+    /// Heap bytes held (the trace is shared).
+    pub fn heap_bytes(&self) -> usize {
+        self.spans.capacity() * 8
+    }
+}
+
+/// Every placement with a known offset as rows (tests, reports).
+pub fn placements(tr: &Trace) -> Vec<Placement> {
+    Placements::of(&Arc::new(tr.clone())).iter().collect()
 }
 
 /// Occupancy of the pool on a fixed grid (time buckets x offset bands), so a
@@ -88,8 +190,16 @@ pub struct OccupancyIndex {
 impl OccupancyIndex {
     pub const BANDS: usize = 64;
 
-    pub fn build(placements: &[Placement], end_ns: u64, capacity: u64) -> OccupancyIndex {
-        let buckets = placements.len().clamp(256, 8192).next_power_of_two();
+    pub fn build(
+        placements: impl Iterator<Item = Placement> + Clone,
+        end_ns: u64,
+        capacity: u64,
+    ) -> OccupancyIndex {
+        let buckets = placements
+            .clone()
+            .count()
+            .clamp(256, 8192)
+            .next_power_of_two();
         let base_ns = end_ns.max(1).div_ceil(buckets as u64).max(1);
         let bands = Self::BANDS;
         let band_bytes = capacity.max(1) as f64 / bands as f64;
@@ -137,13 +247,16 @@ pub const SHADES: u8 = 4;
 /// neighbouring tensors read as separate blocks. Greedy over placements in
 /// offset order; each offset's last 64 neighbours are checked (bounded
 /// work on any trace).
-pub fn shades(placements: &[Placement], tensors: usize) -> Vec<u8> {
-    let mut order: Vec<usize> = (0..placements.len()).collect();
-    order.sort_by_key(|&i| (placements[i].offset, placements[i].t0));
+pub fn shades(placements: &Placements, tensors: usize) -> Vec<u8> {
+    let mut order: Vec<u32> = (0..placements.len() as u32).collect();
+    order.sort_unstable_by_key(|&i| {
+        let p = placements.get(i as usize);
+        (p.offset, p.t0, i)
+    });
     let mut shade: Vec<Option<u8>> = vec![None; tensors];
-    let mut ending: std::collections::HashMap<u64, Vec<usize>> = Default::default();
+    let mut ending: std::collections::HashMap<u64, Vec<u32>> = Default::default();
     for i in order {
-        let p = &placements[i];
+        let p = &placements.get(i as usize);
         if p.tensor >= tensors {
             continue;
         }
@@ -151,7 +264,7 @@ pub fn shades(placements: &[Placement], tensors: usize) -> Vec<u8> {
             let mut used = [false; SHADES as usize];
             if let Some(below) = ending.get(&p.offset) {
                 for &j in below.iter().rev().take(64) {
-                    let q = &placements[j];
+                    let q = &placements.get(j as usize);
                     if q.t0 < p.t1 && p.t0 < q.t1 {
                         if let Some(s) = shade[q.tensor] {
                             used[s as usize] = true;

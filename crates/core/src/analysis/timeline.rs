@@ -174,15 +174,24 @@ pub struct TimelineIndex {
     /// bytes of what the trace already holds: 12 MB for 375k ops).
     ops: Vec<u32>,
     ops_max_len: u64,
-    /// The trace the ops' times are read from (`None`: no ops).
+    /// The trace the ops' and events' times are read from (`None`: an
+    /// empty index).
     trace: Option<Arc<Trace>>,
-    dma: Vec<Span>,
+    /// Events with a DMA transfer by its start (then index), and each one's
+    /// lane: 5 bytes a transfer where a span held 32 (its times are the
+    /// events' columns, read when a deep zoom visits them).
+    dma: Vec<u32>,
+    dma_lane: Vec<Lane>,
+    /// Streams derived from ops' `streamed` lists (traces from before
+    /// stream events), by start: their op's span.
+    derived: Vec<Span>,
     dma_max_len: u64,
-    /// (time, event index) of every spill event (the ledger's spill
-    /// parts: evictions, reloads, stream events), sorted.
-    spills: Vec<(u64, usize)>,
-    /// Spill event times and kinds, for deep zoom counts.
-    points: Vec<(u64, Mark)>,
+    /// Every spill event (the ledger's spill parts: evictions, reloads,
+    /// stream events) by time, as its event index, and its kind.
+    spills: Vec<u32>,
+    marks: Vec<Mark>,
+    /// The derived streams' marks (time, kind), sorted.
+    derived_points: Vec<(u64, Mark)>,
 }
 
 fn add_span(b: &mut [Bucket], base: u64, s: u64, e: u64, f: impl Fn(&mut Bucket, u64)) {
@@ -235,41 +244,35 @@ impl TimelineIndex {
                 }
             });
         }
-        let mut dma = Vec::new();
-        let mut spills = Vec::new();
-        let mut points = Vec::new();
-        for (i, e) in tr.events.iter().enumerate() {
+        let ev = &tr.events;
+        let t_ns = ev.t_ns();
+        let mut dma: Vec<(u32, Lane)> = Vec::new();
+        let mut spills: Vec<(u32, Mark)> = Vec::new();
+        for (i, &t) in t_ns.iter().enumerate().take(u32::MAX as usize) {
             let Some(part) = ledger.part(i) else {
                 continue;
             };
             if let Some(m) = Mark::of(part) {
-                spills.push((e.t_ns, i));
-                points.push((e.t_ns, m));
-                let b = ((e.t_ns / base_ns) as usize).min(n_base - 1);
+                spills.push((i as u32, m));
+                let b = ((t / base_ns) as usize).min(n_base - 1);
                 base[b].marks[m as usize] += 1;
             }
             let lane = Lane::of(part);
-            if let (Some(s), Some(en)) = (e.dma_start_ns, e.dma_end_ns) {
-                if en > s {
-                    dma.push(Span {
-                        start: s,
-                        end: en,
-                        id: i as u32,
-                        stall: 0,
-                        lane,
-                    });
-                    add_span(&mut base, base_ns, s, en, |b, ov| {
-                        b.dma_ns[lane.index()] += ov
-                    });
-                }
+            if let Some((s, en)) = ev.dma(i).filter(|(s, en)| en > s) {
+                dma.push((i as u32, lane));
+                add_span(&mut base, base_ns, s, en, |b, ov| {
+                    b.dma_ns[lane.index()] += ov
+                });
             }
         }
         // Streams derived from ops' `streamed` lists (traces from before
         // stream events) keep the bus busy during their op.
+        let mut derived = Vec::new();
+        let mut derived_points = Vec::new();
         for d in &ledger.derived_streams {
             let Some(o) = tr.ops.get(d.op) else { continue };
             if o.end_ns > o.start_ns {
-                dma.push(Span {
+                derived.push(Span {
                     start: o.start_ns,
                     end: o.end_ns,
                     id: u32::MAX,
@@ -282,17 +285,21 @@ impl TimelineIndex {
             }
             let b = ((o.start_ns / base_ns) as usize).min(n_base - 1);
             base[b].marks[Mark::Stream as usize] += 1;
-            points.push((o.start_ns, Mark::Stream));
+            derived_points.push((o.start_ns, Mark::Stream));
         }
         // In place (a stable sort borrows half the list): ties are
         // identical spans or derived streams of different ops, ordered by
         // their end.
-        dma.sort_unstable_by_key(|s| (s.start, s.id, s.end, s.lane as u8));
-        spills.sort_unstable();
-        points.sort_unstable_by_key(|p| p.0);
-        dma.shrink_to_fit();
-        spills.shrink_to_fit();
-        points.shrink_to_fit();
+        let span_of = |i: u32| ev.dma(i as usize).unwrap_or_default();
+        dma.sort_unstable_by_key(|&(i, lane)| {
+            let (s, e) = span_of(i);
+            (s, i, e, lane as u8)
+        });
+        spills.sort_unstable_by_key(|&(i, _)| (t_ns[i as usize], i));
+        derived.sort_unstable_by_key(|s| (s.start, s.end));
+        derived_points.sort_unstable_by_key(|p| p.0);
+        let (dma, dma_lane): (Vec<u32>, Vec<Lane>) = dma.into_iter().unzip();
+        let (spills, marks): (Vec<u32>, Vec<Mark>) = spills.into_iter().unzip();
         let ops_max_len = ops
             .iter()
             .map(|&k| op_span.at(k))
@@ -301,7 +308,9 @@ impl TimelineIndex {
             .unwrap_or(0);
         let dma_max_len = dma
             .iter()
-            .map(|s| s.end.saturating_sub(s.start))
+            .map(|&i| span_of(i))
+            .chain(derived.iter().map(|s| (s.start, s.end)))
+            .map(|(s, e)| e.saturating_sub(s))
             .max()
             .unwrap_or(0);
         let mut levels = vec![base];
@@ -327,9 +336,12 @@ impl TimelineIndex {
             ops_max_len,
             trace: Some(tr.clone()),
             dma,
+            dma_lane,
+            derived,
             dma_max_len,
             spills,
-            points,
+            marks,
+            derived_points,
         }
     }
 
@@ -349,9 +361,12 @@ impl TimelineIndex {
             ops_max_len: 0,
             trace: None,
             dma: Vec::new(),
+            dma_lane: Vec::new(),
+            derived: Vec::new(),
             dma_max_len: 0,
             spills: Vec::new(),
-            points: Vec::new(),
+            marks: Vec::new(),
+            derived_points: Vec::new(),
         }
     }
 
@@ -446,21 +461,49 @@ impl TimelineIndex {
                 cols[c].op = Some(s.id as usize);
             }
         });
-        let mut dma = spans_in(&self.dma, |s| *s, t0.saturating_sub(self.dma_max_len));
-        visit(&mut dma, &mut |s, c, ov| {
+        let dma_from = t0.saturating_sub(self.dma_max_len);
+        if let Some(tr) = self.trace.as_deref() {
+            let ev = &tr.events;
+            let span = |k: usize| {
+                let (start, end) = ev.dma(self.dma[k] as usize).unwrap_or_default();
+                let lane = self.dma_lane[k];
+                Span {
+                    start,
+                    end,
+                    stall: 0,
+                    id: k as u32,
+                    lane,
+                }
+            };
+            // The spans are read in order from the first that may touch t0.
+            let first = partition(self.dma.len(), |k| span(k).start < dma_from);
+            let mut dma = (first..self.dma.len()).map(span);
+            visit(&mut dma, &mut |s, c, ov| {
+                cols[c].dma[s.lane.index()] += ov / dt;
+            });
+        }
+        let mut derived = spans_in(&self.derived, |s| *s, dma_from);
+        visit(&mut derived, &mut |s, c, ov| {
             cols[c].dma[s.lane.index()] += ov / dt;
         });
-        let from = self.points.partition_point(|p| p.0 < t0);
-        for p in &self.points[from..] {
-            if p.0 >= t1 {
-                break;
-            }
-            let c = col_of(p.0);
-            match p.1 {
+        let mut mark = |t: u64, m: Mark| {
+            let c = col_of(t);
+            match m {
                 Mark::Evict => cols[c].evicts += 1,
                 Mark::Reload => cols[c].reloads += 1,
                 Mark::Stream => cols[c].streams += 1,
             }
+        };
+        for k in self.spill_position(t0)..self.spills.len() {
+            let (t, _) = self.spill(k);
+            if t >= t1 {
+                break;
+            }
+            mark(t, self.marks[k]);
+        }
+        let from = self.derived_points.partition_point(|p| p.0 < t0);
+        for &(t, m) in self.derived_points[from..].iter().take_while(|p| p.0 < t1) {
+            mark(t, m);
         }
         for c in &mut cols {
             c.compute = c.compute.min(1.0);
@@ -472,35 +515,54 @@ impl TimelineIndex {
         cols
     }
 
-    /// Every spill event (time, event index), in time order.
-    pub fn spill_events(&self) -> &[(u64, usize)] {
-        &self.spills
+    /// Spill event `k` (in time order): its time and event index.
+    fn spill(&self, k: usize) -> (u64, usize) {
+        let i = self.spills[k] as usize;
+        let t = self.trace.as_deref().map_or(0, |tr| tr.events.t_ns()[i]);
+        (t, i)
     }
 
-    /// The position in [`TimelineIndex::spill_events`] of the first spill
-    /// event at or after `t`.
+    /// How many spill events there are.
+    pub fn spill_count(&self) -> usize {
+        self.spills.len()
+    }
+
+    /// Spill event `k` in time order (time, event index).
+    pub fn spill_at(&self, k: usize) -> Option<(u64, usize)> {
+        (k < self.spills.len()).then(|| self.spill(k))
+    }
+
+    /// Spill events `from..to` in time order (time, event index).
+    pub fn spills_in(&self, from: usize, to: usize) -> impl Iterator<Item = (u64, usize)> + '_ {
+        (from.min(self.spills.len())..to.min(self.spills.len())).map(|k| self.spill(k))
+    }
+
+    /// The position among the spill events of the first at or after `t`.
     pub fn spill_position(&self, t: u64) -> usize {
-        self.spills.partition_point(|s| s.0 < t)
+        partition(self.spills.len(), |k| self.spill(k).0 < t)
     }
 
     /// The first spill event strictly after `t`: (time, event index).
     pub fn next_spill(&self, t: u64) -> Option<(u64, usize)> {
-        let i = self.spills.partition_point(|s| s.0 <= t);
-        self.spills.get(i).copied()
-    }
-
-    /// Up to `n` spill events (time, event index) starting a few before `t`.
-    pub fn spills_around(&self, t: u64, n: usize) -> &[(u64, usize)] {
-        let i = self.spills.partition_point(|s| s.0 < t);
-        let from = i.saturating_sub(n / 3);
-        let to = (from + n).min(self.spills.len());
-        &self.spills[from..to]
+        self.spill_at(partition(self.spills.len(), |k| self.spill(k).0 <= t))
     }
 
     /// The last spill event strictly before `t`.
     pub fn prev_spill(&self, t: u64) -> Option<(u64, usize)> {
-        let i = self.spills.partition_point(|s| s.0 < t);
-        i.checked_sub(1).and_then(|i| self.spills.get(i)).copied()
+        self.spill_position(t)
+            .checked_sub(1)
+            .and_then(|k| self.spill_at(k))
+    }
+
+    /// Heap bytes held (the trace is shared).
+    pub fn heap_bytes(&self) -> usize {
+        let buckets: usize = self.levels.iter().map(|l| l.capacity()).sum();
+        buckets * std::mem::size_of::<Bucket>()
+            + self.ops.capacity() * 4
+            + self.dma.capacity() * 5
+            + self.derived.capacity() * std::mem::size_of::<Span>()
+            + self.spills.capacity() * 5
+            + self.derived_points.capacity() * 16
     }
 
     /// Mean of a counter's samples per column (step-wise: a sample holds
@@ -525,6 +587,21 @@ impl TimelineIndex {
             })
             .collect()
     }
+}
+
+/// The first of `0..n` where `before` is false (`before` true then false,
+/// as [`slice::partition_point`] over positions).
+fn partition(n: usize, before: impl Fn(usize) -> bool) -> usize {
+    let (mut lo, mut hi) = (0, n);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if before(mid) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
 }
 
 /// A step-function counter (e.g. bus occupancy, live bytes) pre-aggregated

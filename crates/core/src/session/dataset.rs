@@ -5,7 +5,7 @@
 use crate::analysis::classify::{classify, classify_with_causes, Classification};
 use crate::analysis::diff::{diff_with, TraceDiff};
 use crate::analysis::hotspots::Hotspots;
-use crate::analysis::memmap::{placements, OccupancyIndex, Placement};
+use crate::analysis::memmap::{OccupancyIndex, Placement, Placements};
 use crate::analysis::residency::first_pool_resident_by_step;
 use crate::analysis::roundtrips::TensorTrips;
 use crate::analysis::timeline::{SeriesIndex, TimelineIndex};
@@ -114,9 +114,8 @@ pub struct Dataset {
     /// Round trips per tensor (rows made from the trace when asked for).
     pub trips: Trips,
     pub class: Classification,
-    /// Placements sorted by start time, and the longest one (for windowed queries).
-    pub placements: Vec<Placement>,
-    pub placement_max_len: u64,
+    /// Placements sorted by start time.
+    pub placements: Placements,
     /// Per tensor, the shade the memory map draws it in (neighbours differ).
     pub shades: Vec<u8>,
     /// Per pool (in the trace's order; one for a trace without pools).
@@ -245,8 +244,7 @@ struct Analyses {
     trips: Trips,
     class: Classification,
     bus: Option<SeriesIndex>,
-    placements: Vec<Placement>,
-    placement_max_len: u64,
+    placements: Placements,
     shades: Vec<u8>,
     occupancy: Vec<OccupancyIndex>,
     pipes: Vec<(String, TimelineIndex)>,
@@ -262,7 +260,7 @@ fn analyses(trace: &Arc<Trace>, ledger: &Ledger, capacity: u64) -> Analyses {
                 Hotspots::of(trace, ledger),
                 Trips::of(trace, ledger),
                 classify_with_causes(trace, ledger),
-                placements(trace),
+                Placements::of(trace),
             )
         });
         let index = TimelineIndex::build(trace, ledger);
@@ -277,27 +275,22 @@ fn analyses(trace: &Arc<Trace>, ledger: &Ledger, capacity: u64) -> Analyses {
         .iter()
         .find(|c| c.name == "bus_occupancy")
         .map(|c| SeriesIndex::build(&c.samples, index.end_ns));
-    let placement_max_len = placements
-        .iter()
-        .map(|p| p.t1.saturating_sub(p.t0))
-        .max()
-        .unwrap_or(0);
     // One grid per pool, from that pool's placements only.
     let occupancy: Vec<OccupancyIndex> = if trace.pools.len() > 1 {
         trace
             .pools
             .iter()
             .map(|p| {
-                let mine: Vec<Placement> = placements
-                    .iter()
-                    .filter(|x| x.pool(trace) == p.name)
-                    .cloned()
-                    .collect();
-                OccupancyIndex::build(&mine, index.end_ns, p.capacity_bytes)
+                let mine = placements.iter().filter(|x| x.pool(trace) == p.name);
+                OccupancyIndex::build(mine, index.end_ns, p.capacity_bytes)
             })
             .collect()
     } else {
-        vec![OccupancyIndex::build(&placements, index.end_ns, capacity)]
+        vec![OccupancyIndex::build(
+            placements.iter(),
+            index.end_ns,
+            capacity,
+        )]
     };
     let pools = pool_lanes(trace, index.end_ns);
     let shades = crate::analysis::memmap::shades(&placements, trace.tensors.len());
@@ -309,7 +302,6 @@ fn analyses(trace: &Arc<Trace>, ledger: &Ledger, capacity: u64) -> Analyses {
         class,
         bus,
         placements,
-        placement_max_len,
         shades,
         occupancy,
         pools,
@@ -419,10 +411,9 @@ impl Dataset {
             trips: Trips::default(),
             class: classify(&trace, &ledger),
             bus: None,
-            placements: Vec::new(),
-            placement_max_len: 0,
+            placements: Placements::default(),
             shades: Vec::new(),
-            occupancy: vec![OccupancyIndex::build(&[], end_ns, capacity)],
+            occupancy: vec![OccupancyIndex::build(std::iter::empty(), end_ns, capacity)],
             pipes: Vec::new(),
             pools: Vec::new(),
         });
@@ -438,7 +429,6 @@ impl Dataset {
             index: h.index,
             bus: h.bus,
             placements: h.placements,
-            placement_max_len: h.placement_max_len,
             shades: h.shades,
             occupancy: h.occupancy,
             live_by_step,
@@ -491,14 +481,8 @@ impl Dataset {
     }
 
     /// Placements overlapping `[t0, t1)`.
-    pub fn placements_in(&self, t0: u64, t1: u64) -> impl Iterator<Item = &Placement> {
-        let from = self
-            .placements
-            .partition_point(|p| p.t0 < t0.saturating_sub(self.placement_max_len));
-        self.placements[from..]
-            .iter()
-            .take_while(move |p| p.t0 < t1)
-            .filter(move |p| p.t1 > t0)
+    pub fn placements_in(&self, t0: u64, t1: u64) -> impl Iterator<Item = Placement> + '_ {
+        self.placements.overlapping(t0, t1)
     }
 }
 

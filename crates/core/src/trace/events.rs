@@ -529,6 +529,14 @@ impl Events {
     pub fn bytes(&self, i: usize) -> u64 {
         self.bytes[i]
     }
+    /// Event `i`'s DMA transfer `(start, end)`, where it has both times.
+    pub fn dma(&self, i: usize) -> Option<(u64, u64)> {
+        Some((self.dma_start_ns.get(i)?, self.dma_end_ns.get(i)?))
+    }
+    /// Where event `i` placed its tensor, where known.
+    pub fn offset(&self, i: usize) -> Option<u64> {
+        self.offset.get(i)
+    }
     /// What event `i` wrote back, where it says.
     pub fn written_bytes(&self, i: usize) -> Option<u64> {
         self.written_bytes.get(i)

@@ -392,6 +392,18 @@ impl Ops {
             + (self.types.len() + self.units.list.len()) * 64
     }
 
+    /// The largest tensor id an op's operand lists name.
+    pub fn max_operand(&self) -> Option<usize> {
+        let lists = [&self.inputs, &self.outputs, &self.streamed];
+        lists.iter().flat_map(|l| l.ids.iter().copied().max()).max()
+    }
+
+    /// Whether every op's parent, where it has one, comes before it.
+    pub fn parents_before(&self) -> bool {
+        self.parent.vals.is_empty()
+            || (0..self.len()).all(|i| self.parent.get(i).is_none_or(|p| (p as usize) < i))
+    }
+
     /// Every op's start (a column, for loops that need no whole row).
     pub fn start_col(&self) -> &[u64] {
         &self.start_ns

@@ -20,15 +20,26 @@ impl Trace {
             (b > MAX_GRAPH_BYTES)
                 .then(|| format!("{} has {b} bytes, past 8 PiB (2^53 bytes)", what()))
         };
-        for t in &self.tensors {
-            if let Some(m) = big(&|| format!("tensor {:?}", t.name), t.bytes) {
-                return Err(m);
+        // The columns first; the rows only to name what is out of range.
+        let max = |c: &[u64]| c.iter().copied().max().unwrap_or(0);
+        if max(self.tensors.bytes_col()) > MAX_GRAPH_BYTES {
+            for t in &self.tensors {
+                if let Some(m) = big(&|| format!("tensor {:?}", t.name), t.bytes) {
+                    return Err(m);
+                }
             }
         }
-        for o in &self.ops {
-            let what = || format!("op {:?}", o.name);
-            if let Some(m) = late(&what, o.end_ns.max(o.start_ns).max(o.stall_ns)) {
-                return Err(m);
+        let ops = &self.ops;
+        if max(ops.start_col())
+            .max(max(ops.end_col()))
+            .max(max(ops.stall_col()))
+            >= MAX_NS
+        {
+            for o in ops {
+                let what = || format!("op {:?}", o.name);
+                if let Some(m) = late(&what, o.end_ns.max(o.start_ns).max(o.stall_ns)) {
+                    return Err(m);
+                }
             }
         }
         // The columns first (a pass over three of them); the rows only to

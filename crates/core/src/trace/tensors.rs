@@ -107,6 +107,13 @@ impl Tensors {
         &self.bytes
     }
 
+    /// The largest op id a tensor names as its producer or a consumer.
+    pub fn max_op_ref(&self) -> Option<usize> {
+        let producers = self.producer.vals.iter().map(|&p| p as usize).max();
+        let consumers = self.consumers.ids.iter().copied().max();
+        producers.max(consumers)
+    }
+
     /// Every tensor's kind.
     pub fn kind_col(&self) -> &[TensorKind] {
         &self.kind

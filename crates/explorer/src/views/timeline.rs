@@ -227,16 +227,14 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
 fn draw_events(f: &mut Frame, app: &App, theme: &Theme, r: Rect) {
     let Some(d) = app.primary() else { return };
     let muted = theme.fg(theme.c.muted);
-    let all = d.index.spill_events();
+    let total = d.index.spill_count();
     let room = r.height.saturating_sub(1) as usize;
     let at = app
         .timeline
         .sel
         .unwrap_or_else(|| d.index.spill_position(app.cursor));
-    let from = at
-        .saturating_sub(room / 3)
-        .min(all.len().saturating_sub(room));
-    let shown = &all[from..(from + room).min(all.len())];
+    let from = at.saturating_sub(room / 3).min(total.saturating_sub(room));
+    let shown: Vec<(u64, usize)> = d.index.spills_in(from, from + room).collect();
     let w = r.width as usize;
     // Fixed columns: time, event, bytes; the rest is "tensor (op)".
     let fixed = 12 + 2 + 10 + 1 + 10 + 2;
