@@ -161,11 +161,11 @@ fn classification_splits_capacity_from_lifetime() {
     let c = classify::classify_with_causes(&tr, &Ledger::of(&tr));
     assert_eq!((c.capacity_count, c.lifetime_count), (0, 1));
     assert!(
-        c.spills[0]
-            .cause
+        c.spills
+            .cause(0)
             .starts_with("fragmentation: largest hole 1.0 KiB < 2.0 KiB needed for k"),
         "{}",
-        c.spills[0].cause
+        c.spills.cause(0)
     );
 }
 
@@ -347,13 +347,13 @@ fn a_late_free_is_named_as_the_cause() {
     let c = classify::classify_with_causes(&tr, &l);
     assert_eq!((c.capacity_count, c.lifetime_count), (0, 1));
     assert_eq!(
-        c.spills[0].cause,
+        c.spills.cause(0),
         "late free: a (100 B) still resident after its last use at op 0"
     );
     // The cheap split (first frame) keeps the recorded reason only.
     assert_ne!(
-        classify::classify(&tr, &l).spills[0].cause,
-        c.spills[0].cause
+        classify::classify(&tr, &l).spills.cause(0),
+        c.spills.cause(0)
     );
 }
 

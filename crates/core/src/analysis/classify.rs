@@ -34,13 +34,133 @@ pub struct ClassifiedSpill {
 
 /// Totals of the split: counts add up to `spill_count`, bytes (written
 /// back) to `spilled_bytes`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Classification {
-    pub spills: Vec<ClassifiedSpill>,
+    pub spills: Spills,
     pub capacity_count: usize,
     pub lifetime_count: usize,
     pub capacity_bytes: u64,
     pub lifetime_bytes: u64,
+}
+
+/// The classified evictions in event (time) order, 9 bytes each: the
+/// event's index, its class and its cause as an id into one list of
+/// distinct causes. What the event itself says (bytes written back, tensor,
+/// op, live bytes, the pool's capacity) is read from the trace when a row
+/// is asked for: a row held whole cost about 150 bytes with its cause's
+/// string (194 MB for a 10M-event trace's 1.25 million evictions, held
+/// twice while the first frame's split gave way to the complete one).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Spills {
+    event: Vec<u32>,
+    class: Vec<SpillClass>,
+    cause: Vec<u32>,
+    causes: Vec<String>,
+}
+
+impl Spills {
+    pub fn len(&self) -> usize {
+        self.event.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.event.is_empty()
+    }
+
+    /// The event index of spill `k`.
+    pub fn event(&self, k: usize) -> usize {
+        self.event[k] as usize
+    }
+
+    pub fn class(&self, k: usize) -> SpillClass {
+        self.class[k]
+    }
+
+    /// The simulator's reason or the named cause of spill `k`.
+    pub fn cause(&self, k: usize) -> &str {
+        &self.causes[self.cause[k] as usize]
+    }
+
+    /// The first spill whose event is at or after index `event`.
+    pub fn from_event(&self, event: usize) -> usize {
+        self.event.partition_point(|&e| (e as usize) < event)
+    }
+
+    /// Spill `k` whole, its figures read from `tr` (the trace it was
+    /// classified from).
+    pub fn row(&self, tr: &Trace, k: usize) -> ClassifiedSpill {
+        let i = self.event(k);
+        let e = tr.events.at(i);
+        let (live, cap) = live_and_capacity(tr, &e);
+        ClassifiedSpill {
+            event: i,
+            written_bytes: Ledger::bytes(&e),
+            tensor: e.tensor,
+            op: e.op,
+            class: self.class(k),
+            live_bytes: live,
+            capacity_bytes: cap,
+            cause: self.cause(k).to_string(),
+        }
+    }
+
+    /// Every row, in event order.
+    pub fn rows<'a>(&'a self, tr: &'a Trace) -> impl Iterator<Item = ClassifiedSpill> + 'a {
+        (0..self.len()).map(move |k| self.row(tr, k))
+    }
+
+    /// Heap bytes held.
+    pub fn heap_bytes(&self) -> usize {
+        self.event.capacity() * 4
+            + self.class.capacity()
+            + self.cause.capacity() * 4
+            + self.causes.iter().map(|c| c.capacity() + 24).sum::<usize>()
+    }
+}
+
+/// Builds [`Spills`], keeping each distinct cause once.
+#[derive(Default)]
+struct SpillsBuilder {
+    out: Spills,
+    ids: HashMap<String, u32>,
+}
+
+impl SpillsBuilder {
+    fn push(&mut self, event: usize, class: SpillClass, cause: &str) {
+        let id = match self.ids.get(cause) {
+            Some(&id) => id,
+            None => {
+                let id = self.out.causes.len() as u32;
+                self.out.causes.push(cause.to_string());
+                self.ids.insert(cause.to_string(), id);
+                id
+            }
+        };
+        // Event indexes fit: a trace's events are counted in u32 ids.
+        self.out.event.push(event as u32);
+        self.out.class.push(class);
+        self.out.cause.push(id);
+    }
+
+    fn finish(mut self) -> Spills {
+        self.out.event.shrink_to_fit();
+        self.out.class.shrink_to_fit();
+        self.out.cause.shrink_to_fit();
+        self.out
+    }
+}
+
+/// Live bytes at an eviction (its own record, else the counter) and its
+/// pool's capacity.
+fn live_and_capacity(tr: &Trace, e: &crate::trace::EventRef<'_>) -> (u64, u64) {
+    let cap = tr
+        .pools
+        .iter()
+        .find(|p| p.name == e.pool)
+        .map(|p| p.capacity_bytes)
+        .unwrap_or(u64::MAX);
+    let live = e.live_bytes.or_else(|| live_at(tr, e.t_ns)).unwrap_or(0);
+    (live, cap)
 }
 
 /// Live bytes at time `t` from the `live_bytes` counter (last sample at or before `t`).
@@ -165,6 +285,7 @@ fn classify_impl(tr: &Trace, ledger: &Ledger, causes: bool) -> Classification {
         at: HashMap::new(),
     };
     let mut replayed = 0usize;
+    let mut spills = SpillsBuilder::default();
     // Only evictions are classified: their rows alone are built.
     for i in 0..tr.events.len() {
         if ledger.part(i) != Some(Part::EvictedOut) {
@@ -172,13 +293,7 @@ fn classify_impl(tr: &Trace, ledger: &Ledger, causes: bool) -> Classification {
         }
         let e = tr.events.at(i);
         let written = Ledger::bytes(&e);
-        let cap = tr
-            .pools
-            .iter()
-            .find(|p| p.name == e.pool)
-            .map(|p| p.capacity_bytes)
-            .unwrap_or(u64::MAX);
-        let live = e.live_bytes.or_else(|| live_at(tr, e.t_ns)).unwrap_or(0);
+        let (live, cap) = live_and_capacity(tr, &e);
         let class = if live > cap {
             SpillClass::Capacity
         } else {
@@ -204,24 +319,16 @@ fn classify_impl(tr: &Trace, ledger: &Ledger, causes: bool) -> Classification {
                 out.lifetime_bytes += written;
             }
         }
-        out.spills.push(ClassifiedSpill {
-            event: i,
-            written_bytes: written,
-            tensor: e.tensor,
-            op: e.op,
-            class,
-            live_bytes: live,
-            capacity_bytes: cap,
-            cause: detail.unwrap_or_else(|| {
-                e.reason
-                    .as_ref()
-                    .map(|r| r.to_string())
-                    .unwrap_or_else(|| match class {
-                        SpillClass::Capacity => "capacity".into(),
-                        SpillClass::Lifetime => "order or fragmentation".into(),
-                    })
-            }),
-        });
+        let cause = match (&detail, e.reason) {
+            (Some(d), _) => d.as_str(),
+            (None, Some(r)) => r,
+            (None, None) => match class {
+                SpillClass::Capacity => "capacity",
+                SpillClass::Lifetime => "order or fragmentation",
+            },
+        };
+        spills.push(i, class, cause);
     }
+    out.spills = spills.finish();
     out
 }

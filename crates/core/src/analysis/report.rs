@@ -318,18 +318,16 @@ pub fn build_with(tr: &Trace, extra: Resimulated) -> Report {
     };
     let c = classify_with_causes(tr, &ledger);
     let mut causes: Vec<CauseRow> = Vec::new();
-    for s in c
-        .spills
-        .iter()
-        .filter(|s| s.class == super::classify::SpillClass::Lifetime)
-    {
-        let kind = s.cause.split(':').next().unwrap_or("").to_string();
+    let sp = &c.spills;
+    for k in (0..sp.len()).filter(|&k| sp.class(k) == super::classify::SpillClass::Lifetime) {
+        let cause = sp.cause(k);
+        let kind = cause.split(':').next().unwrap_or("");
         match causes.iter_mut().find(|r| r.kind == kind) {
             Some(r) => r.count += 1,
             None => causes.push(CauseRow {
-                kind,
+                kind: kind.to_string(),
                 count: 1,
-                example: s.cause.clone(),
+                example: cause.to_string(),
             }),
         }
     }

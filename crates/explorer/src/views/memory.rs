@@ -296,20 +296,18 @@ fn frag_line(
     buf.set_string(lx, fy, "frag", theme.fg(theme.c.fragmentation));
     let mut n = 0;
     // Spills are in event (time) order: visit only those in the window.
-    let ev_t = |s: &spillscope::analysis::classify::ClassifiedSpill| d.trace.events.t_ns()[s.event];
-    let from = d.class.spills.partition_point(|s| ev_t(s) < app.window.0);
-    for s in d.class.spills[from..]
-        .iter()
-        .take_while(|s| ev_t(s) < app.window.1)
-    {
-        if s.class != spillscope::analysis::classify::SpillClass::Lifetime {
+    let sp = &d.class.spills;
+    let t_ns = d.trace.events.t_ns();
+    let first = t_ns.partition_point(|&t| t < app.window.0);
+    for k in (sp.from_event(first)..sp.len()).take_while(|&k| t_ns[sp.event(k)] < app.window.1) {
+        if sp.class(k) != spillscope::analysis::classify::SpillClass::Lifetime {
             continue;
         }
         // Only the shown pool's fragmentation.
-        if pool.is_some_and(|x| d.trace.events.pool(s.event) != x.name) {
+        if pool.is_some_and(|x| d.trace.events.pool(sp.event(k)) != x.name) {
             continue;
         }
-        let t = d.trace.events.t_ns()[s.event];
+        let t = t_ns[sp.event(k)];
         if let Some(c) = col_of(t, app.window, lane_w) {
             if let Some(cell) = buf.cell_mut((x0 + c, fy)) {
                 cell.set_symbol(g.evict)

@@ -216,11 +216,10 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
     // The class (was the step's demand over the pool?) and the simulator's
     // reason for the one eviction (no hole big enough) are two questions;
     // a capacity spill found by fragmentation says both.
-    let no_hole = c
-        .spills
-        .iter()
-        .filter(|x| x.class == spillscope::analysis::classify::SpillClass::Capacity)
-        .filter(|x| x.cause == "fragmentation")
+    let sp = &c.spills;
+    let no_hole = (0..sp.len())
+        .filter(|&k| sp.class(k) == spillscope::analysis::classify::SpillClass::Capacity)
+        .filter(|&k| sp.cause(k) == "fragmentation")
         .count();
     if no_hole > 0 {
         let line = format!(
