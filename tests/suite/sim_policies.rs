@@ -277,7 +277,7 @@ fn cost_model_bandwidth_and_async_overlap() {
 #[test]
 fn events_carry_classification_data_and_are_time_ordered() {
     let tr = run(&lru_vs_belady(), 3 * K, EvictionPolicy::Lru);
-    assert!(tr.events.t_ns().is_sorted());
+    assert!(tr.events.times().is_sorted());
     for e in tr.events.iter().filter(|e| e.kind == EventKind::Evict) {
         assert_eq!(e.live_bytes, Some(4 * K));
         assert_eq!(e.reason, Some("capacity"));

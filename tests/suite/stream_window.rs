@@ -141,13 +141,7 @@ fn same_stream(whole: &Trace, part: &Trace) {
         whole.ops.len() as u64,
         "every op is in the window or counted before it"
     );
-    let from = |tr: &Trace| {
-        tr.events
-            .t_ns()
-            .iter()
-            .filter(|&&t| t >= win.from_ns)
-            .count()
-    };
+    let from = |tr: &Trace| tr.events.times().filter(|&t| t >= win.from_ns).count();
     assert_eq!(
         from(whole),
         from(part),

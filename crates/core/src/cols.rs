@@ -6,6 +6,9 @@
 use compact_str::CompactString;
 use std::collections::HashMap;
 
+mod narrow;
+pub(crate) use narrow::Narrow;
+
 /// An optional `u64` field as a column: empty until some row carries it,
 /// then one presence bit per row and a value only for the rows that have
 /// one (an event's DMA times are on a third of a simulator's events, its
@@ -14,8 +17,9 @@ use std::collections::HashMap;
 /// them) finds a row's value in O(1).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct OptCol {
-    /// The values of the rows that have one, in row order.
-    pub(crate) vals: Vec<u64>,
+    /// The values of the rows that have one, in row order, as narrow as
+    /// the largest allows.
+    pub(crate) vals: Narrow,
     /// One bit per row (as far as the column is in use).
     pub(crate) present: Vec<u64>,
     /// Per word of `present`: how many values come before it.
@@ -39,7 +43,7 @@ impl OptCol {
 
     pub(crate) fn get(&self, i: usize) -> Option<u64> {
         match self.slot(i) {
-            (at, true) => Some(self.vals[at]),
+            (at, true) => Some(self.vals.get(at)),
             _ => None,
         }
     }
@@ -69,7 +73,7 @@ impl OptCol {
         let (at, had) = self.slot(i);
         let w = i / 64;
         match (had, v) {
-            (true, Some(v)) => self.vals[at] = v,
+            (true, Some(v)) => self.vals.set(at, v),
             (false, None) => {}
             (false, Some(v)) => {
                 self.cover(i);
@@ -119,7 +123,7 @@ impl OptCol {
             let base = self.vals.len() as u32;
             self.rank.extend(other.rank.iter().map(|r| r + base));
             self.present.extend_from_slice(&other.present);
-            self.vals.extend_from_slice(&other.vals);
+            self.vals.append(&other.vals);
             return;
         }
         let mut at = 0;
@@ -128,7 +132,7 @@ impl OptCol {
             while bits != 0 {
                 let b = bits.trailing_zeros() as usize;
                 bits &= bits - 1;
-                self.push(rows + w * 64 + b, Some(other.vals[at]));
+                self.push(rows + w * 64 + b, Some(other.vals.get(at)));
                 at += 1;
             }
         }
@@ -147,7 +151,7 @@ impl OptCol {
 
     /// A column from its presence words and its values, as the cache
     /// stores them; `None` if they do not agree.
-    pub(crate) fn from_parts(present: Vec<u64>, vals: Vec<u64>) -> Option<OptCol> {
+    pub(crate) fn from_parts(present: Vec<u64>, vals: Narrow) -> Option<OptCol> {
         let mut rank = Vec::with_capacity(present.len());
         let mut n = 0usize;
         for w in &present {
@@ -162,13 +166,56 @@ impl OptCol {
     }
 
     pub(crate) fn heap_bytes(&self) -> usize {
-        (self.vals.capacity() + self.present.capacity()) * 8 + self.rank.capacity() * 4
+        self.vals.heap_bytes() + self.present.capacity() * 8 + self.rank.capacity() * 4
     }
 
     pub(crate) fn shrink(&mut self) {
         self.vals.shrink_to_fit();
         self.present.shrink_to_fit();
         self.rank.shrink_to_fit();
+    }
+}
+
+/// A `u64` column that is mostly zeros (an op's evictions: most ops have
+/// none) held either densely or as the rows that are not zero, whichever
+/// is smaller: a zero row costs 1.5 bits in the sparse form.
+#[derive(Debug, Clone)]
+pub(crate) enum ZeroCol {
+    Dense(Narrow),
+    Sparse(OptCol),
+}
+
+impl ZeroCol {
+    /// `c` in the smaller of the two forms.
+    pub(crate) fn of(mut c: Narrow) -> ZeroCol {
+        let n = c.len();
+        let nonzero = c.iter().filter(|&v| v != 0).count();
+        let sparse = nonzero * c.width() + n.div_ceil(64) * 12;
+        if sparse >= n * c.width() {
+            c.shrink_to_fit();
+            return ZeroCol::Dense(c);
+        }
+        let mut s = OptCol::default();
+        for (i, v) in c.iter().enumerate() {
+            s.push(i, (v != 0).then_some(v));
+        }
+        s.shrink();
+        ZeroCol::Sparse(s)
+    }
+
+    #[inline]
+    pub(crate) fn get(&self, i: usize) -> u64 {
+        match self {
+            ZeroCol::Dense(c) => c.get(i),
+            ZeroCol::Sparse(s) => s.get(i).unwrap_or(0),
+        }
+    }
+
+    pub(crate) fn heap_bytes(&self) -> usize {
+        match self {
+            ZeroCol::Dense(c) => c.heap_bytes(),
+            ZeroCol::Sparse(s) => s.heap_bytes(),
+        }
     }
 }
 
@@ -916,7 +963,23 @@ mod tests {
 
     #[test]
     fn parts_that_disagree_are_refused() {
-        assert!(OptCol::from_parts(vec![0b101], vec![1]).is_none());
-        assert!(OptCol::from_parts(vec![0b101], vec![1, 2]).is_some());
+        assert!(OptCol::from_parts(vec![0b101], Narrow::from_vec(vec![1])).is_none());
+        assert!(OptCol::from_parts(vec![0b101], Narrow::from_vec(vec![1, 2])).is_some());
+    }
+
+    #[test]
+    fn a_mostly_zero_column_is_sparse_and_a_full_one_dense() {
+        let mut few = vec![0u64; 10_000];
+        few[17] = 5;
+        few[9_999] = 1 << 40;
+        let c = ZeroCol::of(Narrow::from_vec(few.clone()));
+        assert!(matches!(c, ZeroCol::Sparse(_)));
+        assert!(c.heap_bytes() < 10_000 / 4, "{} bytes", c.heap_bytes());
+        assert!((0..few.len()).all(|i| c.get(i) == few[i]));
+        let full: Vec<u64> = (0..1000).map(|i| i % 7 + 1).collect();
+        let d = ZeroCol::of(Narrow::from_vec(full.clone()));
+        assert!(matches!(d, ZeroCol::Dense(_)));
+        assert_eq!(d.heap_bytes(), 1000);
+        assert!((0..full.len()).all(|i| d.get(i) == full[i]));
     }
 }

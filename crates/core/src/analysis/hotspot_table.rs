@@ -1,13 +1,15 @@
 //! The hotspot table an open trace keeps: every op's row, or the rows
 //! grouped by op name. A row per op stored whole cost 216 bytes (81 MB at
-//! 375,000 ops); the table keeps the 64 bytes per op that the ledger and
-//! the events add to the op's own fields and assembles a row when it is
-//! asked for (a screen's worth at a time, or once per row to sort).
+//! 375,000 ops); the table keeps what the ledger and the events add to the
+//! op's own fields, as narrow sparse columns ([`super::op_figures`]), and
+//! assembles a row when it is asked for (a screen's worth at a time, or
+//! once per row to sort).
 
 use super::hotspots::{
     group_by_name, in_order, latency_ns, names_repeat, op_figures, order_hotspots, row, sort_value,
-    Hotspot, HotspotKey, OpFigures, SortValue,
+    Hotspot, HotspotKey, SortValue,
 };
+use super::op_figures::FigureTable;
 use crate::trace::ledger::Ledger;
 use crate::trace::Trace;
 use std::sync::Arc;
@@ -21,7 +23,7 @@ pub struct Hotspots(Rows);
 enum Rows {
     PerOp {
         trace: Arc<Trace>,
-        figures: Vec<OpFigures>,
+        figures: FigureTable,
         latency: f64,
     },
     Held(Vec<Hotspot>),
@@ -37,8 +39,7 @@ impl Hotspots {
     /// Every op's hotspot, in op order (the figures of
     /// [`super::hotspots::hotspots`], one row each).
     pub fn of(trace: &Arc<Trace>, ledger: &Ledger) -> Hotspots {
-        let mut figures = op_figures(trace, ledger);
-        figures.shrink_to_fit();
+        let figures = op_figures(trace, ledger);
         Hotspots(Rows::PerOp {
             latency: latency_ns(trace),
             trace: trace.clone(),
@@ -62,6 +63,15 @@ impl Hotspots {
         self.len() == 0
     }
 
+    /// Heap bytes the table holds (the trace it reads not counted): the
+    /// per-op figure docs/memory.md quotes.
+    pub fn heap_bytes(&self) -> usize {
+        match &self.0 {
+            Rows::PerOp { figures, .. } => figures.heap_bytes(),
+            Rows::Held(v) => v.capacity() * std::mem::size_of::<Hotspot>(),
+        }
+    }
+
     /// Row `i` (op `i`'s, for every op's table).
     pub fn get(&self, i: usize) -> Option<Hotspot> {
         match &self.0 {
@@ -69,7 +79,7 @@ impl Hotspots {
                 trace,
                 figures,
                 latency,
-            } => figures.get(i).map(|f| row(trace, i, f, *latency, true)),
+            } => (i < figures.len()).then(|| row(trace, i, &figures.at(i), *latency, true)),
             Rows::Held(v) => v.get(i).cloned(),
         }
     }
@@ -105,11 +115,9 @@ impl Hotspots {
         };
         // Each row's value once, the type borrowed from the trace: a row
         // per comparison would copy names n log n times.
-        let values: Vec<(SortValue, usize)> = figures
-            .iter()
-            .enumerate()
-            .map(|(i, f)| {
-                let h = row(trace, i, f, latency, false);
+        let values: Vec<(SortValue, usize)> = (0..figures.len())
+            .map(|i| {
+                let h = row(trace, i, &figures.at(i), latency, false);
                 (sort_value(&h, trace.ops.at(i).op_type, key), h.op)
             })
             .collect();

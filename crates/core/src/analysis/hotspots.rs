@@ -4,7 +4,8 @@
 //! record no spills, where time and memory go: self and total time, bytes
 //! and count of allocations, and bytes live at the peak.
 
-use crate::trace::ledger::{Ledger, Part};
+pub(crate) use super::op_figures::{op_figures, OpFigures};
+use crate::trace::ledger::Ledger;
 use crate::trace::{Bound, Trace};
 use serde::Serialize;
 
@@ -199,67 +200,13 @@ impl HotspotKey {
 }
 
 /// Hotspots of every op, in op order (every row at once: for a table
-/// kept while a trace is open, [`Hotspots`] holds 64 bytes per op instead).
+/// kept while a trace is open, [`Hotspots`] holds a few bytes per op instead).
 pub fn hotspots(tr: &Trace, ledger: &Ledger) -> Vec<Hotspot> {
     let latency = latency_ns(tr);
-    op_figures(tr, ledger)
-        .iter()
-        .enumerate()
-        .map(|(i, f)| row(tr, i, f, latency, true))
+    let figures = op_figures(tr, ledger);
+    (0..figures.len())
+        .map(|i| row(tr, i, &figures.at(i), latency, true))
         .collect()
-}
-
-/// What an op's hotspot row adds to the op's own fields in the trace: its
-/// parts of the ledger and its allocations (64 bytes; the whole row is
-/// 216, its name and type inline).
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub(crate) struct OpFigures {
-    evicted_bytes: u64,
-    reloaded_bytes: u64,
-    streamed_in_bytes: u64,
-    streamed_out_bytes: u64,
-    alloc_bytes: u64,
-    peak_bytes: u64,
-    evictions: u32,
-    reloads: u32,
-    allocs: u32,
-}
-
-impl OpFigures {
-    fn add(&mut self, part: Part, bytes: u64) {
-        let (count, total) = match part {
-            Part::EvictedOut => (Some(&mut self.evictions), &mut self.evicted_bytes),
-            Part::Reloaded => (Some(&mut self.reloads), &mut self.reloaded_bytes),
-            Part::StreamedIn => (None, &mut self.streamed_in_bytes),
-            Part::StreamedOut => (None, &mut self.streamed_out_bytes),
-            Part::Weights | Part::InputLoads => return,
-        };
-        *total = total.saturating_add(bytes);
-        if let Some(c) = count {
-            *c = c.saturating_add(1);
-        }
-    }
-
-    /// The sum of the four spill parts (as [`crate::trace::ledger::Parts::traffic_bytes`]).
-    fn traffic_bytes(&self) -> u64 {
-        self.evicted_bytes
-            .saturating_add(self.reloaded_bytes)
-            .saturating_add(self.streamed_in_bytes)
-            .saturating_add(self.streamed_out_bytes)
-    }
-}
-
-/// Every op's [`OpFigures`], in op order: one pass over the ledger, two
-/// over the events.
-pub(crate) fn op_figures(tr: &Trace, ledger: &Ledger) -> Vec<OpFigures> {
-    let mut v = vec![OpFigures::default(); tr.ops.len()];
-    ledger.each(tr, |part, _tensor, op, bytes| {
-        if let Some(f) = op.and_then(|o| v.get_mut(o)) {
-            f.add(part, bytes);
-        }
-    });
-    memory_by_op(tr, &mut v);
-    v
 }
 
 /// What a share of the run divides by: the end-to-end latency, on several
@@ -387,63 +334,6 @@ pub(crate) fn group_by_name(rows: impl Iterator<Item = Hotspot>) -> Vec<Hotspot>
         }
     }
     out
-}
-
-/// Per op: the allocations naming it, and the bytes of them still live at
-/// the first instant live bytes (allocations minus frees, all pools) peak.
-/// Two passes over the events (in time order), no per-event search.
-fn memory_by_op(tr: &Trace, out: &mut [OpFigures]) {
-    use crate::trace::EventKind;
-    // Pass 1: where the peak is (the number of events up to it).
-    let (mut live, mut peak, mut upto) = (0i128, 0i128, 0usize);
-    // Weights (initializers) are not live tensors: left out, as from the
-    // peak of live bytes.
-    let weight = |t: usize| {
-        tr.tensors
-            .get(t)
-            .is_some_and(|x| x.kind == crate::trace::TensorKind::Weight)
-    };
-    for (i, e) in tr.events.iter().enumerate() {
-        if weight(e.tensor) {
-            continue;
-        }
-        match e.kind {
-            EventKind::Alloc => {
-                live += e.bytes as i128;
-                if let Some(m) = e.op.and_then(|o| out.get_mut(o)) {
-                    m.alloc_bytes += e.bytes;
-                    m.allocs = m.allocs.saturating_add(1);
-                }
-            }
-            EventKind::Free => live -= e.bytes as i128,
-            _ => continue,
-        }
-        if live > peak {
-            (peak, upto) = (live, i + 1);
-        }
-    }
-    let frees = tr.events.iter().any(|e| e.kind == EventKind::Free);
-    if !frees {
-        return;
-    }
-    // Pass 2: which allocations are live there, and whose they are.
-    let mut holder: std::collections::HashMap<usize, (u64, Option<usize>)> = Default::default();
-    for e in tr.events.range(0..upto).filter(|e| !weight(e.tensor)) {
-        match e.kind {
-            EventKind::Alloc => {
-                holder.insert(e.tensor, (e.bytes, e.op));
-            }
-            EventKind::Free => {
-                holder.remove(&e.tensor);
-            }
-            _ => {}
-        }
-    }
-    for (bytes, op) in holder.into_values() {
-        if let Some(m) = op.and_then(|o| out.get_mut(o)) {
-            m.peak_bytes += bytes;
-        }
-    }
 }
 
 /// Sorts hotspots by `key`, largest first unless `ascending`.

@@ -91,10 +91,10 @@ impl Placements {
         };
         // In place (a stable sort borrows half the list); the start time is
         // a column read, the rest only breaks its ties.
-        let t = ev.t_ns();
+        let t = |i: u32| ev.t_ns(i as usize);
         let mut spans = std::mem::take(&mut p.spans);
         spans.sort_unstable_by(|a, b| {
-            t[a.0 as usize].cmp(&t[b.0 as usize]).then_with(|| {
+            t(a.0).cmp(&t(b.0)).then_with(|| {
                 let (x, y) = (p.row(*a), p.row(*b));
                 let key = |q: &Placement| (q.offset, q.t1, q.pool_id, q.tensor, q.bytes);
                 key(&x).cmp(&key(&y))
@@ -116,10 +116,10 @@ impl Placements {
             unreachable!("placements without a trace hold none")
         };
         let ev = &tr.events;
-        let (s, t0) = (s as usize, ev.t_ns()[s as usize]);
+        let (s, t0) = (s as usize, ev.t_ns(s as usize));
         let t1 = match e {
             OPEN => self.end_ns,
-            e => ev.t_ns()[e as usize],
+            e => ev.t_ns(e as usize),
         };
         Placement {
             tensor: ev.tensor(s),

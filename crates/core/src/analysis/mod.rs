@@ -17,6 +17,7 @@ pub mod hotspot_table;
 pub mod hotspots;
 pub mod measured;
 pub mod memmap;
+mod op_figures;
 pub use crate::sim::optimum;
 pub mod report;
 pub mod residency;

@@ -245,10 +245,9 @@ impl TimelineIndex {
             });
         }
         let ev = &tr.events;
-        let t_ns = ev.t_ns();
         let mut dma: Vec<(u32, Lane)> = Vec::new();
         let mut spills: Vec<(u32, Mark)> = Vec::new();
-        for (i, &t) in t_ns.iter().enumerate().take(u32::MAX as usize) {
+        for (i, t) in ev.times().enumerate().take(u32::MAX as usize) {
             let Some(part) = ledger.part(i) else {
                 continue;
             };
@@ -295,7 +294,7 @@ impl TimelineIndex {
             let (s, e) = span_of(i);
             (s, i, e, lane as u8)
         });
-        spills.sort_unstable_by_key(|&(i, _)| (t_ns[i as usize], i));
+        spills.sort_unstable_by_key(|&(i, _)| (ev.t_ns(i as usize), i));
         derived.sort_unstable_by_key(|s| (s.start, s.end));
         derived_points.sort_unstable_by_key(|p| p.0);
         let (dma, dma_lane): (Vec<u32>, Vec<Lane>) = dma.into_iter().unzip();
@@ -518,7 +517,7 @@ impl TimelineIndex {
     /// Spill event `k` (in time order): its time and event index.
     fn spill(&self, k: usize) -> (u64, usize) {
         let i = self.spills[k] as usize;
-        let t = self.trace.as_deref().map_or(0, |tr| tr.events.t_ns()[i]);
+        let t = self.trace.as_deref().map_or(0, |tr| tr.events.t_ns(i));
         (t, i)
     }
 

@@ -17,7 +17,7 @@ use super::tensors::TensorCols;
 use super::{
     Bound, CompactString, Counter, Events, Meta, OpRef, Ops, Pool, Source, Summary, Tensors, Trace,
 };
-use crate::cols::IdLists;
+use crate::cols::{IdLists, Narrow};
 use crate::graph::TensorKind;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -80,6 +80,19 @@ impl<W: Write> Writer<W> {
 
     pub fn u8s(&mut self, n: usize, vals: impl Iterator<Item = u8>) -> io::Result<()> {
         self.fixed(n, 1, vals.map(|v| [v]))
+    }
+
+    /// A column as wide as it is held: its width in bytes, then its
+    /// values (so reading it back is a copy, not a narrowing).
+    pub(crate) fn narrow(&mut self, c: &Narrow) -> io::Result<()> {
+        self.u64s(1, std::iter::once(c.width() as u64))?;
+        let n = c.len();
+        match c {
+            Narrow::U8(v) => self.bytes(v),
+            Narrow::U16(v) => self.fixed(n, 2, v.iter().map(|x| x.to_le_bytes())),
+            Narrow::U32(v) => self.fixed(n, 4, v.iter().map(|x| x.to_le_bytes())),
+            Narrow::U64(v) => self.fixed(n, 8, v.iter().map(|x| x.to_le_bytes())),
+        }
     }
 
     fn fixed<const K: usize>(
@@ -226,6 +239,19 @@ impl<'a> Reader<'a> {
 
     pub fn u8s(&mut self, n: usize, what: &str) -> Result<&'a [u8], Fail> {
         self.fixed::<1>(n, what)
+    }
+
+    /// A column [`Writer::narrow`] wrote, of `n` values (any number when
+    /// `None`).
+    pub(crate) fn narrow(&mut self, n: Option<usize>, what: &str) -> Result<Narrow, Fail> {
+        let w = self.count(what)?;
+        let b = self.bytes(what)?;
+        let c = Narrow::from_le_bytes(w, b)
+            .ok_or_else(|| format!("{what}: {} bytes in values of {w}", b.len()))?;
+        match n {
+            Some(n) if c.len() != n => Err(format!("{what}: {} values, expected {n}", c.len())),
+            _ => Ok(c),
+        }
     }
 
     /// `n` strings, each checked to be UTF-8.

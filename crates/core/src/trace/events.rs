@@ -21,7 +21,7 @@
 //! ever holds a vector of rows.
 
 use super::{Event, EventKind};
-use crate::cols::{Dictionary, OptCol};
+use crate::cols::{Dictionary, Narrow, OptCol};
 use compact_str::CompactString;
 use serde::ser::SerializeSeq;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -147,26 +147,51 @@ macro_rules! each_dense {
     }};
 }
 
-/// Heap bytes a column's capacity holds.
-fn heap<T>(v: &Vec<T>) -> usize {
-    v.capacity() * std::mem::size_of::<T>()
+/// What the dense columns have in common, whether plain vectors or
+/// [`Narrow`] ones.
+trait Dense: Sized {
+    /// Heap bytes the column's capacity holds.
+    fn heap(&self) -> usize;
+    /// The column's values in `order`.
+    fn gather(&self, order: &[u32]) -> Self;
 }
 
-/// A column's values in `order`.
-fn gather<T: Copy>(v: &[T], order: &[u32]) -> Vec<T> {
-    order.iter().map(|&i| v[i as usize]).collect()
+impl<T: Copy> Dense for Vec<T> {
+    fn heap(&self) -> usize {
+        self.capacity() * std::mem::size_of::<T>()
+    }
+    fn gather(&self, order: &[u32]) -> Vec<T> {
+        order.iter().map(|&i| self[i as usize]).collect()
+    }
+}
+
+impl Dense for Narrow {
+    fn heap(&self) -> usize {
+        self.heap_bytes()
+    }
+    fn gather(&self, order: &[u32]) -> Narrow {
+        Narrow::gather(self, order)
+    }
+}
+
+fn heap(c: &impl Dense) -> usize {
+    c.heap()
+}
+
+fn gather<C: Dense>(c: &C, order: &[u32]) -> C {
+    c.gather(order)
 }
 
 /// A trace's events, in trace order (see the module's doc).
 #[derive(Clone, Default)]
 pub struct Events {
-    t_ns: Vec<u64>,
+    t_ns: Narrow,
     kind: Vec<EventKind>,
     tensor: Vec<u32>,
-    bytes: Vec<u64>,
-    pool: Vec<u32>,
+    bytes: Narrow,
+    pool: Narrow,
     op: Vec<u32>,
-    reason: Vec<u32>,
+    reason: Narrow,
     offset: OptCol,
     dma_start_ns: OptCol,
     dma_end_ns: OptCol,
@@ -264,9 +289,9 @@ impl Events {
         self.kind.push(e.kind);
         self.tensor.push(id32(e.tensor));
         self.bytes.push(e.bytes);
-        self.pool.push(pool);
+        self.pool.push(u64::from(pool));
         self.op.push(op32(e.op));
-        self.reason.push(reason);
+        self.reason.push(u64::from(reason));
         self.offset.push(i, e.offset);
         self.dma_start_ns.push(i, e.dma_start_ns);
         self.dma_end_ns.push(i, e.dma_end_ns);
@@ -281,15 +306,15 @@ impl Events {
     pub fn append(&mut self, other: &Events) {
         let rows = self.len();
         let map = self.dict.ids_of(&other.dict);
-        self.t_ns.extend_from_slice(&other.t_ns);
+        self.t_ns.append(&other.t_ns);
         self.kind.extend_from_slice(&other.kind);
         self.tensor.extend_from_slice(&other.tensor);
-        self.bytes.extend_from_slice(&other.bytes);
+        self.bytes.append(&other.bytes);
         self.op.extend_from_slice(&other.op);
-        self.pool
-            .extend(other.pool.iter().map(|&p| map[p as usize]));
-        self.reason
-            .extend(other.reason.iter().map(|&r| map[r as usize]));
+        let mapped =
+            |c: &Narrow| -> Narrow { c.iter().map(|i| u64::from(map[i as usize])).collect() };
+        self.pool.append(&mapped(&other.pool));
+        self.reason.append(&mapped(&other.reason));
         for (mine, theirs) in self.opt_cols_mut().into_iter().zip(other.opt_cols()) {
             mine.append(rows, theirs);
         }
@@ -298,13 +323,13 @@ impl Events {
     /// Event `i` as a row. Panics when `i` is out of range, like indexing.
     pub fn at(&self, i: usize) -> EventRef<'_> {
         let op = self.op[i];
-        let reason = self.reason[i];
+        let reason = self.reason.get(i) as u32;
         EventRef {
-            t_ns: self.t_ns[i],
+            t_ns: self.t_ns.get(i),
             kind: self.kind[i],
             tensor: self.tensor[i] as usize,
-            bytes: self.bytes[i],
-            pool: self.dict.name(self.pool[i]),
+            bytes: self.bytes.get(i),
+            pool: self.dict.name(self.pool_id(i)),
             offset: self.offset.get(i),
             op: (op != NO_OP).then_some(op as usize),
             dma_start_ns: self.dma_start_ns.get(i),
@@ -326,13 +351,15 @@ impl Events {
 
     /// Replaces event `i` (same rules as [`Events::push`]).
     pub fn set(&mut self, i: usize, e: &Event) {
-        self.t_ns[i] = e.t_ns;
+        self.t_ns.set(i, e.t_ns);
         self.kind[i] = e.kind;
         self.tensor[i] = id32(e.tensor);
-        self.bytes[i] = e.bytes;
-        self.pool[i] = self.dict.id(&e.pool);
+        self.bytes.set(i, e.bytes);
+        let pool = self.dict.id(&e.pool);
+        self.pool.set(i, u64::from(pool));
         self.op[i] = op32(e.op);
-        self.reason[i] = e.reason.as_deref().map_or(0, |r| self.dict.id(r));
+        let reason = e.reason.as_deref().map_or(0, |r| self.dict.id(r));
+        self.reason.set(i, u64::from(reason));
         self.offset.set(i, e.offset);
         self.dma_start_ns.set(i, e.dma_start_ns);
         self.dma_end_ns.set(i, e.dma_end_ns);
@@ -385,13 +412,9 @@ impl Events {
     /// Moves every time `t0` earlier (a runtime's clock to the trace's
     /// zero), clamped at 0.
     pub fn shift_times(&mut self, t0: u64) {
-        for t in &mut self.t_ns {
-            *t = t.saturating_sub(t0);
-        }
+        self.t_ns.map(|t| t.saturating_sub(t0));
         for c in [&mut self.dma_start_ns, &mut self.dma_end_ns] {
-            for t in &mut c.vals {
-                *t = t.saturating_sub(t0);
-            }
+            c.vals.map(|t| t.saturating_sub(t0));
         }
     }
 
@@ -409,7 +432,7 @@ impl Events {
             return;
         }
         let mut order: Vec<u32> = (0..self.len() as u32).collect();
-        order.sort_by_key(|&i| self.t_ns[i as usize]);
+        order.sort_by_key(|&i| self.t_ns.get(i as usize));
         each_dense!(self, replace gather(&order));
         for c in self.opt_cols_mut() {
             *c = c.gather(&order);
@@ -472,31 +495,38 @@ impl Events {
         }
     }
 
-    /// The columns read most, for loops that need no whole row.
-    pub fn t_ns(&self) -> &[u64] {
-        &self.t_ns
+    /// Event `i`'s time.
+    #[inline]
+    pub fn t_ns(&self, i: usize) -> u64 {
+        self.t_ns.get(i)
     }
-    /// Every event's size.
-    pub fn bytes_col(&self) -> &[u64] {
-        &self.bytes
+    /// Every event's time, in order.
+    pub fn times(&self) -> impl ExactSizeIterator<Item = u64> + DoubleEndedIterator + '_ {
+        self.t_ns.iter()
+    }
+    /// The first event whose time is not `pred` (the events are in time
+    /// order, so this is a binary search).
+    pub fn partition_time(&self, pred: impl Fn(u64) -> bool) -> usize {
+        self.t_ns.partition_point(pred)
+    }
+    /// Every event's size, in order.
+    pub fn sizes(&self) -> impl ExactSizeIterator<Item = u64> + '_ {
+        self.bytes.iter()
     }
     /// The latest time any event carries (its own, or its DMA's).
     pub fn max_time_ns(&self) -> u64 {
         let cols = [&self.t_ns, &self.dma_start_ns.vals, &self.dma_end_ns.vals];
-        cols.iter()
-            .flat_map(|c| c.iter().copied().max())
-            .max()
-            .unwrap_or(0)
+        cols.iter().flat_map(|c| c.max()).max().unwrap_or(0)
     }
     /// The latest time an event ends: its DMA's end where it has one, else
     /// its own time.
     pub fn max_end_ns(&self) -> u64 {
         let ends = &self.dma_end_ns;
         if ends.vals.is_empty() {
-            return self.t_ns.iter().copied().max().unwrap_or(0);
+            return self.t_ns.max().unwrap_or(0);
         }
         (0..self.len())
-            .map(|i| ends.get(i).unwrap_or(self.t_ns[i]))
+            .map(|i| ends.get(i).unwrap_or(self.t_ns.get(i)))
             .max()
             .unwrap_or(0)
     }
@@ -527,7 +557,7 @@ impl Events {
     }
     /// The size of event `i`.
     pub fn bytes(&self, i: usize) -> u64 {
-        self.bytes[i]
+        self.bytes.get(i)
     }
     /// Event `i`'s DMA transfer `(start, end)`, where it has both times.
     pub fn dma(&self, i: usize) -> Option<(u64, u64)> {
@@ -548,7 +578,7 @@ impl Events {
     /// The id of event `i`'s pool name ([`Events::name_of`] spells it):
     /// the same id for the same name, for loops that tally per pool.
     pub fn pool_id(&self, i: usize) -> u32 {
-        self.pool[i]
+        self.pool.get(i) as u32
     }
     /// The name with id `id` (pool names and reasons).
     pub fn name_of(&self, id: u32) -> &str {
@@ -556,7 +586,7 @@ impl Events {
     }
     /// The pool name of event `i`.
     pub fn pool(&self, i: usize) -> &str {
-        self.dict.name(self.pool[i])
+        self.dict.name(self.pool_id(i))
     }
 }
 
@@ -677,17 +707,17 @@ impl Events {
     ) -> std::io::Result<()> {
         let n = self.len();
         w.u64s(1, std::iter::once(n as u64))?;
-        w.u64s(n, self.t_ns.iter().copied())?;
+        w.narrow(&self.t_ns)?;
         w.u8s(n, self.kind.iter().map(|&k| kind_tag(k)))?;
         w.u32s(n, self.tensor.iter().copied())?;
-        w.u64s(n, self.bytes.iter().copied())?;
-        w.u32s(n, self.pool.iter().copied())?;
+        w.narrow(&self.bytes)?;
+        w.narrow(&self.pool)?;
         w.u32s(n, self.op.iter().copied())?;
-        w.u32s(n, self.reason.iter().copied())?;
+        w.narrow(&self.reason)?;
         for c in self.opt_cols() {
             // The values of the events that have the field, then one bit
             // per event (none at all while no event has it).
-            w.u64s(c.vals.len(), c.vals.iter().copied())?;
+            w.narrow(&c.vals)?;
             let words = if c.vals.is_empty() { 0 } else { n.div_ceil(64) };
             let pad = words.saturating_sub(c.present.len());
             let present = c.present.iter().copied().take(words);
@@ -700,17 +730,17 @@ impl Events {
 
     pub(super) fn decode(r: &mut super::columnar::Reader) -> Result<Events, String> {
         let n = r.count("events")?;
-        let t_ns = r.u64s(n, "event times")?;
+        let t_ns = r.narrow(Some(n), "event times")?;
         let kind = r
             .u8s(n, "event kinds")?
             .iter()
             .map(|&k| kind_of(k).ok_or_else(|| format!("event kinds: unknown tag {k}")))
             .collect::<Result<Vec<_>, String>>()?;
         let tensor = r.u32s(n, "event tensors")?;
-        let bytes = r.u64s(n, "event sizes")?;
-        let pool = r.u32s(n, "event pools")?;
+        let bytes = r.narrow(Some(n), "event sizes")?;
+        let pool = r.narrow(Some(n), "event pools")?;
         let op = r.u32s(n, "event ops")?;
-        let reason = r.u32s(n, "event reasons")?;
+        let reason = r.narrow(Some(n), "event reasons")?;
         let mut opt = Vec::with_capacity(6);
         for what in [
             "offset",
@@ -722,7 +752,7 @@ impl Events {
         ] {
             // No values and no bits, or a bit per event and a value per
             // bit set.
-            let vals = r.u64s_any(what)?;
+            let vals = r.narrow(None, what)?;
             let words = if vals.is_empty() { 0 } else { n.div_ceil(64) };
             let present = r.u64s(words, what)?;
             let col = OptCol::from_parts(present, vals)
@@ -732,7 +762,7 @@ impl Events {
         let k = r.count("event names")?;
         let strs = r.strs(k, "event names")?;
         let dict = Dictionary::from_names((0..k).map(|i| strs.get(i)), "event names")?;
-        if let Some(bad) = pool.iter().chain(&reason).find(|&&i| i as usize >= k) {
+        if let Some(bad) = pool.iter().chain(reason.iter()).find(|&i| i >= k as u64) {
             return Err(format!("event pools or reasons: name {bad} of {k}"));
         }
         let mut opt = opt.into_iter();
@@ -844,7 +874,7 @@ mod tests {
         assert_eq!(ev.at(128).thread, Some(3));
         let before: Vec<Event> = ev.iter().map(|e| e.owned()).collect();
         ev.sort_by_time();
-        assert!(ev.t_ns().is_sorted());
+        assert!(ev.times().is_sorted());
         let mut want = before.clone();
         want.sort_by_key(|e| e.t_ns);
         assert!(ev.iter().eq(want));

@@ -259,8 +259,8 @@ impl Ledger {
             }
         }
         let mut next = derived.iter().peekable();
-        let (ev, times) = (&tr.events, tr.events.t_ns());
-        for (i, &t) in times.iter().enumerate() {
+        let ev = &tr.events;
+        for (i, t) in ev.times().enumerate() {
             while let Some(d) = next.next_if(|d| d.t_ns < t) {
                 replay.derived(d);
             }

@@ -45,9 +45,9 @@ impl Trace {
         // The columns first (a pass over three of them); the rows only to
         // name the first event out of range.
         let ev = &self.events;
-        let total: u128 = ev.bytes_col().iter().map(|&b| b as u128).sum();
+        let total: u128 = ev.sizes().map(u128::from).sum();
         let in_range = ev.max_time_ns() < MAX_NS
-            && ev.bytes_col().iter().all(|&b| b <= MAX_GRAPH_BYTES)
+            && ev.sizes().all(|b| b <= MAX_GRAPH_BYTES)
             && total < MAX_TOTAL_BYTES as u128;
         if !in_range {
             let mut total = 0u64;

@@ -30,7 +30,7 @@ use std::path::{Path, PathBuf};
 pub const DIR: &str = "traces";
 
 /// Bumped whenever the layout of an entry changes.
-const FORMAT: u32 = 3;
+const FORMAT: u32 = 4;
 
 const MAGIC: &[u8; 8] = b"SPLTRACE";
 

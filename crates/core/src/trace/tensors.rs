@@ -109,7 +109,7 @@ impl Tensors {
 
     /// The largest op id a tensor names as its producer or a consumer.
     pub fn max_op_ref(&self) -> Option<usize> {
-        let producers = self.producer.vals.iter().map(|&p| p as usize).max();
+        let producers = self.producer.vals.max().map(|p| p as usize);
         let consumers = self.consumers.ids.iter().copied().max();
         producers.max(consumers)
     }

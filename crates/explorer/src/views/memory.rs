@@ -297,9 +297,9 @@ fn frag_line(
     let mut n = 0;
     // Spills are in event (time) order: visit only those in the window.
     let sp = &d.class.spills;
-    let t_ns = d.trace.events.t_ns();
-    let first = t_ns.partition_point(|&t| t < app.window.0);
-    for k in (sp.from_event(first)..sp.len()).take_while(|&k| t_ns[sp.event(k)] < app.window.1) {
+    let ev = &d.trace.events;
+    let first = ev.partition_time(|t| t < app.window.0);
+    for k in (sp.from_event(first)..sp.len()).take_while(|&k| ev.t_ns(sp.event(k)) < app.window.1) {
         if sp.class(k) != spillscope::analysis::classify::SpillClass::Lifetime {
             continue;
         }
@@ -307,7 +307,7 @@ fn frag_line(
         if pool.is_some_and(|x| d.trace.events.pool(sp.event(k)) != x.name) {
             continue;
         }
-        let t = t_ns[sp.event(k)];
+        let t = ev.t_ns(sp.event(k));
         if let Some(c) = col_of(t, app.window, lane_w) {
             if let Some(cell) = buf.cell_mut((x0 + c, fy)) {
                 cell.set_symbol(g.evict)

@@ -80,15 +80,14 @@ pub(super) fn trim(
         return;
     }
     b.events.sort_by_time();
-    let times = b.events.t_ns();
     let mut cut = 0;
     if over_events {
-        cut = times[times.len() - keep.max(1)];
+        cut = b.events.t_ns(b.events.len() - keep.max(1));
     }
     if over_ops {
         cut = cut.max(b.ops[b.ops.len() - keep.max(1)].start_ns);
     }
-    let split = times.partition_point(|&t| t < cut);
+    let split = b.events.partition_time(|t| t < cut);
     if split == 0 && !b.ops.iter().any(|o| o.end_ns < cut) {
         // Everything shares the latest time: nothing is older yet.
         return;
@@ -136,7 +135,7 @@ fn forget_streams(b: &mut TraceBuilder) {
 /// it keeps the placements of what was resident then.)
 fn fold_peak(b: &TraceBuilder, r: &mut Retired, split: usize) {
     let deltas = residency::deltas(&b.events, &b.ops, b.tensors.len());
-    let steps = b.events.t_ns().iter().copied().zip(deltas);
+    let steps = b.events.times().zip(deltas);
     let peak = residency::walk(steps).take(split).map(|(_, v)| v).max();
     r.peak_live = r.peak_live.max(peak.unwrap_or(0));
 }
