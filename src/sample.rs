@@ -58,6 +58,12 @@ pub fn summary(format: Format) -> Result<String> {
         },
     );
     let outcome = spillscope::session::run(&request, &|_| {})?;
+    // A bound left unrefined says why (the memory budget), once per run.
+    let mut notes = outcome.notes.clone();
+    notes.dedup();
+    for n in &notes {
+        super::out::note(&format!("note: {n}\n"));
+    }
     let rep = RunsReport {
         model: SAMPLE_NAME.into(),
         runs: outcome.runs.iter().map(|r| r.row()).collect(),

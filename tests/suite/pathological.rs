@@ -263,3 +263,51 @@ fn graphs_over_the_memory_budget_are_refused_in_one_line() {
     assert!(e.contains("SPILLSCOPE_MEMORY_BUDGET=\"lots\""), "{e}");
     assert_eq!(e.trim_end().lines().count(), 1, "{e}");
 }
+
+/// A bound whose refinement (the graph rebuilt from the trace and its
+/// exact program) would not fit the memory budget is left as the trace
+/// recorded it, marked `unrefined` with no gap printed against it, and a
+/// note says what it needs and what the budget is; with room it is refined.
+#[test]
+fn a_bound_that_would_not_fit_the_memory_budget_stays_unrefined_and_says_why() {
+    let run = |budget: &str| {
+        let o = assert_cmd::Command::cargo_bin("spillscope")
+            .unwrap()
+            .env("SPILLSCOPE_MEMORY_BUDGET", budget)
+            .args(["sample", "--format", "json"])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        (v, String::from_utf8_lossy(&o.stderr).into_owned())
+    };
+    let (tight, note) = run("1KiB");
+    let (roomy, quiet) = run("64GiB");
+    let bounded = |v: &serde_json::Value| -> Vec<serde_json::Value> {
+        v["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["lower_bound_method"] != "none")
+            .cloned()
+            .collect()
+    };
+    assert!(!bounded(&tight).is_empty());
+    for r in bounded(&tight) {
+        assert_eq!(r["bound_state"], "unrefined", "{r}");
+        assert!(r["gap_ratio"].is_null(), "{r}");
+    }
+    for r in bounded(&roomy) {
+        assert!(r.get("bound_state").is_none(), "{r}");
+        assert!(r["gap_ratio"].is_number(), "{r}");
+    }
+    for needle in [
+        "refining the bound",
+        "needs about",
+        "1.0 KiB",
+        "SPILLSCOPE_MEMORY_BUDGET",
+    ] {
+        assert!(note.contains(needle), "{needle:?} missing: {note}");
+    }
+    assert!(!quiet.contains("refining the bound"), "{quiet}");
+}

@@ -571,6 +571,36 @@ fn a_background_bound_applies_to_its_own_trace_only() {
     assert_eq!(a.bound_of(&a.data[0]), own);
 }
 
+/// A bound the session left unrefined for want of memory reads so on its
+/// own trace only (no gap against it), and the status line says why.
+#[test]
+fn an_unrefined_bound_is_marked_on_its_own_trace_and_the_status_says_why() {
+    use spillscope::analysis::figures::BoundState;
+    let tr = std::sync::Arc::new(trace("encdec-1mib.lru.json"));
+    let mut a = App::new(vec![Dataset::complete("run", tr.clone())]);
+    assert_eq!(a.bound_figure(&a.data[0]).state, BoundState::Final);
+    let other = std::sync::Arc::new(trace("encdec-1mib.lru.json"));
+    let why = "refining the bound needs about 1.1 GiB, more than the 2.0 GiB budget";
+    update(
+        &mut a,
+        Msg::Unrefined {
+            trace: other,
+            reason: why.into(),
+        },
+    );
+    assert_eq!(a.bound_figure(&a.data[0]).state, BoundState::Final);
+    update(
+        &mut a,
+        Msg::Unrefined {
+            trace: tr,
+            reason: format!("{why}\x1b]0;owned\x07"),
+        },
+    );
+    assert_eq!(a.bound_figure(&a.data[0]).state, BoundState::Unrefined);
+    assert!(a.status.starts_with(why), "{}", a.status);
+    assert!(!a.status.contains('\x1b'), "escaped: {:?}", a.status);
+}
+
 /// The memory map of a trace with several pools shows one pool at a time:
 /// `o` cycles them (and wraps), the map's title and placements follow, and
 /// the key is offered only where it does something (several pools, the

@@ -80,6 +80,41 @@ pub fn check_budget(path: &Path, size: u64, per_byte: u64, what: &str) -> Result
     })
 }
 
+/// Whether `need` more bytes fit what [`memory_budget`] leaves: a budget
+/// set by the user less what this process holds now, or the memory
+/// available now. `Err` is one line saying what `what` needs and what is
+/// left, for the caller to show where it skips the work (a viewer that
+/// keeps going without an optional analysis, instead of being killed on a
+/// board with no swap). Fits where nothing can be told.
+pub fn check_room(need: u64, what: &str) -> std::result::Result<(), String> {
+    let (budget, from) = match memory_budget() {
+        Ok(Some(b)) => b,
+        Ok(None) => return Ok(()),
+        Err(e) => return Err(e.to_string()),
+    };
+    let held = match from {
+        "SPILLSCOPE_MEMORY_BUDGET" => resident_bytes().unwrap_or(0),
+        _ => 0,
+    };
+    let left = budget.saturating_sub(held);
+    if need <= left {
+        return Ok(());
+    }
+    let fmt = crate::units::fmt_bytes;
+    Err(match held {
+        0 => format!("{what} needs about {}, more than the {} budget ({from}); set SPILLSCOPE_MEMORY_BUDGET to change it", fmt(need), fmt(budget)),
+        _ => format!("{what} needs about {}, more than the {} left of the {} budget ({from})", fmt(need), fmt(left), fmt(budget)),
+    })
+}
+
+/// What this process holds in memory now (`VmRSS`), in bytes.
+pub fn resident_bytes() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = text.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib.saturating_mul(1024))
+}
+
 /// `MemAvailable` from `/proc/meminfo`, in bytes.
 fn available_memory() -> Option<u64> {
     let text = std::fs::read_to_string("/proc/meminfo").ok()?;

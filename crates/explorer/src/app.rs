@@ -130,6 +130,12 @@ pub enum Msg {
     Progress(spillscope::session::Progress),
     /// A better bound than the trace's own is being computed for it.
     Refining(Arc<spillscope::trace::Trace>),
+    /// The trace's bound stays its own: refining it would not fit the
+    /// memory budget (`reason` says so in one line).
+    Unrefined {
+        trace: Arc<spillscope::trace::Trace>,
+        reason: String,
+    },
     /// The session's job finished.
     Done,
     /// A watched file changed.
@@ -218,6 +224,9 @@ pub struct App {
     /// The trace whose bound the session is refining (shown as such, with
     /// no gap against it, until [`Msg::Bounded`] arrives for it).
     pub refining: Option<Arc<spillscope::trace::Trace>>,
+    /// The trace whose bound was left unrefined for want of memory (shown
+    /// as `not refined`, with no gap against it).
+    pub unrefined: Option<Arc<spillscope::trace::Trace>>,
     /// The session's job in progress (none when it is done).
     pub progress: Option<spillscope::session::Progress>,
     pub timeline: TimelineView,
@@ -303,15 +312,16 @@ impl App {
     pub fn bound_figure(&self, d: &Dataset) -> spillscope::analysis::figures::TrafficBound {
         use spillscope::analysis::figures::{BoundState, TrafficBound};
         let (bytes, method) = self.bound_of(d);
-        let refining = self
-            .refining
-            .as_ref()
-            .is_some_and(|t| Arc::ptr_eq(t, &d.trace));
+        let is = |t: &Option<Arc<spillscope::trace::Trace>>| {
+            t.as_ref().is_some_and(|t| Arc::ptr_eq(t, &d.trace))
+        };
         TrafficBound {
             bytes,
             method,
-            state: if refining {
+            state: if is(&self.refining) {
                 BoundState::Refining
+            } else if is(&self.unrefined) {
+                BoundState::Unrefined
             } else {
                 BoundState::Final
             },
@@ -336,6 +346,7 @@ impl App {
             suggest: SuggestView::default(),
             optimum: None,
             refining: None,
+            unrefined: None,
             progress: None,
             timeline: TimelineView::default(),
             memory: MemoryView::default(),
@@ -1341,6 +1352,11 @@ pub fn update(app: &mut App, msg: Msg) -> Option<Effect> {
         }
         Msg::Refining(trace) => {
             app.refining = Some(trace);
+            None
+        }
+        Msg::Unrefined { trace, reason } => {
+            app.unrefined = Some(trace);
+            app.status = spillscope::safe_text::escape(&reason).into_owned();
             None
         }
         Msg::Progress(p) => {

@@ -198,6 +198,7 @@ impl Client {
             Update::Loaded { slot, data } => Msg::Loaded { slot, data },
             Update::Analysed { slot, data } => Msg::Analysed { slot, data },
             Update::Refining { trace } => Msg::Refining(trace),
+            Update::Unrefined { trace, reason } => Msg::Unrefined { trace, reason },
             Update::Bounded { trace, optimum } => Msg::Bounded { trace, optimum },
             Update::Suggested { trace, result } => Msg::Suggested { trace, result },
             Update::Failed(e) => Msg::Failed(e.to_string()),

@@ -309,18 +309,32 @@ impl<'a> Job<'a> {
         let mut inputs: Vec<Option<(Graph, HardwareProfile, SimConfig)>> = Vec::new();
         for l in &loaded {
             // Rebuilding the graph that ran costs about what loading did:
-            // only for a bound that will be solved.
-            let rebuilt = will_refine(&l.trace)
+            // only for a bound that will be solved, and only where the
+            // memory budget has room for it and its solve.
+            let room = match will_refine(&l.trace) {
+                true => bound_room(&l.trace),
+                false => Ok(()),
+            };
+            let rebuilt = (will_refine(&l.trace) && room.is_ok())
                 .then(|| inputs_of_trace(&l.trace).ok())
                 .flatten()
                 // A multi-core trace keeps the bound it was written with
                 // (its cores' per-op bounds): its graph is every core's.
                 .filter(|(_, hw, _)| hw.is_single_pool() && hw.cores.count <= 1);
-            let state = if rebuilt.is_some() {
-                BoundState::Refining
-            } else {
-                BoundState::Final
+            let state = match (&rebuilt, &room) {
+                (Some(_), _) => BoundState::Refining,
+                (None, Err(_)) => BoundState::Unrefined,
+                (None, Ok(())) => BoundState::Final,
             };
+            if let Err(why) = room {
+                self.out.notes.push(why.clone());
+                if runs.len() < 2 {
+                    (self.post)(Update::Unrefined {
+                        trace: l.trace.clone(),
+                        reason: why,
+                    });
+                }
+            }
             runs.push(Run {
                 policy: None,
                 trace: l.trace.clone(),
@@ -687,4 +701,14 @@ impl<'a> Job<'a> {
         self.out.whatif = Some(WhatIf { report, knees });
         Ok(())
     }
+}
+
+/// Room for refining `tr`'s bound (its graph rebuilt and solved, about
+/// [`crate::limits::BOUND_BYTES_PER_ELEMENT`] per op and tensor) in the
+/// memory budget; the line that says why not otherwise.
+fn bound_room(tr: &crate::trace::Trace) -> std::result::Result<(), String> {
+    let elements = (tr.ops.len() + tr.tensors.len()) as u64;
+    let need = elements.saturating_mul(crate::limits::BOUND_BYTES_PER_ELEMENT);
+    crate::input::check_room(need, "refining the bound (its graph and exact program)")
+        .map_err(|e| format!("{e}; the bound shown is the trace's own"))
 }

@@ -186,6 +186,12 @@ pub enum Update {
     Refining {
         trace: Arc<Trace>,
     },
+    /// The trace's bound stays its own: refining it would not fit the
+    /// memory budget (`reason` says what it needs and what is left).
+    Unrefined {
+        trace: Arc<Trace>,
+        reason: String,
+    },
     /// The exact program's result for the trace's run: its figures, not
     /// its plan ([`Optimum::figures`]).
     Bounded {
