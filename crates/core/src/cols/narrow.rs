@@ -6,6 +6,10 @@
 //! cut; reading a value is one match on the width (the same branch for a
 //! whole loop) and a widening cast.
 
+// `each!` expands one body for every width, `u64` among them, where the
+// widening conversion is the identity.
+#![allow(clippy::useless_conversion)]
+
 /// Values of one column, as bytes, halves, words or double words.
 #[derive(Debug, Clone)]
 pub(crate) enum Narrow {
@@ -108,7 +112,7 @@ impl Narrow {
 
     #[inline]
     pub(crate) fn get(&self, i: usize) -> u64 {
-        each!(self, v => v[i] as u64)
+        each!(self, v => u64::from(v[i]))
     }
 
     pub(crate) fn push(&mut self, x: u64) {
@@ -164,7 +168,7 @@ impl Narrow {
     }
 
     pub(crate) fn max(&self) -> Option<u64> {
-        each!(self, v => v.iter().max().map(|&x| x as u64))
+        each!(self, v => v.iter().max().map(|&x| u64::from(x)))
     }
 
     pub(crate) fn is_sorted(&self) -> bool {
@@ -174,7 +178,7 @@ impl Narrow {
     /// The first index whose value is not `pred` (as
     /// [`slice::partition_point`]; the column must be partitioned).
     pub(crate) fn partition_point(&self, pred: impl Fn(u64) -> bool) -> usize {
-        each!(self, v => v.partition_point(|&x| pred(x as u64)))
+        each!(self, v => v.partition_point(|&x| pred(u64::from(x))))
     }
 
     /// Appends `other`'s values (widening to the wider of the two).
