@@ -568,6 +568,24 @@ impl Names {
         self.ends.len()
     }
 
+    /// Appends `other`'s names after these.
+    pub(crate) fn append(&mut self, other: &Names) {
+        let base = self.blob.len();
+        self.blob.push_str(&other.blob);
+        for i in 0..other.len() {
+            self.ends.push(base + other.ends.at(i));
+        }
+    }
+
+    /// Keeps the first `n` names.
+    pub(crate) fn truncate(&mut self, n: usize) {
+        if n < self.len() {
+            let end = n.checked_sub(1).map_or(0, |i| self.ends.at(i));
+            self.blob.truncate(end);
+            self.ends.truncate(n);
+        }
+    }
+
     pub(crate) fn heap_bytes(&self) -> usize {
         self.ends.heap_bytes() + self.blob.capacity()
     }
@@ -981,5 +999,28 @@ mod tests {
         assert!(matches!(d, ZeroCol::Dense(_)));
         assert_eq!(d.heap_bytes(), 1000);
         assert!((0..full.len()).all(|i| d.get(i) == full[i]));
+    }
+
+    #[test]
+    fn names_append_and_truncate_keep_every_name() {
+        let mut a = Names::default();
+        for n in ["enc0.proj", "", "é"] {
+            a.push(n);
+        }
+        let mut b = Names::default();
+        b.push("dec1.ffn");
+        b.push("x");
+        a.append(&b);
+        let all: Vec<&str> = (0..a.len()).map(|i| a.get(i)).collect();
+        assert_eq!(all, ["enc0.proj", "", "é", "dec1.ffn", "x"]);
+        a.truncate(4);
+        assert_eq!(a.len(), 4);
+        assert_eq!(a.get(3), "dec1.ffn");
+        a.push("y");
+        assert_eq!(a.get(4), "y");
+        a.truncate(0);
+        assert_eq!(a.len(), 0);
+        a.push("z");
+        assert_eq!(a.get(0), "z");
     }
 }

@@ -14,12 +14,9 @@
 
 use super::ops::{OpCols, OpRest};
 use super::tensors::TensorCols;
-use super::{
-    Bound, CompactString, Counter, Events, Meta, OpRef, Ops, Pool, Source, Summary, Tensors, Trace,
-};
-use crate::cols::{IdLists, Narrow};
+use super::{Bound, Counter, Events, Meta, OpRef, Ops, Pool, Source, Summary, Tensors, Trace};
+use crate::cols::{IdLists, Names, Narrow};
 use crate::graph::TensorKind;
-use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::io::{self, Write};
 
@@ -433,10 +430,7 @@ fn decode_tensors(r: &mut Reader) -> Result<Tensors, Fail> {
     let pool = r.strs(n, "tensor pools")?;
     let producer = r.u64s(n, "tensor producers")?;
     let consumers = r.lists(n, "tensor consumers")?;
-    let names: Vec<CompactString> = (0..n)
-        .into_par_iter()
-        .map(|i| CompactString::from(name.get(i)))
-        .collect();
+    let names = names_of(&name, n);
     let cols = TensorCols {
         id,
         name: names,
@@ -502,6 +496,16 @@ fn encode_ops<W: Write>(os: &Ops, w: &mut Writer<W>) -> io::Result<()> {
     w.u64s(n, os.iter().map(|o| o.contention_ns.unwrap_or(0)))
 }
 
+/// A string column as the lists hold their names: one blob.
+fn names_of(s: &Strs, n: usize) -> Names {
+    let mut names = Names::default();
+    for i in 0..n {
+        names.push(s.get(i));
+    }
+    names.shrink();
+    names
+}
+
 /// An id-list column as the ops hold it.
 fn id_lists(l: Lists) -> IdLists {
     IdLists::from_offsets(&l.offsets, l.vals)
@@ -529,10 +533,7 @@ fn decode_ops(r: &mut Reader) -> Result<Ops, Fail> {
     let parent = r.u64s(n, "op parents")?;
     let self_ns = r.u64s(n, "op self times")?;
     let contention = r.u64s(n, "op contention stalls")?;
-    let names: Vec<CompactString> = (0..n)
-        .into_par_iter()
-        .map(|i| CompactString::from(name.get(i)))
-        .collect();
+    let names = names_of(&name, n);
     let cols = OpCols {
         id,
         name: names,

@@ -1,20 +1,23 @@
 //! A trace's memory events held as columns (struct of arrays): one vector
 //! per field, pool names and reasons interned in a dictionary, optional
-//! fields stored only once some event carries them. An event costs what its
-//! fields cost and nothing per event on the heap:
+//! fields stored only once some event carries them, and every number in
+//! the narrowest width its largest value fits ([`Narrow`]). An event costs
+//! what its fields cost and nothing per event on the heap:
 //!
 //! | column                      | bytes per event                            |
 //! |-----------------------------|--------------------------------------------|
-//! | `t_ns`, `bytes`             | 8 each                                     |
+//! | `t_ns`                      | 4 while the run is under 4.29 s, else 8    |
+//! | `bytes`                     | 4 while every size is under 4 GiB, else 8  |
 //! | `kind`                      | 1                                          |
 //! | `tensor`, `op`              | 4 each (`op`: `u32::MAX` for none)         |
-//! | `pool`, `reason`            | 4 each (dictionary ids; 0 = no reason)     |
-//! | each optional `u64` field   | 0 until one event has it, then 3/16, and 8 per event that has it |
+//! | `pool`, `reason`            | 1 each while under 256 names (dictionary ids; 0 = no reason) |
+//! | each optional field         | 0 until one event has it, then 3/16, and 1-8 (its width) per event that has it |
 //!
 //! A simulator's trace (offsets, DMA times, live bytes, written bytes) runs
-//! at about 49 bytes per event (measured: 57.6 MB for the 1,166,701 events
-//! of `gen trace --events 1000000`; 74 while an optional field cost 8
-//! bytes on every event); the row vector it replaces held 192 bytes
+//! at about 27 bytes per event (measured: 32.0 MB for the 1,166,701 events
+//! of `gen trace --events 1000000`; 49 with every number in 8 bytes and
+//! the ids in 4, 74 while an optional field cost 8 bytes on every event);
+//! the row vector it replaces held 192 bytes
 //! per event (plus a heap string for every pool name past 24 bytes). Rows are read as
 //! [`Event`] values ([`Events::at`], [`Events::iter`]); the JSON is the same
 //! array of objects as before, written and read row by row, so no reader

@@ -21,7 +21,7 @@
 //! objects, written and read one op at a time.
 
 use super::{Bound, CompactString, TraceOp, Unit};
-use crate::cols::{own_index, row_list, Dictionary, IdLists, Lazy, OptCol};
+use crate::cols::{own_index, row_list, Dictionary, IdLists, Lazy, Names, OptCol};
 use serde::Serialize;
 use std::collections::HashMap;
 
@@ -156,7 +156,7 @@ fn no_unit(_: usize) -> u32 {
 pub struct Ops {
     /// Empty while every op's id is its index.
     id: Lazy<usize>,
-    name: Vec<CompactString>,
+    name: Names,
     op_type: Vec<u32>,
     start_ns: Vec<u64>,
     end_ns: Vec<u64>,
@@ -190,7 +190,7 @@ impl Ops {
     pub fn at(&self, i: usize) -> OpRef<'_> {
         OpRef {
             id: self.id.get(i, own_index),
-            name: &self.name[i],
+            name: self.name.get(i),
             op_type: self.types.name(self.op_type[i]),
             start_ns: self.start_ns[i],
             end_ns: self.end_ns[i],
@@ -210,13 +210,13 @@ impl Ops {
     /// Appends an op.
     pub fn push(&mut self, o: TraceOp) {
         self.push_fields(&o.row());
-        self.name.push(o.name);
+        self.name.push(&o.name);
     }
 
     /// Appends an op from a borrowed row (its name copied).
     pub fn push_ref(&mut self, r: OpRef<'_>) {
         self.push_fields(&r);
-        self.name.push(r.name.into());
+        self.name.push(r.name);
     }
 
     /// Every column of a push but the name.
@@ -267,7 +267,7 @@ impl Ops {
         for (mine, theirs) in self.opt_cols_mut().into_iter().zip(theirs) {
             mine.append(rows, theirs);
         }
-        self.name.extend(other.name);
+        self.name.append(&other.name);
     }
 
     /// Appends op `i`'s interned and optional fields (what [`Ops::push`]
@@ -287,9 +287,12 @@ impl Ops {
     /// list needs the columns rebuilt (rare: only fixing up a trace moves
     /// operands).
     fn set_in_place(&mut self, i: usize, before: &TraceOp, o: &TraceOp) -> bool {
+        // Names are one blob: a renamed op rebuilds it, as a changed list
+        // rebuilds its column.
         let lists_same = o.inputs == before.inputs
             && o.outputs == before.outputs
-            && o.streamed == before.streamed;
+            && o.streamed == before.streamed
+            && o.name == before.name;
         if !lists_same {
             return false;
         }
@@ -306,7 +309,6 @@ impl Ops {
         self.parent.set(i, o.parent.map(|p| p as u64));
         self.self_ns.set(i, o.self_ns);
         self.contention_ns.set(i, o.contention_ns);
-        self.name[i] = o.name.clone();
         true
     }
 
@@ -345,7 +347,7 @@ impl Ops {
             v.shrink_to_fit();
         }
         self.id.shrink();
-        self.name.shrink_to_fit();
+        self.name.shrink();
         self.op_type.shrink_to_fit();
         self.bound.shrink_to_fit();
         self.unit.shrink();
@@ -357,16 +359,9 @@ impl Ops {
         }
     }
 
-    /// Heap bytes the columns hold (their capacity, names past 24 bytes
-    /// counted at their length, the dictionaries at 64 bytes a name): the
-    /// figure docs/memory.md quotes per op.
+    /// Heap bytes the columns hold (their capacity, the dictionaries at
+    /// 64 bytes a name): the figure docs/memory.md quotes per op.
     pub fn heap_bytes(&self) -> usize {
-        let long: usize = self
-            .name
-            .iter()
-            .filter(|s| s.is_heap_allocated())
-            .map(|s| s.capacity())
-            .sum();
         let lists: usize = [&self.inputs, &self.outputs, &self.streamed]
             .iter()
             .map(|l| l.heap_bytes())
@@ -382,8 +377,7 @@ impl Ops {
         .sum();
         (self.start_ns.capacity() + self.end_ns.capacity() + self.stall_ns.capacity()) * 8
             + self.id.heap_bytes()
-            + self.name.capacity() * std::mem::size_of::<CompactString>()
-            + long
+            + self.name.heap_bytes()
             + self.op_type.capacity() * 4
             + self.unit.heap_bytes()
             + self.bound.capacity()
@@ -424,7 +418,7 @@ impl Ops {
 /// caller checked every list's length against the count of names.
 pub(crate) struct OpCols {
     pub id: Vec<u64>,
-    pub name: Vec<CompactString>,
+    pub name: Names,
     pub start_ns: Vec<u64>,
     pub end_ns: Vec<u64>,
     pub stall_ns: Vec<u64>,

@@ -18,8 +18,8 @@
 //! lists borrowed); writers push [`TraceTensor`] rows; the JSON is the
 //! same array of objects.
 
-use super::{CompactString, TensorKind, TraceTensor};
-use crate::cols::{own_index, row_list, Dictionary, IdLists, Lazy, OptCol};
+use super::{TensorKind, TraceTensor};
+use crate::cols::{own_index, row_list, Dictionary, IdLists, Lazy, Names, OptCol};
 use serde::Serialize;
 
 /// One tensor, borrowed from the columns.
@@ -69,7 +69,7 @@ impl TraceTensor {
 pub struct Tensors {
     /// Empty while every tensor's id is its index.
     id: Lazy<usize>,
-    name: Vec<CompactString>,
+    name: Names,
     bytes: Vec<u64>,
     kind: Vec<TensorKind>,
     pool: Vec<u32>,
@@ -93,7 +93,7 @@ impl Tensors {
     pub fn at(&self, i: usize) -> TensorRef<'_> {
         TensorRef {
             id: self.id.get(i, own_index),
-            name: &self.name[i],
+            name: self.name.get(i),
             bytes: self.bytes[i],
             kind: self.kind[i],
             pool: self.pools.name(self.pool[i]),
@@ -122,13 +122,13 @@ impl Tensors {
     /// Appends a tensor.
     pub fn push(&mut self, t: TraceTensor) {
         self.push_fields(&t.row());
-        self.name.push(t.name);
+        self.name.push(&t.name);
     }
 
     /// Appends a tensor from a borrowed row (its name copied).
     pub fn push_ref(&mut self, t: TensorRef<'_>) {
         self.push_fields(&t);
-        self.name.push(t.name.into());
+        self.name.push(t.name);
     }
 
     /// Every column of a push but the name.
@@ -154,7 +154,7 @@ impl Tensors {
             .extend(other.pool.iter().map(|&p| map[p as usize]));
         self.producer.append(rows, &other.producer);
         self.consumers.append(&other.consumers);
-        self.name.extend(other.name);
+        self.name.append(&other.name);
     }
 
     /// Tensor `i`'s pool (the one field a merge of cores moves in place).
@@ -166,7 +166,8 @@ impl Tensors {
     /// rebuilt (only fixing up a trace does that); the rest changes in
     /// place.
     fn set_in_place(&mut self, i: usize, before: &TraceTensor, t: &TraceTensor) -> bool {
-        if t.consumers != before.consumers {
+        // Names are one blob: a renamed tensor rebuilds it.
+        if t.consumers != before.consumers || t.name != before.name {
             return false;
         }
         let n = self.len();
@@ -175,14 +176,13 @@ impl Tensors {
         self.kind[i] = t.kind;
         self.pool[i] = self.pools.id(&t.pool);
         self.producer.set(i, t.producer.map(|p| p as u64));
-        self.name[i] = t.name.clone();
         true
     }
 
     /// Gives back the columns' unused room (after loading).
     pub fn shrink_to_fit(&mut self) {
         self.id.shrink();
-        self.name.shrink_to_fit();
+        self.name.shrink();
         self.bytes.shrink_to_fit();
         self.kind.shrink_to_fit();
         self.pool.shrink_to_fit();
@@ -190,18 +190,11 @@ impl Tensors {
         self.consumers.shrink();
     }
 
-    /// Heap bytes the columns hold (names past 24 bytes at their length,
-    /// pool names at 64 bytes each): the figure docs/memory.md quotes.
+    /// Heap bytes the columns hold (pool names at 64 bytes each): the
+    /// figure docs/memory.md quotes.
     pub fn heap_bytes(&self) -> usize {
-        let long: usize = self
-            .name
-            .iter()
-            .filter(|s| s.is_heap_allocated())
-            .map(|s| s.capacity())
-            .sum();
         self.id.heap_bytes()
-            + self.name.capacity() * std::mem::size_of::<CompactString>()
-            + long
+            + self.name.heap_bytes()
             + self.bytes.capacity() * 8
             + self.kind.capacity() * std::mem::size_of::<TensorKind>()
             + self.pool.capacity() * 4
@@ -215,7 +208,7 @@ impl Tensors {
 /// caller checked every column's length against the count of names.
 pub(crate) struct TensorCols {
     pub id: Vec<u64>,
-    pub name: Vec<CompactString>,
+    pub name: Names,
     pub bytes: Vec<u64>,
     pub kind: Vec<TensorKind>,
     pub consumers: IdLists,
