@@ -62,8 +62,16 @@ pub struct TensorTrips {
 /// How many round trips make a tensor "oscillating".
 pub const OSCILLATION_TRIPS: usize = 3;
 
-/// One ledger movement of a tensor: (time, tensor, op, part, bytes).
-type Move = (u64, usize, Option<usize>, Part, u64);
+/// Where a movement is recorded: the trace's event `i`, or the `i`-th of
+/// the streams a trace without stream events implies.
+#[derive(Debug, Clone, Copy)]
+enum At {
+    Event(usize),
+    Implied(usize),
+}
+
+/// One ledger movement of a tensor: (time, tensor, op, part, bytes, where).
+type Move = (u64, usize, Option<usize>, Part, u64, At);
 
 /// The spill parts' movements in time order: events, then the streams a
 /// trace without stream events implies. Read straight from the events when
@@ -72,70 +80,123 @@ type Move = (u64, usize, Option<usize>, Part, u64);
 fn for_each_move(tr: &Trace, ledger: &Ledger, mut f: impl FnMut(Move)) {
     let of_events = tr.events.iter().enumerate().filter_map(|(i, e)| {
         let part = ledger.part(i)?;
-        part.is_spill()
-            .then(|| (e.t_ns, e.tensor, e.op, part, Ledger::bytes(&e)))
+        part.is_spill().then(|| {
+            (
+                e.t_ns,
+                e.tensor,
+                e.op,
+                part,
+                Ledger::bytes(&e),
+                At::Event(i),
+            )
+        })
     });
     if ledger.derived_streams.is_empty() {
         return of_events.for_each(f);
     }
     let mut v: Vec<Move> = of_events.collect();
-    v.extend(
-        ledger
-            .derived_streams
-            .iter()
-            .map(|d| (d.t_ns, d.tensor, Some(d.op), d.part, d.bytes)),
-    );
+    v.extend(ledger.derived_streams.iter().enumerate().map(|(j, d)| {
+        (
+            d.t_ns,
+            d.tensor,
+            Some(d.op),
+            d.part,
+            d.bytes,
+            At::Implied(j),
+        )
+    }));
     v.sort_by_key(|m| m.0);
     v.into_iter().for_each(&mut f);
 }
 
 /// No trip open for this tensor (in [`legs`]' index of open trips), and
-/// no op in a [`Leg`].
+/// no op or no end in a [`Leg`].
 const NONE: u32 = u32::MAX;
 
-/// One round trip as the table keeps it (40 bytes, where a [`RoundTrip`]
-/// is 96): the tensor's size and the ops skipped are read back from the
-/// trace and the ops.
+/// A stream a trace without stream events implies (an op's `streamed`
+/// list), as a trip's end reads it; kept beside the legs (none in a trace
+/// with stream events).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Implied {
+    t_ns: u64,
+    bytes: u64,
+    op: u32,
+}
+
+/// One round trip as the table keeps it (16 bytes, where a [`RoundTrip`]
+/// is 96 and the times, sizes and ops held here cost 40): its two ends
+/// are event indexes (or implied streams), and what they record is read
+/// back from the trace when the trip is shown.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Leg {
-    pub(crate) out_t_ns: u64,
-    pub(crate) back_t_ns: u64,
-    pub(crate) written_bytes: u64,
+    out: u32,
+    back: u32,
     pub(crate) tensor: u32,
-    pub(crate) out_op: u32,
-    pub(crate) back_op: u32,
     /// Bit 0: streamed out (else evicted); bits 1-2: 0 not back yet, 1
-    /// reloaded, 2 streamed in.
+    /// reloaded, 2 streamed in; bit 3: `out` is an implied stream, bit 4:
+    /// `back` is.
     how: u8,
 }
 
-const _: () = assert!(std::mem::size_of::<Leg>() == 40);
+const _: () = assert!(std::mem::size_of::<Leg>() == 16);
+
+const OUT_IMPLIED: u8 = 1 << 3;
+const BACK_IMPLIED: u8 = 1 << 4;
 
 fn some(id: u32) -> Option<usize> {
     (id != NONE).then_some(id as usize)
 }
 
+/// A movement's index as a leg holds it, and the flag that says it is an
+/// implied stream.
+fn held(at: At, implied_flag: u8) -> (u32, u8) {
+    let id = |i: usize| u32::try_from(i).unwrap_or(NONE);
+    match at {
+        At::Event(i) => (id(i), 0),
+        At::Implied(j) => (id(j), implied_flag),
+    }
+}
+
 impl Leg {
     pub(crate) fn is_back(&self) -> bool {
-        self.how >> 1 != 0
+        (self.how >> 1) & 3 != 0
     }
 
-    pub(crate) fn back_op(&self) -> Option<usize> {
-        some(self.back_op)
+    /// One end's time, op and bytes (`None` for an end not reached or
+    /// out of range).
+    fn end(
+        &self,
+        tr: &Trace,
+        implied: &[Implied],
+        back: bool,
+    ) -> Option<(u64, Option<usize>, u64)> {
+        let (i, flag) = match back {
+            false => (self.out, OUT_IMPLIED),
+            true => (self.back, BACK_IMPLIED),
+        };
+        let i = some(i)?;
+        if self.how & flag != 0 {
+            let d = implied.get(i)?;
+            return Some((d.t_ns, some(d.op), d.bytes));
+        }
+        let e = tr.events.get(i)?;
+        Some((e.t_ns, e.op, Ledger::bytes(&e)))
     }
 
-    pub(crate) fn out_op(&self) -> Option<usize> {
-        some(self.out_op)
+    pub(crate) fn back_op(&self, tr: &Trace, implied: &[Implied]) -> Option<usize> {
+        self.end(tr, implied, true)?.1
     }
 
     /// The trip in full (`tr` is the trace it came from).
-    pub(crate) fn expand(&self, tr: &Trace) -> RoundTrip {
-        let (out_op, back_op) = (self.out_op(), self.back_op());
-        let back = match self.how >> 1 {
+    pub(crate) fn expand(&self, tr: &Trace, implied: &[Implied]) -> RoundTrip {
+        let (out_t_ns, out_op, written_bytes) = self.end(tr, implied, false).unwrap_or_default();
+        let back = match (self.how >> 1) & 3 {
             1 => Some(Back::Reloaded),
             2 => Some(Back::StreamedIn),
             _ => None,
         };
+        let back_end = back.and_then(|_| self.end(tr, implied, true));
+        let back_op = back_end.and_then(|b| b.1);
         RoundTrip {
             tensor: self.tensor as usize,
             bytes: tr.tensors.bytes_col()[self.tensor as usize],
@@ -144,11 +205,11 @@ impl Leg {
             } else {
                 Out::Evicted
             },
-            out_t_ns: self.out_t_ns,
+            out_t_ns,
             out_op,
-            written_bytes: self.written_bytes,
+            written_bytes,
             back,
-            back_t_ns: back.map(|_| self.back_t_ns),
+            back_t_ns: back_end.map(|b| b.0),
             back_op,
             ops_skipped: match (out_op, back_op) {
                 (Some(a), Some(b)) if b > a => b - a - 1,
@@ -159,16 +220,25 @@ impl Leg {
 }
 
 /// Every trip, grouped by tensor (ascending), each tensor's in the order
-/// it went out; and per tensor its spill traffic.
-pub(crate) fn legs(tr: &Trace, ledger: &Ledger) -> (Vec<Leg>, Vec<u64>) {
+/// it went out; per tensor its spill traffic; and the implied streams the
+/// trips' ends refer to.
+pub(crate) fn legs(tr: &Trace, ledger: &Ledger) -> (Vec<Leg>, Vec<u64>, Vec<Implied>) {
     let n = tr.tensors.len();
     // Per tensor the index of the trip still out: a tensor has one trip
     // open at a time, so its trips are in `all` in the order they closed.
     let mut all: Vec<Leg> = Vec::new();
     let mut open: Vec<u32> = vec![NONE; n];
     let mut moved = vec![0u64; n];
-    let id = |o: Option<usize>| o.map_or(NONE, |o| u32::try_from(o).unwrap_or(NONE));
-    for_each_move(tr, ledger, |(t_ns, t, op, part, bytes)| {
+    let implied: Vec<Implied> = ledger
+        .derived_streams
+        .iter()
+        .map(|d| Implied {
+            t_ns: d.t_ns,
+            bytes: d.bytes,
+            op: u32::try_from(d.op).unwrap_or(NONE),
+        })
+        .collect();
+    for_each_move(tr, ledger, |(_, t, _, part, bytes, at)| {
         if t >= n {
             return;
         }
@@ -179,29 +249,28 @@ pub(crate) fn legs(tr: &Trace, ledger: &Ledger) -> (Vec<Leg>, Vec<u64>) {
             Part::Reloaded | Part::StreamedIn => {
                 let i = std::mem::replace(&mut open[t], NONE);
                 if let Some(leg) = all.get_mut(i as usize) {
+                    let (back, flag) = held(at, BACK_IMPLIED);
                     leg.how |= if part == Part::Reloaded { 2 } else { 4 };
-                    leg.back_t_ns = t_ns;
-                    leg.back_op = id(op);
+                    leg.how |= flag;
+                    leg.back = back;
                 }
                 return;
             }
             _ => return,
         };
         open[t] = u32::try_from(all.len()).unwrap_or(NONE);
+        let (out, flag) = held(at, OUT_IMPLIED);
         all.push(Leg {
-            out_t_ns: t_ns,
-            back_t_ns: 0,
-            written_bytes: bytes,
+            out,
+            back: NONE,
             tensor: t as u32,
-            out_op: id(op),
-            back_op: NONE,
-            how: streamed,
+            how: streamed | flag,
         });
     });
     drop(open);
     all.sort_by_key(|l| l.tensor); // stable: each tensor's trips keep their order
     all.shrink_to_fit();
-    (all, moved)
+    (all, moved, implied)
 }
 
 /// All round trips, grouped per tensor, sorted by bytes moved (largest first).

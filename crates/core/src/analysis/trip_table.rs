@@ -1,11 +1,12 @@
 //! The round trips an open trace keeps: per tensor that moved, its totals
-//! (32 bytes), and every trip as a 40-byte [`Leg`]; a tensor's row
+//! (32 bytes), and every trip as a 16-byte [`Leg`] (its two ends as event
+//! indexes); a tensor's row
 //! ([`TensorTrips`], with its name, its trips in full and the ops that
 //! pushed it out) is made when a view asks for it. Rows held whole cost
 //! 41 MB for a 1M-event trace (a 96-byte trip, a name string and two
 //! lists per tensor).
 
-use super::roundtrips::{legs, tensor_trips, Leg, TensorTrips, OSCILLATION_TRIPS};
+use super::roundtrips::{legs, tensor_trips, Implied, Leg, TensorTrips, OSCILLATION_TRIPS};
 use crate::trace::ledger::Ledger;
 use crate::trace::Trace;
 
@@ -28,6 +29,8 @@ struct Row {
 pub struct Trips {
     rows: Vec<Row>,
     legs: Vec<Leg>,
+    /// The implied streams the legs' ends may refer to.
+    implied: Vec<Implied>,
     /// Row indices by tensor id, to find a tensor's row.
     by_tensor: Vec<u32>,
     oscillating: usize,
@@ -37,12 +40,12 @@ impl Trips {
     /// The table of `tr`'s round trips (a stall read from the op column,
     /// not a row per trip).
     pub fn of(tr: &Trace, ledger: &Ledger) -> Trips {
-        let (legs, moved) = legs(tr, ledger);
+        let (legs, moved, implied) = legs(tr, ledger);
         let mut rows: Vec<Row> = Vec::new();
         for (i, l) in legs.iter().enumerate() {
             let back = u32::from(l.is_back());
             let stall = l
-                .back_op()
+                .back_op(tr, &implied)
                 .and_then(|o| tr.ops.stall_col().get(o).copied())
                 .unwrap_or(0);
             match rows.last_mut() {
@@ -77,6 +80,7 @@ impl Trips {
         Trips {
             rows,
             legs,
+            implied,
             by_tensor,
             oscillating,
         }
@@ -119,7 +123,7 @@ impl Trips {
     pub fn row(&self, tr: &Trace, i: usize) -> Option<TensorTrips> {
         let r = self.rows.get(i)?;
         let legs = &self.legs[r.first as usize..(r.first + r.trips) as usize];
-        let trips = legs.iter().map(|l| l.expand(tr)).collect();
+        let trips = legs.iter().map(|l| l.expand(tr, &self.implied)).collect();
         Some(tensor_trips(
             tr,
             r.tensor as usize,
@@ -138,6 +142,7 @@ impl Trips {
     pub fn heap_bytes(&self) -> usize {
         self.rows.capacity() * std::mem::size_of::<Row>()
             + self.legs.capacity() * std::mem::size_of::<Leg>()
+            + self.implied.capacity() * std::mem::size_of::<Implied>()
             + self.by_tensor.capacity() * 4
     }
 }

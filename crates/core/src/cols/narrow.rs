@@ -45,6 +45,7 @@ impl PartialEq for Narrow {
 }
 
 /// Bytes a value needs: 1, 2, 4 or 8.
+#[inline]
 fn width_of(v: u64) -> usize {
     match v {
         0..=0xff => 1,
@@ -93,6 +94,7 @@ impl Narrow {
     }
 
     /// Bytes each value takes.
+    #[inline]
     pub(crate) fn width(&self) -> usize {
         match self {
             Narrow::U8(_) => 1,
@@ -103,11 +105,17 @@ impl Narrow {
     }
 
     /// Every value in at least `w` bytes, the room kept.
+    #[inline]
     fn widen(&mut self, w: usize) {
         if w > self.width() {
-            let room = self.capacity().max(self.len());
-            *self = Narrow::of_width(w, room, self.iter());
+            self.widen_to(w);
         }
+    }
+
+    #[cold]
+    fn widen_to(&mut self, w: usize) {
+        let room = self.capacity().max(self.len());
+        *self = Narrow::of_width(w, room, self.iter());
     }
 
     #[inline]
@@ -115,6 +123,7 @@ impl Narrow {
         each!(self, v => u64::from(v[i]))
     }
 
+    #[inline]
     pub(crate) fn push(&mut self, x: u64) {
         self.widen(width_of(x));
         match self {
