@@ -302,12 +302,45 @@ fn a_bound_that_would_not_fit_the_memory_budget_stays_unrefined_and_says_why() {
         assert!(r["gap_ratio"].is_number(), "{r}");
     }
     for needle in [
-        "refining the bound",
-        "needs about",
+        "bound not refined",
+        "needed",
         "1.0 KiB",
         "SPILLSCOPE_MEMORY_BUDGET",
     ] {
         assert!(note.contains(needle), "{needle:?} missing: {note}");
     }
-    assert!(!quiet.contains("refining the bound"), "{quiet}");
+    assert!(!quiet.contains("not refined"), "{quiet}");
+}
+
+/// Suggestions re-simulate the run on its graph rebuilt from the trace:
+/// where that would not fit the memory budget the report says so in its
+/// notes and carries no suggestions, instead of the graph crowding out
+/// the viewer; with room they are there.
+#[test]
+fn suggestions_that_would_not_fit_the_memory_budget_say_why() {
+    let trace =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sample-traces/encdec-1mib.lru.json");
+    let report = |budget: &str| -> serde_json::Value {
+        let o = assert_cmd::Command::cargo_bin("spillscope")
+            .unwrap()
+            .env("SPILLSCOPE_MEMORY_BUDGET", budget)
+            .args(["report", trace.to_str().unwrap(), "--format", "json"])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        serde_json::from_slice(&o.stdout).unwrap()
+    };
+    let tight = report("1KiB");
+    assert!(tight["suggestions"].is_null(), "{}", tight["suggestions"]);
+    let notes = tight["notes"].to_string();
+    for needle in ["re-simulating this run", "needed", "1.0 KiB budget"] {
+        assert!(notes.contains(needle), "{needle:?} missing: {notes}");
+    }
+    let roomy = report("64GiB");
+    assert!(
+        roomy["suggestions"]["baseline"].is_object(),
+        "{}",
+        roomy["suggestions"]
+    );
+    assert!(!roomy["notes"].to_string().contains("re-simulating"));
 }

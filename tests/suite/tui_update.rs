@@ -580,7 +580,7 @@ fn an_unrefined_bound_is_marked_on_its_own_trace_and_the_status_says_why() {
     let mut a = App::new(vec![Dataset::complete("run", tr.clone())]);
     assert_eq!(a.bound_figure(&a.data[0]).state, BoundState::Final);
     let other = std::sync::Arc::new(trace("encdec-1mib.lru.json"));
-    let why = "refining the bound needs about 1.1 GiB, more than the 2.0 GiB budget";
+    let why = "bound not refined (its graph and exact program): 1.1 GiB needed, 700 MiB left of the 2.0 GiB budget";
     update(
         &mut a,
         Msg::Unrefined {

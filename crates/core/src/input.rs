@@ -100,10 +100,20 @@ pub fn check_room(need: u64, what: &str) -> std::result::Result<(), String> {
     if need <= left {
         return Ok(());
     }
+    // Short first: a status line shows the start of it.
     let fmt = crate::units::fmt_bytes;
     Err(match held {
-        0 => format!("{what} needs about {}, more than the {} budget ({from}); set SPILLSCOPE_MEMORY_BUDGET to change it", fmt(need), fmt(budget)),
-        _ => format!("{what} needs about {}, more than the {} left of the {} budget ({from})", fmt(need), fmt(left), fmt(budget)),
+        0 => format!(
+            "{what}: {} needed, more than the {} budget ({from}); set SPILLSCOPE_MEMORY_BUDGET to change it",
+            fmt(need),
+            fmt(budget)
+        ),
+        _ => format!(
+            "{what}: {} needed, {} left of the {} budget ({from})",
+            fmt(need),
+            fmt(left),
+            fmt(budget)
+        ),
     })
 }
 

@@ -378,10 +378,16 @@ impl<'a> Job<'a> {
         // suggestions too (rebuilding it again held two at once); the
         // others' go now.
         let rebuilt = inputs.into_iter().next().flatten();
-        let (g, hw, cfg) = match rebuilt.map_or_else(|| inputs_of_trace(&first.trace), Ok) {
+        let inputs = match rebuilt {
+            Some(x) => Ok(x),
+            // Re-simulating needs the graph rebuilt: only where the memory
+            // budget has room for it and a run on it.
+            None => resimulate_room(&first.trace)
+                .and_then(|()| inputs_of_trace(&first.trace).map_err(|e| e.to_string())),
+        };
+        let (g, hw, cfg) = match inputs {
             Ok(x) => x,
-            Err(e) => {
-                let msg = e.to_string();
+            Err(msg) => {
                 self.out.notes.push(msg.clone());
                 if req.wants.suggestions {
                     self.out.suggestions = Some(Err(msg.clone()));
@@ -703,12 +709,25 @@ impl<'a> Job<'a> {
     }
 }
 
+/// Room for re-simulating `tr`'s run (suggestions, what-if): its graph
+/// rebuilt and a run on it, about what the bound's graph and solve take
+/// ([`crate::limits::BOUND_BYTES_PER_ELEMENT`] per op and tensor); the
+/// line that says why not otherwise. Only a simulator trace is
+/// re-simulated (any other is refused by what it lacks, not its size).
+fn resimulate_room(tr: &crate::trace::Trace) -> std::result::Result<(), String> {
+    if tr.source != TraceSource::Simulator {
+        return Ok(());
+    }
+    let elements = (tr.ops.len() + tr.tensors.len()) as u64;
+    let need = elements.saturating_mul(crate::limits::BOUND_BYTES_PER_ELEMENT);
+    crate::input::check_room(need, "re-simulating this run (its graph rebuilt)")
+}
+
 /// Room for refining `tr`'s bound (its graph rebuilt and solved, about
 /// [`crate::limits::BOUND_BYTES_PER_ELEMENT`] per op and tensor) in the
 /// memory budget; the line that says why not otherwise.
 fn bound_room(tr: &crate::trace::Trace) -> std::result::Result<(), String> {
     let elements = (tr.ops.len() + tr.tensors.len()) as u64;
     let need = elements.saturating_mul(crate::limits::BOUND_BYTES_PER_ELEMENT);
-    crate::input::check_room(need, "refining the bound (its graph and exact program)")
-        .map_err(|e| format!("{e}; the bound shown is the trace's own"))
+    crate::input::check_room(need, "bound not refined (its graph and exact program)")
 }
