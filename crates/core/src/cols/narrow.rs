@@ -252,12 +252,26 @@ impl Narrow {
         if !matches!(w, 1 | 2 | 4 | 8) || !b.len().is_multiple_of(w) {
             return None;
         }
-        let vals = b.chunks_exact(w).map(|c| {
-            let mut x = [0u8; 8];
-            x[..w].copy_from_slice(c);
-            u64::from_le_bytes(x)
-        });
-        Some(Narrow::of_width(w, b.len() / w, vals))
+        // One typed loop per width (a copy the compiler vectorises: the
+        // cache reads a 10M-event trace's columns this way).
+        Some(match w {
+            1 => Narrow::U8(b.to_vec()),
+            2 => Narrow::U16(
+                b.chunks_exact(2)
+                    .map(|c| u16::from_le_bytes([c[0], c[1]]))
+                    .collect(),
+            ),
+            4 => Narrow::U32(
+                b.chunks_exact(4)
+                    .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                    .collect(),
+            ),
+            _ => Narrow::U64(
+                b.chunks_exact(8)
+                    .map(|c| u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
+                    .collect(),
+            ),
+        })
     }
 }
 
