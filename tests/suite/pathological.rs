@@ -224,6 +224,23 @@ fn inputs_over_the_size_cap_are_refused_with_the_way_out() {
     }
 }
 
+/// The binary run with `args` under the memory budget `budget`.
+fn under_budget(budget: &str, args: &[&str]) -> std::process::Output {
+    assert_cmd::Command::cargo_bin("spillscope")
+        .unwrap()
+        .env("SPILLSCOPE_MEMORY_BUDGET", budget)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// Fails naming the first of `needles` that `text` lacks.
+fn assert_mentions(text: &str, needles: &[&str]) {
+    for needle in needles {
+        assert!(text.contains(needle), "{needle:?} missing: {text}");
+    }
+}
+
 /// A graph whose load would not fit the memory budget is refused before it
 /// is read, in one line that names the file, the estimate, the budget and
 /// the knob (instead of the allocator aborting half-way); the same graph
@@ -234,12 +251,10 @@ fn graphs_over_the_memory_budget_are_refused_in_one_line() {
     let model =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/encoder_decoder.json");
     let run = |budget: &str| {
-        let o = assert_cmd::Command::cargo_bin("spillscope")
-            .unwrap()
-            .env("SPILLSCOPE_MEMORY_BUDGET", budget)
-            .args(["sim", model.to_str().unwrap(), "--capacity", "1MiB"])
-            .output()
-            .unwrap();
+        let o = under_budget(
+            budget,
+            &["sim", model.to_str().unwrap(), "--capacity", "1MiB"],
+        );
         (
             o.status.code(),
             String::from_utf8_lossy(&o.stderr).into_owned(),
@@ -248,14 +263,15 @@ fn graphs_over_the_memory_budget_are_refused_in_one_line() {
     let (code, e) = run("1KiB");
     assert_eq!(code, Some(2), "{e}");
     assert_eq!(e.trim_end().lines().count(), 1, "{e}");
-    for needle in [
-        "encoder_decoder.json",
-        "needs about",
-        "1.0 KiB",
-        "SPILLSCOPE_MEMORY_BUDGET",
-    ] {
-        assert!(e.contains(needle), "{needle:?} missing: {e}");
-    }
+    assert_mentions(
+        &e,
+        &[
+            "encoder_decoder.json",
+            "needs about",
+            "1.0 KiB",
+            "SPILLSCOPE_MEMORY_BUDGET",
+        ],
+    );
     let (code, e) = run("1GiB");
     assert_eq!(code, Some(0), "{e}");
     let (code, e) = run("lots");
@@ -271,12 +287,7 @@ fn graphs_over_the_memory_budget_are_refused_in_one_line() {
 #[test]
 fn a_bound_that_would_not_fit_the_memory_budget_stays_unrefined_and_says_why() {
     let run = |budget: &str| {
-        let o = assert_cmd::Command::cargo_bin("spillscope")
-            .unwrap()
-            .env("SPILLSCOPE_MEMORY_BUDGET", budget)
-            .args(["sample", "--format", "json"])
-            .output()
-            .unwrap();
+        let o = under_budget(budget, &["sample", "--format", "json"]);
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
         (v, String::from_utf8_lossy(&o.stderr).into_owned())
@@ -301,14 +312,15 @@ fn a_bound_that_would_not_fit_the_memory_budget_stays_unrefined_and_says_why() {
         assert!(r.get("bound_state").is_none(), "{r}");
         assert!(r["gap_ratio"].is_number(), "{r}");
     }
-    for needle in [
-        "bound not refined",
-        "needed",
-        "1.0 KiB",
-        "SPILLSCOPE_MEMORY_BUDGET",
-    ] {
-        assert!(note.contains(needle), "{needle:?} missing: {note}");
-    }
+    assert_mentions(
+        &note,
+        &[
+            "bound not refined",
+            "needed",
+            "1.0 KiB",
+            "SPILLSCOPE_MEMORY_BUDGET",
+        ],
+    );
     assert!(!quiet.contains("not refined"), "{quiet}");
 }
 
@@ -321,21 +333,20 @@ fn suggestions_that_would_not_fit_the_memory_budget_say_why() {
     let trace =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sample-traces/encdec-1mib.lru.json");
     let report = |budget: &str| -> serde_json::Value {
-        let o = assert_cmd::Command::cargo_bin("spillscope")
-            .unwrap()
-            .env("SPILLSCOPE_MEMORY_BUDGET", budget)
-            .args(["report", trace.to_str().unwrap(), "--format", "json"])
-            .output()
-            .unwrap();
+        let o = under_budget(
+            budget,
+            &["report", trace.to_str().unwrap(), "--format", "json"],
+        );
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         serde_json::from_slice(&o.stdout).unwrap()
     };
     let tight = report("1KiB");
     assert!(tight["suggestions"].is_null(), "{}", tight["suggestions"]);
     let notes = tight["notes"].to_string();
-    for needle in ["re-simulating this run", "needed", "1.0 KiB budget"] {
-        assert!(notes.contains(needle), "{needle:?} missing: {notes}");
-    }
+    assert_mentions(
+        &notes,
+        &["re-simulating this run", "needed", "1.0 KiB budget"],
+    );
     let roomy = report("64GiB");
     assert!(
         roomy["suggestions"]["baseline"].is_object(),

@@ -119,16 +119,18 @@ pub fn check_room(need: u64, what: &str) -> std::result::Result<(), String> {
 
 /// What this process holds in memory now (`VmRSS`), in bytes.
 pub fn resident_bytes() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = text.lines().find(|l| l.starts_with("VmRSS:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib.saturating_mul(1024))
+    proc_kib("/proc/self/status", "VmRSS:")
 }
 
 /// `MemAvailable` from `/proc/meminfo`, in bytes.
 fn available_memory() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    proc_kib("/proc/meminfo", "MemAvailable:")
+}
+
+/// The `key` line of a `/proc` file that counts in kB, in bytes.
+fn proc_kib(path: &str, key: &str) -> Option<u64> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let line = text.lines().find(|l| l.starts_with(key))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kib.saturating_mul(1024))
 }

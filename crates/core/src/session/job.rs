@@ -311,11 +311,12 @@ impl<'a> Job<'a> {
             // Rebuilding the graph that ran costs about what loading did:
             // only for a bound that will be solved, and only where the
             // memory budget has room for it and its solve.
-            let room = match will_refine(&l.trace) {
-                true => bound_room(&l.trace),
+            let refine = will_refine(&l.trace);
+            let room = match refine {
+                true => graph_room(&l.trace, "bound not refined (its graph and exact program)"),
                 false => Ok(()),
             };
-            let rebuilt = (will_refine(&l.trace) && room.is_ok())
+            let rebuilt = (refine && room.is_ok())
                 .then(|| inputs_of_trace(&l.trace).ok())
                 .flatten()
                 // A multi-core trace keeps the bound it was written with
@@ -710,24 +711,21 @@ impl<'a> Job<'a> {
 }
 
 /// Room for re-simulating `tr`'s run (suggestions, what-if): its graph
-/// rebuilt and a run on it, about what the bound's graph and solve take
-/// ([`crate::limits::BOUND_BYTES_PER_ELEMENT`] per op and tensor); the
-/// line that says why not otherwise. Only a simulator trace is
-/// re-simulated (any other is refused by what it lacks, not its size).
+/// rebuilt and a run on it, about what the bound's graph and solve take.
+/// Only a simulator trace is re-simulated (any other is refused by what it
+/// lacks, not its size).
 fn resimulate_room(tr: &crate::trace::Trace) -> std::result::Result<(), String> {
-    if tr.source != TraceSource::Simulator {
-        return Ok(());
+    match tr.source {
+        TraceSource::Simulator => graph_room(tr, "re-simulating this run (its graph rebuilt)"),
+        _ => Ok(()),
     }
-    let elements = (tr.ops.len() + tr.tensors.len()) as u64;
-    let need = elements.saturating_mul(crate::limits::BOUND_BYTES_PER_ELEMENT);
-    crate::input::check_room(need, "re-simulating this run (its graph rebuilt)")
 }
 
-/// Room for refining `tr`'s bound (its graph rebuilt and solved, about
-/// [`crate::limits::BOUND_BYTES_PER_ELEMENT`] per op and tensor) in the
-/// memory budget; the line that says why not otherwise.
-fn bound_room(tr: &crate::trace::Trace) -> std::result::Result<(), String> {
+/// Room in the memory budget for `tr`'s graph rebuilt and solved or run
+/// on (about [`crate::limits::BOUND_BYTES_PER_ELEMENT`] per op and
+/// tensor); the line that says why not otherwise, starting with `what`.
+fn graph_room(tr: &crate::trace::Trace, what: &str) -> std::result::Result<(), String> {
     let elements = (tr.ops.len() + tr.tensors.len()) as u64;
     let need = elements.saturating_mul(crate::limits::BOUND_BYTES_PER_ELEMENT);
-    crate::input::check_room(need, "bound not refined (its graph and exact program)")
+    crate::input::check_room(need, what)
 }

@@ -314,10 +314,15 @@ impl Events {
         self.tensor.extend_from_slice(&other.tensor);
         self.bytes.append(&other.bytes);
         self.op.extend_from_slice(&other.op);
-        let mapped =
-            |c: &Narrow| -> Narrow { c.iter().map(|i| u64::from(map[i as usize])).collect() };
-        self.pool.append(&mapped(&other.pool));
-        self.reason.append(&mapped(&other.reason));
+        for (mine, theirs) in [
+            (&mut self.pool, &other.pool),
+            (&mut self.reason, &other.reason),
+        ] {
+            mine.reserve_exact(theirs.len());
+            for id in theirs.iter() {
+                mine.push(u64::from(map[id as usize]));
+            }
+        }
         for (mine, theirs) in self.opt_cols_mut().into_iter().zip(other.opt_cols()) {
             mine.append(rows, theirs);
         }
