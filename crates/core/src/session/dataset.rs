@@ -79,7 +79,9 @@ fn live_counter_by_step(trace: &Trace) -> Vec<u64> {
             .iter()
             .map(|o| {
                 let i = c.samples.partition_point(|s| s.0 <= o.start_ns);
-                let j = c.samples.partition_point(|s| s.0 <= o.end_ns);
+                // An op recorded as ending before it starts (a damaged
+                // trace the reader lets through) spans no samples.
+                let j = c.samples.partition_point(|s| s.0 <= o.end_ns).max(i);
                 let at_start = i.checked_sub(1).map(|i| c.samples[i].1).unwrap_or(0.0);
                 c.samples[i..j].iter().map(|s| s.1).fold(at_start, f64::max) as u64
             })
