@@ -4,6 +4,8 @@
 //! Usage: cargo run --release --example open_rss -- TRACE.json [CACHE_DIR]
 //! (with CACHE_DIR, the trace is opened through the binary trace cache
 //! there, as `view` does: run twice to time the open from the cache).
+//! With OPEN_RSS_FIRST_ONLY set it stops after the first frame (to profile
+//! the open alone).
 use spillscope_explorer::{app, data::Dataset, theme, ui};
 use std::sync::Arc;
 
@@ -37,6 +39,13 @@ fn main() {
     term.draw(|f| ui::draw(f, &a, &th)).unwrap();
     let first = t.elapsed();
     println!("after first frame: {}", status("VmRSS"));
+    if std::env::var_os("OPEN_RSS_FIRST_ONLY").is_some() {
+        println!(
+            "parsed {parsed:?}, first frame {first:?}; {}",
+            status("VmHWM")
+        );
+        return;
+    }
     app::update(
         &mut a,
         app::Msg::Analysed {

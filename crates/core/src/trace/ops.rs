@@ -187,6 +187,11 @@ impl Ops {
     }
 
     /// Op `i` as a row. Panics when `i` is out of range, like indexing.
+    /// Whether every op's id is its row (no id column kept).
+    pub fn ids_are_rows(&self) -> bool {
+        self.id.vals.is_empty()
+    }
+
     pub fn at(&self, i: usize) -> OpRef<'_> {
         OpRef {
             id: self.id.get(i, own_index),
