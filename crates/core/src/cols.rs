@@ -586,6 +586,14 @@ impl Names {
         }
     }
 
+    /// Names read back whole (the cache): `offsets` (one more than the
+    /// names, from 0, never decreasing, each on a character boundary and
+    /// the last at the blob's end, as the reader checked) into `blob`.
+    pub(crate) fn from_offsets(blob: String, offsets: &[u64]) -> Names {
+        let ends = Ends::of(offsets.iter().skip(1).map(|&o| o as usize), blob.len());
+        Names { blob, ends }
+    }
+
     pub(crate) fn heap_bytes(&self) -> usize {
         self.ends.heap_bytes() + self.blob.capacity()
     }

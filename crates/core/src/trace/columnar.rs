@@ -1,27 +1,27 @@
 //! The trace as columns in bytes: the body of the binary trace cache
-//! ([`super::store`]). Events, ops and tensors are written field by field
-//! (one little-endian array per field, strings as offsets into one blob,
-//! id lists as offsets into one array), so reading them back is a copy per
-//! column plus one pass that assembles rows, in parallel, instead of a JSON
-//! parse. The small parts (schema, source, meta, pools, counters, summary)
-//! are one JSON header: they are a few kilobytes and their JSON is the
-//! contract's.
+//! ([`super::store`]). Events, ops and tensors are written as they are held
+//! (one little-endian array per column at its width, names as offsets into
+//! one blob, id lists as offsets into one array, interned types, pools and
+//! units as their dictionaries and ids, optional fields as values and
+//! presence bits), so reading them back is a copy per column: no row is
+//! assembled and no name interned again (assembling rows was two thirds of
+//! reading a 10M-event entry). The small parts (schema, source, meta, pools, the counters but
+//! for their samples, summary) are one JSON header: they are a few
+//! kilobytes and their JSON is the contract's. The counters' samples follow
+//! it as two columns each (times, values as `f64` bits): a simulation's
+//! `live_bytes` counter has a sample per op, and as JSON it was a sixth of
+//! reading a 10M-event entry back.
 //!
 //! Every array is preceded by its byte length and padded to 8 bytes; a
 //! reader checks every length, every offset and every enum tag, so a damaged
 //! body is an error, never a panic or an out-of-range id (the trace's own
 //! checks run again after decoding, as for JSON).
 
-use super::ops::{OpCols, OpRest};
-use super::tensors::TensorCols;
-use super::{Bound, Counter, Events, Meta, OpRef, Ops, Pool, Source, Summary, Tensors, Trace};
-use crate::cols::{IdLists, Names, Narrow};
+use super::{Bound, Counter, Events, Meta, Ops, Pool, Source, Summary, Tensors, Trace};
+use crate::cols::{Dictionary, IdLists, Names, Narrow, OptCol};
 use crate::graph::TensorKind;
 use serde::{Deserialize, Serialize};
 use std::io::{self, Write};
-
-/// `None` in a `u64` id column.
-const NONE: u64 = u64::MAX;
 
 /// Writes arrays as the reader expects them: a `u64` byte length, the
 /// values, zero padding to 8 bytes. Counts the bytes written.
@@ -92,6 +92,37 @@ impl<W: Write> Writer<W> {
         }
     }
 
+    /// An optional column of `n` rows: the values of the rows that have
+    /// one, then one bit per row (no bits at all while no row has one).
+    pub(crate) fn opt_col(&mut self, c: &OptCol, n: usize) -> io::Result<()> {
+        self.narrow(&c.vals)?;
+        let words = if c.vals.is_empty() { 0 } else { n.div_ceil(64) };
+        let pad = words.saturating_sub(c.present.len());
+        let present = c.present.iter().copied().take(words);
+        self.u64s(words, present.chain(std::iter::repeat_n(0, pad)))
+    }
+
+    /// A name column as it is held: its ends and its blob.
+    pub(crate) fn names(&mut self, c: &Names) -> io::Result<()> {
+        let n = c.len();
+        self.strs(n, (0..n).map(|i| c.get(i)))
+    }
+
+    /// A dictionary's names in id order (the empty name first).
+    pub(crate) fn dict(&mut self, d: &Dictionary) -> io::Result<()> {
+        let names = &d.names;
+        self.u64s(1, std::iter::once(names.len() as u64))?;
+        self.strs(names.len(), names.iter().map(|s| s.as_str()))
+    }
+
+    /// A column that may be empty (a [`crate::cols::Lazy`] one): its
+    /// length, then its values.
+    pub(crate) fn counted(&mut self, vals: impl ExactSizeIterator<Item = u64>) -> io::Result<()> {
+        let n = vals.len();
+        self.u64s(1, std::iter::once(n as u64))?;
+        self.u64s(n, vals)
+    }
+
     fn fixed<const K: usize>(
         &mut self,
         n: usize,
@@ -137,6 +168,12 @@ impl<W: Write> Writer<W> {
         })
     }
 
+    /// Id lists as they are held.
+    pub(crate) fn id_lists(&mut self, l: &IdLists) -> io::Result<()> {
+        let n = l.ends.len();
+        self.lists(n, (0..n).map(|i| l.get(i)))
+    }
+
     /// Lists of ids as `n + 1` offsets into one array of values.
     pub fn lists<'a>(
         &mut self,
@@ -159,13 +196,36 @@ impl<W: Write> Writer<W> {
 pub struct Reader<'a> {
     b: &'a [u8],
     at: usize,
+    /// Told of the bytes behind the reader, a stretch at a time (the
+    /// cache drops them from its mapping: they are columns by then).
+    release: Option<&'a dyn Fn(std::ops::Range<usize>)>,
+    released: usize,
+    release_every: usize,
 }
+
+/// How many bytes the reader passes before it releases them.
+const RELEASE_BYTES: usize = 32 << 20;
 
 pub type Fail = String;
 
 impl<'a> Reader<'a> {
     pub fn new(b: &'a [u8]) -> Reader<'a> {
-        Reader { b, at: 0 }
+        Reader {
+            b,
+            at: 0,
+            release: None,
+            released: 0,
+            release_every: RELEASE_BYTES,
+        }
+    }
+
+    /// A reader that hands `release` each stretch of bytes it has read
+    /// past: nothing it returned borrows them after the next read.
+    pub fn releasing(b: &'a [u8], release: &'a dyn Fn(std::ops::Range<usize>)) -> Reader<'a> {
+        Reader {
+            release: Some(release),
+            ..Reader::new(b)
+        }
     }
 
     pub fn at_end(&self) -> bool {
@@ -185,6 +245,14 @@ impl<'a> Reader<'a> {
 
     /// One array's bytes (its padding skipped).
     pub fn bytes(&mut self, what: &str) -> Result<&'a [u8], Fail> {
+        // The arrays before this one are read by now (every caller reads
+        // an array before it asks for the next).
+        if let Some(f) = self.release {
+            if self.at - self.released >= self.release_every {
+                f(self.released..self.at);
+                self.released = self.at;
+            }
+        }
         let len = self.take(8, what)?;
         let len = u64::from_le_bytes(len.try_into().map_err(|_| what.to_string())?);
         let len = usize::try_from(len).map_err(|_| format!("{what}: length {len}"))?;
@@ -193,7 +261,7 @@ impl<'a> Reader<'a> {
         Ok(s)
     }
 
-    fn fixed<const K: usize>(&mut self, n: usize, what: &str) -> Result<&'a [u8], Fail> {
+    pub(crate) fn fixed<const K: usize>(&mut self, n: usize, what: &str) -> Result<&'a [u8], Fail> {
         let b = self.bytes(what)?;
         if Some(b.len()) != n.checked_mul(K) {
             return Err(format!(
@@ -206,9 +274,7 @@ impl<'a> Reader<'a> {
 
     pub fn u64s(&mut self, n: usize, what: &str) -> Result<Vec<u64>, Fail> {
         let b = self.fixed::<8>(n, what)?;
-        Ok(b.chunks_exact(8)
-            .map(|c| u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
-            .collect())
+        Ok(b.chunks_exact(8).map(le_u64).collect())
     }
 
     /// A column of `u64`s of any length.
@@ -251,6 +317,37 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// An optional column [`Writer::opt_col`] wrote, of `n` rows.
+    pub(crate) fn opt_col(&mut self, n: usize, what: &str) -> Result<OptCol, Fail> {
+        let vals = self.narrow(None, what)?;
+        let words = if vals.is_empty() { 0 } else { n.div_ceil(64) };
+        let present = self.u64s(words, what)?;
+        OptCol::from_parts(present, vals)
+            .ok_or_else(|| format!("{what}: values and presence bits disagree"))
+    }
+
+    /// `n` names, as [`Writer::names`] wrote them.
+    pub(crate) fn names(&mut self, n: usize, what: &str) -> Result<Names, Fail> {
+        let s = self.strs(n, what)?;
+        Ok(Names::from_offsets(s.blob.to_owned(), &s.offsets))
+    }
+
+    /// A dictionary [`Writer::dict`] wrote.
+    pub(crate) fn dict(&mut self, what: &str) -> Result<Dictionary, Fail> {
+        let k = self.count(what)?;
+        let strs = self.strs(k, what)?;
+        Dictionary::from_names((0..k).map(|i| strs.get(i)), what)
+    }
+
+    /// A column [`Writer::counted`] wrote: none, or one value per row.
+    pub(crate) fn counted(&mut self, rows: usize, what: &str) -> Result<Vec<u64>, Fail> {
+        let n = self.count(what)?;
+        if n != 0 && n != rows {
+            return Err(format!("{what}: {n} values for {rows} rows"));
+        }
+        self.u64s(n, what)
+    }
+
     /// `n` strings, each checked to be UTF-8.
     pub fn strs(&mut self, n: usize, what: &str) -> Result<Strs<'a>, Fail> {
         let offsets = self.offsets(n, what)?;
@@ -267,6 +364,12 @@ impl<'a> Reader<'a> {
             return Err(format!("{what}: offset {bad} splits a character"));
         }
         Ok(Strs { offsets, blob })
+    }
+
+    /// `n` lists of ids, as the ops and tensors hold them.
+    pub(crate) fn id_lists(&mut self, n: usize, what: &str) -> Result<IdLists, Fail> {
+        let l = self.lists(n, what)?;
+        Ok(IdLists::from_offsets(&l.offsets, l.vals))
     }
 
     /// `n` lists of ids.
@@ -293,6 +396,14 @@ impl<'a> Reader<'a> {
         let v = self.u64s(1, what)?[0];
         usize::try_from(v).map_err(|_| format!("{what}: count {v}"))
     }
+}
+
+/// The `u64` in the 8 little-endian bytes of `c`.
+#[inline]
+fn le_u64(c: &[u8]) -> u64 {
+    let mut b = [0u8; 8];
+    b.copy_from_slice(c);
+    u64::from_le_bytes(b)
 }
 
 /// A string column as read.
@@ -340,23 +451,68 @@ pub fn encode<W: Write>(tr: &Trace, w: &mut Writer<W>) -> io::Result<()> {
         source: tr.source,
         meta: tr.meta.clone(),
         pools: tr.pools.clone(),
-        counters: tr.counters.clone(),
+        // Without their samples: those follow as columns.
+        counters: tr
+            .counters
+            .iter()
+            .map(|c| Counter {
+                samples: Vec::new(),
+                ..c.clone()
+            })
+            .collect(),
         summary: tr.summary.clone(),
     };
     w.bytes(&serde_json::to_vec(&header).map_err(io::Error::other)?)?;
-    encode_tensors(&tr.tensors, w)?;
-    encode_ops(&tr.ops, w)?;
+    for c in &tr.counters {
+        let n = c.samples.len();
+        w.u64s(1, std::iter::once(n as u64))?;
+        w.u64s(n, c.samples.iter().map(|s| s.0))?;
+        w.u64s(n, c.samples.iter().map(|s| s.1.to_bits()))?;
+    }
+    tr.tensors.encode(w)?;
+    tr.ops.encode(w)?;
     tr.events.encode(w)
 }
 
 /// Reads a trace [`encode`] wrote; every reference and range is checked
 /// as a JSON trace's are.
 pub fn decode(b: &[u8]) -> Result<Trace, Fail> {
-    let mut r = Reader::new(b);
+    decode_from(Reader::new(b))
+}
+
+/// [`decode`], telling `release` of the bytes read a stretch at a time.
+pub fn decode_releasing(b: &[u8], release: &dyn Fn(std::ops::Range<usize>)) -> Result<Trace, Fail> {
+    decode_from(Reader::releasing(b, release))
+}
+
+/// [`decode_releasing`] in stretches of `every` bytes (tests).
+#[cfg(test)]
+fn decode_releasing_every(
+    b: &[u8],
+    every: usize,
+    release: &dyn Fn(std::ops::Range<usize>),
+) -> Result<Trace, Fail> {
+    let mut r = Reader::releasing(b, release);
+    r.release_every = every;
+    decode_from(r)
+}
+
+fn decode_from(mut r: Reader) -> Result<Trace, Fail> {
     let header: Header =
         serde_json::from_slice(r.bytes("header")?).map_err(|e| format!("header: {e}"))?;
-    let tensors = decode_tensors(&mut r)?;
-    let ops = decode_ops(&mut r)?;
+    let mut counters = header.counters;
+    for c in &mut counters {
+        let n = r.count("counter samples")?;
+        let t = r.fixed::<8>(n, "counter sample times")?;
+        let v = r.fixed::<8>(n, "counter sample values")?;
+        c.samples = t
+            .chunks_exact(8)
+            .zip(v.chunks_exact(8))
+            .map(|(t, v)| (le_u64(t), f64::from_bits(le_u64(v))))
+            .collect();
+    }
+    let tensors = Tensors::decode(&mut r)?;
+    let ops = Ops::decode(&mut r)?;
     let events = Events::decode(&mut r)?;
     if !r.at_end() {
         return Err("bytes after the last column".into());
@@ -369,7 +525,7 @@ pub fn decode(b: &[u8]) -> Result<Trace, Fail> {
         tensors,
         ops,
         events,
-        counters: header.counters,
+        counters,
         summary: header.summary,
         recomputed: Vec::new(),
     };
@@ -378,7 +534,7 @@ pub fn decode(b: &[u8]) -> Result<Trace, Fail> {
     Ok(tr)
 }
 
-fn kind_tag(k: TensorKind) -> u8 {
+pub(super) fn kind_tag(k: TensorKind) -> u8 {
     match k {
         TensorKind::Input => 0,
         TensorKind::Activation => 1,
@@ -387,7 +543,7 @@ fn kind_tag(k: TensorKind) -> u8 {
     }
 }
 
-fn kind_of(tag: u8) -> Option<TensorKind> {
+pub(super) fn kind_of(tag: u8) -> Option<TensorKind> {
     Some(match tag {
         0 => TensorKind::Input,
         1 => TensorKind::Activation,
@@ -397,55 +553,7 @@ fn kind_of(tag: u8) -> Option<TensorKind> {
     })
 }
 
-fn opt(v: Option<usize>) -> u64 {
-    v.map_or(NONE, |v| v as u64)
-}
-
-fn unopt(v: u64) -> Option<usize> {
-    (v != NONE).then_some(v as usize)
-}
-
-fn encode_tensors<W: Write>(ts: &Tensors, w: &mut Writer<W>) -> io::Result<()> {
-    let n = ts.len();
-    w.u64s(1, std::iter::once(n as u64))?;
-    w.u64s(n, ts.iter().map(|t| t.id as u64))?;
-    w.strs(n, ts.iter().map(|t| t.name))?;
-    w.u64s(n, ts.bytes_col().iter().copied())?;
-    w.u8s(n, ts.iter().map(|t| kind_tag(t.kind)))?;
-    w.strs(n, ts.iter().map(|t| t.pool))?;
-    w.u64s(n, ts.iter().map(|t| opt(t.producer)))?;
-    w.lists(n, ts.iter().map(|t| t.consumers))
-}
-
-fn decode_tensors(r: &mut Reader) -> Result<Tensors, Fail> {
-    let n = r.count("tensors")?;
-    let id = r.u64s(n, "tensor ids")?;
-    let name = r.strs(n, "tensor names")?;
-    let bytes = r.u64s(n, "tensor sizes")?;
-    let kind = r
-        .u8s(n, "tensor kinds")?
-        .iter()
-        .map(|&k| kind_of(k).ok_or_else(|| format!("tensor kinds: unknown tag {k}")))
-        .collect::<Result<Vec<_>, Fail>>()?;
-    let pool = r.strs(n, "tensor pools")?;
-    let producer = r.u64s(n, "tensor producers")?;
-    let consumers = r.lists(n, "tensor consumers")?;
-    let names = names_of(&name, n);
-    let cols = TensorCols {
-        id,
-        name: names,
-        bytes,
-        kind,
-        consumers: id_lists(consumers),
-    };
-    Ok(Tensors::from_cols(
-        cols,
-        |i| pool.get(i),
-        |i| unopt(producer[i]),
-    ))
-}
-
-fn bound_tag(b: Option<Bound>) -> u8 {
+pub(super) fn bound_tag(b: Option<Bound>) -> u8 {
     match b {
         None => 0,
         Some(Bound::Compute) => 1,
@@ -453,106 +561,13 @@ fn bound_tag(b: Option<Bound>) -> u8 {
     }
 }
 
-fn bound_of(tag: u8) -> Option<Option<Bound>> {
+pub(super) fn bound_of(tag: u8) -> Option<Option<Bound>> {
     match tag {
         0 => Some(None),
         1 => Some(Some(Bound::Compute)),
         2 => Some(Some(Bound::Memory)),
         _ => None,
     }
-}
-
-/// Which of an op's optional fields are present, one bit each.
-const HAS_FLOPS: u8 = 1;
-const HAS_UNIT: u8 = 2;
-const HAS_SELF: u8 = 4;
-const HAS_CONTENTION: u8 = 8;
-
-fn encode_ops<W: Write>(os: &Ops, w: &mut Writer<W>) -> io::Result<()> {
-    let n = os.len();
-    w.u64s(1, std::iter::once(n as u64))?;
-    w.u64s(n, os.iter().map(|o| o.id as u64))?;
-    w.strs(n, os.iter().map(|o| o.name))?;
-    w.strs(n, os.iter().map(|o| o.op_type))?;
-    w.u64s(n, os.start_col().iter().copied())?;
-    w.u64s(n, os.end_col().iter().copied())?;
-    w.u64s(n, os.iter().map(|o| o.stall_ns))?;
-    w.lists(n, os.iter().map(|o| o.inputs))?;
-    w.lists(n, os.iter().map(|o| o.outputs))?;
-    w.lists(n, os.iter().map(|o| o.streamed))?;
-    let has = |o: OpRef| {
-        let bit = |on: bool, b: u8| if on { b } else { 0 };
-        bit(o.flops.is_some(), HAS_FLOPS)
-            | bit(o.unit.is_some(), HAS_UNIT)
-            | bit(o.self_ns.is_some(), HAS_SELF)
-            | bit(o.contention_ns.is_some(), HAS_CONTENTION)
-    };
-    w.u8s(n, os.iter().map(has))?;
-    w.u64s(n, os.iter().map(|o| o.flops.unwrap_or(0.0).to_bits()))?;
-    w.u8s(n, os.iter().map(|o| bound_tag(o.bound)))?;
-    w.strs(n, os.iter().map(|o| o.unit.map_or("", |u| u.as_str())))?;
-    w.u64s(n, os.iter().map(|o| opt(o.parent)))?;
-    w.u64s(n, os.iter().map(|o| o.self_ns.unwrap_or(0)))?;
-    w.u64s(n, os.iter().map(|o| o.contention_ns.unwrap_or(0)))
-}
-
-/// A string column as the lists hold their names: one blob.
-fn names_of(s: &Strs, n: usize) -> Names {
-    let mut names = Names::default();
-    for i in 0..n {
-        names.push(s.get(i));
-    }
-    names.shrink();
-    names
-}
-
-/// An id-list column as the ops hold it.
-fn id_lists(l: Lists) -> IdLists {
-    IdLists::from_offsets(&l.offsets, l.vals)
-}
-
-fn decode_ops(r: &mut Reader) -> Result<Ops, Fail> {
-    let n = r.count("ops")?;
-    let id = r.u64s(n, "op ids")?;
-    let name = r.strs(n, "op names")?;
-    let op_type = r.strs(n, "op types")?;
-    let start = r.u64s(n, "op starts")?;
-    let end = r.u64s(n, "op ends")?;
-    let stall = r.u64s(n, "op stalls")?;
-    let inputs = r.lists(n, "op inputs")?;
-    let outputs = r.lists(n, "op outputs")?;
-    let streamed = r.lists(n, "op streamed operands")?;
-    let has = r.u8s(n, "op fields present")?;
-    let flops = r.u64s(n, "op flops")?;
-    let bound = r
-        .u8s(n, "op bounds")?
-        .iter()
-        .map(|&b| bound_of(b).ok_or_else(|| format!("op bounds: unknown tag {b}")))
-        .collect::<Result<Vec<_>, Fail>>()?;
-    let unit = r.strs(n, "op units")?;
-    let parent = r.u64s(n, "op parents")?;
-    let self_ns = r.u64s(n, "op self times")?;
-    let contention = r.u64s(n, "op contention stalls")?;
-    let names = names_of(&name, n);
-    let cols = OpCols {
-        id,
-        name: names,
-        start_ns: start,
-        end_ns: end,
-        stall_ns: stall,
-        inputs: id_lists(inputs),
-        outputs: id_lists(outputs),
-        streamed: id_lists(streamed),
-        bound,
-    };
-    Ok(Ops::from_cols(cols, |i| OpRest {
-        op_type: op_type.get(i),
-        unit: (has[i] & HAS_UNIT != 0).then(|| unit.get(i)),
-        flops: (has[i] & HAS_FLOPS != 0).then(|| f64::from_bits(flops[i])),
-        parent: unopt(parent[i]),
-        self_ns: (has[i] & HAS_SELF != 0).then_some(self_ns[i]),
-        contention_ns: (has[i] & HAS_CONTENTION != 0).then_some(contention[i]),
-    }))
 }
 
 #[cfg(test)]
@@ -567,6 +582,30 @@ mod tests {
         let mut w = Writer::new(Vec::new());
         encode(&tr, &mut w).unwrap();
         w.into_inner()
+    }
+
+    /// The stretches released follow one another from the body's start,
+    /// none overlapping; what is decoded is what a reader that releases
+    /// nothing decodes.
+    #[test]
+    fn released_stretches_are_in_order_and_change_nothing() {
+        let b = encoded();
+        let seen = std::cell::RefCell::new(Vec::new());
+        let release = |r: std::ops::Range<usize>| seen.borrow_mut().push(r);
+        let tr = decode_releasing_every(&b, 1024, &release).unwrap();
+        assert_eq!(tr, decode(&b).unwrap());
+        let seen = seen.into_inner();
+        assert!(
+            seen.len() > 20,
+            "{} stretches of {} bytes",
+            seen.len(),
+            b.len()
+        );
+        assert_eq!(seen[0].start, 0);
+        for w in seen.windows(2) {
+            assert_eq!(w[0].end, w[1].start, "contiguous, in order");
+        }
+        assert!(seen.iter().all(|r| r.len() >= 1024 && r.end <= b.len()));
     }
 
     proptest! {

@@ -723,17 +723,9 @@ impl Events {
         w.u32s(n, self.op.iter().copied())?;
         w.narrow(&self.reason)?;
         for c in self.opt_cols() {
-            // The values of the events that have the field, then one bit
-            // per event (none at all while no event has it).
-            w.narrow(&c.vals)?;
-            let words = if c.vals.is_empty() { 0 } else { n.div_ceil(64) };
-            let pad = words.saturating_sub(c.present.len());
-            let present = c.present.iter().copied().take(words);
-            w.u64s(words, present.chain(std::iter::repeat_n(0, pad)))?;
+            w.opt_col(c, n)?;
         }
-        let names = &self.dict.names;
-        w.u64s(1, std::iter::once(names.len() as u64))?;
-        w.strs(names.len(), names.iter().map(|s| s.as_str()))
+        w.dict(&self.dict)
     }
 
     pub(super) fn decode(r: &mut super::columnar::Reader) -> Result<Events, String> {
@@ -758,18 +750,10 @@ impl Events {
             "live_bytes",
             "written_bytes",
         ] {
-            // No values and no bits, or a bit per event and a value per
-            // bit set.
-            let vals = r.narrow(None, what)?;
-            let words = if vals.is_empty() { 0 } else { n.div_ceil(64) };
-            let present = r.u64s(words, what)?;
-            let col = OptCol::from_parts(present, vals)
-                .ok_or_else(|| format!("event {what}: values and presence bits disagree"))?;
-            opt.push(col);
+            opt.push(r.opt_col(n, &format!("event {what}"))?);
         }
-        let k = r.count("event names")?;
-        let strs = r.strs(k, "event names")?;
-        let dict = Dictionary::from_names((0..k).map(|i| strs.get(i)), "event names")?;
+        let dict = r.dict("event names")?;
+        let k = dict.len();
         if let Some(bad) = pool.iter().chain(reason.iter()).find(|&i| i >= k as u64) {
             return Err(format!("event pools or reasons: name {bad} of {k}"));
         }

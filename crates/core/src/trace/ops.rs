@@ -20,6 +20,7 @@
 //! Writers push owned [`TraceOp`] rows; the JSON is the same array of
 //! objects, written and read one op at a time.
 
+use super::columnar::{bound_of, bound_tag, Reader, Writer};
 use super::{Bound, CompactString, TraceOp, Unit};
 use crate::cols::{own_index, row_list, Dictionary, IdLists, Lazy, Names, OptCol};
 use serde::Serialize;
@@ -419,20 +420,6 @@ impl Ops {
     }
 }
 
-/// The columns as the cache reads them back (`super::columnar`); the
-/// caller checked every list's length against the count of names.
-pub(crate) struct OpCols {
-    pub id: Vec<u64>,
-    pub name: Names,
-    pub start_ns: Vec<u64>,
-    pub end_ns: Vec<u64>,
-    pub stall_ns: Vec<u64>,
-    pub inputs: IdLists,
-    pub outputs: IdLists,
-    pub streamed: IdLists,
-    pub bound: Vec<Option<Bound>>,
-}
-
 /// An op's interned and optional fields, appended one op at a time.
 pub(crate) struct OpRest<'a> {
     pub op_type: &'a str,
@@ -457,30 +444,104 @@ impl<'a> OpRest<'a> {
 }
 
 impl Ops {
-    /// Ops from columns read back whole (the cache), moved in where they
-    /// are held the same way; `rest(i)` gives op `i`'s other fields.
-    pub(crate) fn from_cols<'a>(c: OpCols, rest: impl Fn(usize) -> OpRest<'a>) -> Ops {
-        let n = c.name.len();
-        let mut ops = Ops {
-            name: c.name,
-            start_ns: c.start_ns,
-            end_ns: c.end_ns,
-            stall_ns: c.stall_ns,
-            inputs: c.inputs,
-            outputs: c.outputs,
-            streamed: c.streamed,
-            bound: c.bound,
-            op_type: Vec::with_capacity(n),
-            ..Ops::default()
-        };
-        for (i, &id) in c.id.iter().enumerate() {
-            ops.id.push(i, id as usize, own_index);
+    /// The columns as they are held, for the binary cache
+    /// ([`super::columnar`]): reading them back is a copy per column, no
+    /// row assembled and no type or unit interned again.
+    pub(super) fn encode<W: std::io::Write>(&self, w: &mut Writer<W>) -> std::io::Result<()> {
+        let n = self.len();
+        w.u64s(1, std::iter::once(n as u64))?;
+        w.counted(self.id.vals.iter().map(|&v| v as u64))?;
+        w.names(&self.name)?;
+        w.dict(&self.types)?;
+        w.u32s(n, self.op_type.iter().copied())?;
+        w.u64s(n, self.start_ns.iter().copied())?;
+        w.u64s(n, self.end_ns.iter().copied())?;
+        w.u64s(n, self.stall_ns.iter().copied())?;
+        w.id_lists(&self.inputs)?;
+        w.id_lists(&self.outputs)?;
+        w.id_lists(&self.streamed)?;
+        w.u8s(n, self.bound.iter().map(|&b| bound_tag(b)))?;
+        let units = &self.units.list;
+        w.u64s(1, std::iter::once(units.len() as u64))?;
+        w.strs(units.len(), units.iter().map(|u| u.as_str()))?;
+        w.counted(self.unit.vals.iter().map(|&u| u64::from(u)))?;
+        for c in [
+            &self.flops,
+            &self.parent,
+            &self.self_ns,
+            &self.contention_ns,
+        ] {
+            w.opt_col(c, n)?;
         }
-        for i in 0..n {
-            ops.push_rest(i, rest(i));
+        Ok(())
+    }
+
+    /// What [`Ops::encode`] wrote, every length, tag, type and unit id
+    /// checked (references are the trace's checks).
+    pub(super) fn decode(r: &mut Reader) -> Result<Ops, String> {
+        let n = r.count("ops")?;
+        let id = r.counted(n, "op ids")?;
+        let name = r.names(n, "op names")?;
+        let types = r.dict("op types")?;
+        let op_type = r.u32s(n, "op type ids")?;
+        if let Some(bad) = op_type.iter().find(|&&t| t as usize >= types.len()) {
+            return Err(format!("op type ids: {bad} of {}", types.len()));
         }
-        ops.shrink_to_fit();
-        ops
+        let start_ns = r.u64s(n, "op starts")?;
+        let end_ns = r.u64s(n, "op ends")?;
+        let stall_ns = r.u64s(n, "op stalls")?;
+        let inputs = r.id_lists(n, "op inputs")?;
+        let outputs = r.id_lists(n, "op outputs")?;
+        let streamed = r.id_lists(n, "op streamed operands")?;
+        let bound = r
+            .u8s(n, "op bounds")?
+            .iter()
+            .map(|&b| bound_of(b).ok_or_else(|| format!("op bounds: unknown tag {b}")))
+            .collect::<Result<Vec<_>, String>>()?;
+        let k = r.count("op units")?;
+        let strs = r.strs(k, "op units")?;
+        let mut units = Units::default();
+        for i in 0..k {
+            units.id(Some(strs.get(i)));
+        }
+        if units.list.len() != k {
+            return Err("op units: a unit named twice".into());
+        }
+        let unit = r.counted(n, "op unit ids")?;
+        if let Some(bad) = unit.iter().find(|&&u| u > k as u64) {
+            return Err(format!("op unit ids: {bad} of {k}"));
+        }
+        let mut opt = [(); 4].map(|_| OptCol::default());
+        for (c, what) in
+            opt.iter_mut()
+                .zip(["op flops", "op parents", "op self times", "op contention"])
+        {
+            *c = r.opt_col(n, what)?;
+        }
+        let [flops, parent, self_ns, contention_ns] = opt;
+        Ok(Ops {
+            id: Lazy {
+                vals: id.into_iter().map(|v| v as usize).collect(),
+            },
+            name,
+            op_type,
+            start_ns,
+            end_ns,
+            stall_ns,
+            inputs,
+            outputs,
+            streamed,
+            bound,
+            unit: Lazy {
+                vals: unit.into_iter().map(|u| u as u32).collect(),
+            },
+            flops,
+            parent,
+            self_ns,
+            contention_ns,
+            types,
+            units,
+        })
     }
 }
 

@@ -18,6 +18,7 @@
 //! lists borrowed); writers push [`TraceTensor`] rows; the JSON is the
 //! same array of objects.
 
+use super::columnar::{kind_of, kind_tag, Reader, Writer};
 use super::{TensorKind, TraceTensor};
 use crate::cols::{own_index, row_list, Dictionary, IdLists, Lazy, Names, OptCol};
 use serde::Serialize;
@@ -204,41 +205,54 @@ impl Tensors {
     }
 }
 
-/// The columns as the cache reads them back (`super::columnar`); the
-/// caller checked every column's length against the count of names.
-pub(crate) struct TensorCols {
-    pub id: Vec<u64>,
-    pub name: Names,
-    pub bytes: Vec<u64>,
-    pub kind: Vec<TensorKind>,
-    pub consumers: IdLists,
-}
-
 impl Tensors {
-    /// Tensors from columns read back whole (the cache); `pool(i)` and
-    /// `producer(i)` give tensor `i`'s other fields.
-    pub(crate) fn from_cols<'a>(
-        c: TensorCols,
-        pool: impl Fn(usize) -> &'a str,
-        producer: impl Fn(usize) -> Option<usize>,
-    ) -> Tensors {
-        let n = c.name.len();
-        let mut ts = Tensors {
-            name: c.name,
-            bytes: c.bytes,
-            kind: c.kind,
-            consumers: c.consumers,
-            pool: Vec::with_capacity(n),
-            ..Tensors::default()
-        };
-        for i in 0..n {
-            ts.id.push(i, c.id[i] as usize, own_index);
-            let p = ts.pools.id(pool(i));
-            ts.pool.push(p);
-            ts.producer.push(i, producer(i).map(|p| p as u64));
+    /// The columns as they are held, for the binary cache
+    /// ([`super::columnar`]): reading them back is a copy per column, no
+    /// row assembled and no name interned again.
+    pub(super) fn encode<W: std::io::Write>(&self, w: &mut Writer<W>) -> std::io::Result<()> {
+        let n = self.len();
+        w.u64s(1, std::iter::once(n as u64))?;
+        w.counted(self.id.vals.iter().map(|&v| v as u64))?;
+        w.names(&self.name)?;
+        w.u64s(n, self.bytes.iter().copied())?;
+        w.u8s(n, self.kind.iter().map(|&k| kind_tag(k)))?;
+        w.dict(&self.pools)?;
+        w.u32s(n, self.pool.iter().copied())?;
+        w.opt_col(&self.producer, n)?;
+        w.id_lists(&self.consumers)
+    }
+
+    /// What [`Tensors::encode`] wrote, every length, tag and name id
+    /// checked (references are the trace's checks).
+    pub(super) fn decode(r: &mut Reader) -> Result<Tensors, String> {
+        let n = r.count("tensors")?;
+        let id = r.counted(n, "tensor ids")?;
+        let name = r.names(n, "tensor names")?;
+        let bytes = r.u64s(n, "tensor sizes")?;
+        let kind = r
+            .u8s(n, "tensor kinds")?
+            .iter()
+            .map(|&k| kind_of(k).ok_or_else(|| format!("tensor kinds: unknown tag {k}")))
+            .collect::<Result<Vec<_>, String>>()?;
+        let pools = r.dict("tensor pools")?;
+        let pool = r.u32s(n, "tensor pool ids")?;
+        if let Some(bad) = pool.iter().find(|&&p| p as usize >= pools.len()) {
+            return Err(format!("tensor pool ids: {bad} of {}", pools.len()));
         }
-        ts.shrink_to_fit();
-        ts
+        let producer = r.opt_col(n, "tensor producers")?;
+        let consumers = r.id_lists(n, "tensor consumers")?;
+        Ok(Tensors {
+            id: Lazy {
+                vals: id.into_iter().map(|v| v as usize).collect(),
+            },
+            name,
+            bytes,
+            kind,
+            pool,
+            producer,
+            consumers,
+            pools,
+        })
     }
 }
 
