@@ -183,6 +183,16 @@ impl Leg {
         Some((e.t_ns, e.op, Ledger::bytes(&e)))
     }
 
+    /// The op during which it went out, read from the event's op column
+    /// alone (what [`Leg::expand`] would give as `out_op`).
+    pub(crate) fn out_op(&self, tr: &Trace, implied: &[Implied]) -> Option<usize> {
+        let i = some(self.out)?;
+        if self.how & OUT_IMPLIED != 0 {
+            return some(implied.get(i)?.op);
+        }
+        (i < tr.events.len()).then(|| tr.events.op(i)).flatten()
+    }
+
     pub(crate) fn back_op(&self, tr: &Trace, implied: &[Implied]) -> Option<usize> {
         self.end(tr, implied, true)?.1
     }

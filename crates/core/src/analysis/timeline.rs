@@ -522,6 +522,33 @@ impl TimelineIndex {
     }
 
     /// How many spill events there are.
+    /// The op running at `t` (the first by index where several are:
+    /// `start <= t < max(end, start + 1)`), or `None`; `None` too for an
+    /// empty index ([`Dataset::op_at`] falls back to the columns). Only the
+    /// ops starting within the longest op's length before `t` are looked
+    /// at: the cursor line asked every op each frame (37 ms a frame at 10M
+    /// events).
+    ///
+    /// [`Dataset::op_at`]: crate::session::dataset::Dataset::op_at
+    pub fn op_at(&self, t: u64) -> Option<usize> {
+        let tr = self.trace.as_deref()?;
+        let (start, end) = (tr.ops.start_col(), tr.ops.end_col());
+        let hi = self.ops.partition_point(|&k| start[k as usize] <= t);
+        let from = t.saturating_sub(self.ops_max_len.max(1));
+        self.ops[..hi]
+            .iter()
+            .rev()
+            .map(|&k| k as usize)
+            .take_while(|&k| start[k] >= from)
+            .filter(|&k| t < end[k].max(start[k] + 1))
+            .min()
+    }
+
+    /// Whether the index was built from a trace (not [`Self::build_empty`]).
+    pub fn is_built(&self) -> bool {
+        self.trace.is_some()
+    }
+
     pub fn spill_count(&self) -> usize {
         self.spills.len()
     }
@@ -675,5 +702,53 @@ impl SeriesIndex {
                 l.iter().take(b1).skip(b0).cloned().fold(0.0, f64::max)
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod op_at_tests {
+    use super::*;
+    use crate::trace::ledger::Ledger;
+
+    /// The index finds the op under a time as a walk over every op does,
+    /// with ops that overlap (one long op over several, as on a second
+    /// unit) and ops of no length among them.
+    #[test]
+    fn the_op_at_a_time_is_the_first_op_running_then() {
+        let p = crate::trace::sample_path("encdec-1mib.lru.json");
+        let mut tr = Trace::load(&p).unwrap();
+        let n = tr.ops.len();
+        assert!(n > 20);
+        let (s3, e9) = (tr.ops.at(3).start_ns, tr.ops.at(9).end_ns);
+        tr.ops.update(12, |o| {
+            o.start_ns = s3;
+            o.end_ns = e9;
+        });
+        let s15 = tr.ops.at(15).start_ns;
+        tr.ops
+            .update(16, |o| o.end_ns = s15.saturating_sub(1).max(o.start_ns));
+        tr.ops.update(17, |o| o.end_ns = o.start_ns);
+        let tr = Arc::new(tr);
+        let index = TimelineIndex::build(&tr, &Ledger::of(&tr));
+        let walk = |t: u64| {
+            tr.ops
+                .iter()
+                .position(|o| o.start_ns <= t && t < o.end_ns.max(o.start_ns + 1))
+        };
+        let mut times: Vec<u64> = tr
+            .ops
+            .iter()
+            .flat_map(|o| [o.start_ns, o.end_ns])
+            .flat_map(|t| [t.saturating_sub(1), t, t + 1])
+            .collect();
+        times.push(index.end_ns + 10);
+        let mut found = 0;
+        for t in times {
+            assert_eq!(index.op_at(t), walk(t), "at {t} ns");
+            found += usize::from(walk(t).is_some());
+        }
+        assert!(found > n, "most times fall in an op: {found}");
+        assert_eq!(index.op_at(s3 + 1), walk(s3 + 1));
+        assert!(TimelineIndex::build_empty(10).op_at(0).is_none());
     }
 }

@@ -1,12 +1,14 @@
 //! The round trips an open trace keeps: per tensor that moved, its totals
-//! (32 bytes), and every trip as a 16-byte [`Leg`] (its two ends as event
+//! (40 bytes), and every trip as a 16-byte [`Leg`] (its two ends as event
 //! indexes); a tensor's row
 //! ([`TensorTrips`], with its name, its trips in full and the ops that
 //! pushed it out) is made when a view asks for it. Rows held whole cost
 //! 41 MB for a 1M-event trace (a 96-byte trip, a name string and two
 //! lists per tensor).
 
-use super::roundtrips::{legs, tensor_trips, Implied, Leg, TensorTrips, OSCILLATION_TRIPS};
+use super::roundtrips::{
+    legs, tensor_trips, Implied, Leg, RoundTrip, TensorTrips, OSCILLATION_TRIPS,
+};
 use crate::trace::ledger::Ledger;
 use crate::trace::Trace;
 
@@ -21,6 +23,42 @@ struct Row {
     trips: u32,
     /// Trips that came back.
     completed: u32,
+    /// The op it went out during most often (`NO_OP`: none), and how often:
+    /// the Tensor view's "pushed by", which counting every trip each frame
+    /// made a 213 ms frame at 10M events.
+    pushed_by: u32,
+    pushed_n: u32,
+}
+
+const NO_OP: u32 = u32::MAX;
+
+/// A tensor's row without its trips: what a list of tensors shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TripBrief {
+    pub tensor: usize,
+    pub trips: usize,
+    pub completed: usize,
+    pub oscillating: bool,
+    pub bytes_moved: u64,
+    pub stall_ns: u64,
+    /// The op it went out during most often and how often (the first of
+    /// [`TensorTrips::evicted_by`]).
+    pub pushed_by: Option<(usize, usize)>,
+}
+
+/// The most frequent of `ops` and its count (the smaller op on a tie), as
+/// [`TensorTrips::evicted_by`] ranks them.
+fn most_frequent(ops: &mut [usize]) -> Option<(usize, usize)> {
+    if !ops.is_sorted() {
+        ops.sort_unstable();
+    }
+    let mut best: Option<(usize, usize)> = None;
+    for run in ops.chunk_by(|a, b| a == b) {
+        if best.is_none_or(|(_, n)| run.len() > n) {
+            best = Some((run[0], run.len()));
+        }
+    }
+    best
 }
 
 /// Round trips per tensor, largest spill traffic first (then most trips,
@@ -61,7 +99,19 @@ impl Trips {
                     first: i as u32,
                     trips: 1,
                     completed: back,
+                    pushed_by: NO_OP,
+                    pushed_n: 0,
                 }),
+            }
+        }
+        let mut ops = Vec::new();
+        for r in &mut rows {
+            let mine = &legs[r.first as usize..(r.first + r.trips) as usize];
+            ops.clear();
+            ops.extend(mine.iter().filter_map(|l| l.out_op(tr, &implied)));
+            if let Some((op, n)) = most_frequent(&mut ops) {
+                r.pushed_by = u32::try_from(op).unwrap_or(NO_OP);
+                r.pushed_n = n as u32;
             }
         }
         rows.sort_by(|a, b| {
@@ -133,6 +183,31 @@ impl Trips {
         ))
     }
 
+    /// Row `i` without its trips.
+    pub fn brief(&self, i: usize) -> Option<TripBrief> {
+        let r = self.rows.get(i)?;
+        Some(TripBrief {
+            tensor: r.tensor as usize,
+            trips: r.trips as usize,
+            completed: r.completed as usize,
+            oscillating: r.completed as usize >= OSCILLATION_TRIPS,
+            bytes_moved: r.bytes_moved,
+            stall_ns: r.stall_ns,
+            pushed_by: (r.pushed_by != NO_OP)
+                .then_some((r.pushed_by as usize, r.pushed_n as usize)),
+        })
+    }
+
+    /// Trip `k` of row `i` in full (`tr` is the trace the table was made
+    /// from): a view draws the trips it has room for, not all of them.
+    pub fn trip(&self, tr: &Trace, i: usize, k: usize) -> Option<RoundTrip> {
+        let r = self.rows.get(i)?;
+        if k >= r.trips as usize {
+            return None;
+        }
+        Some(self.legs[r.first as usize + k].expand(tr, &self.implied))
+    }
+
     /// The row of `tensor` in full, if it moved.
     pub fn of_tensor(&self, tr: &Trace, tensor: usize) -> Option<TensorTrips> {
         self.row(tr, self.position(tensor)?)
@@ -154,6 +229,54 @@ mod tests {
 
     fn sample(name: &str) -> Trace {
         Trace::load(&crate::trace::sample_path(name)).unwrap()
+    }
+
+    /// A row's brief, and its trips one at a time, say what the row in
+    /// full says (the Tensor view draws from them).
+    #[test]
+    fn briefs_and_single_trips_agree_with_the_full_rows() {
+        let mut pushed = 0;
+        for name in [
+            "encdec-1mib.lru.json",
+            "edge-resnet50-b3.belady.json",
+            "seed-resnet50-b3.lru.json",
+        ] {
+            let tr = sample(name);
+            let t = Trips::of(&tr, &Ledger::of(&tr));
+            for i in 0..t.len() {
+                let full = t.row(&tr, i).unwrap();
+                let b = t.brief(i).unwrap();
+                assert_eq!(b.tensor, full.tensor, "{name} row {i}");
+                assert_eq!(b.trips, full.trips.len(), "{name} row {i}");
+                assert_eq!(b.oscillating, full.oscillating, "{name} row {i}");
+                assert_eq!(b.bytes_moved, full.bytes_moved, "{name} row {i}");
+                assert_eq!(b.stall_ns, full.stall_ns, "{name} row {i}");
+                assert_eq!(
+                    b.pushed_by,
+                    full.evicted_by.first().copied(),
+                    "{name} row {i}"
+                );
+                pushed += usize::from(b.pushed_by.is_some());
+                for (k, rt) in full.trips.iter().enumerate() {
+                    assert_eq!(
+                        t.trip(&tr, i, k).as_ref(),
+                        Some(rt),
+                        "{name} row {i} trip {k}"
+                    );
+                }
+                assert!(t.trip(&tr, i, full.trips.len()).is_none());
+            }
+            assert!(t.brief(t.len()).is_none());
+        }
+        assert!(pushed > 10, "{pushed} rows name the op that pushed them");
+    }
+
+    /// Ties go to the smaller op, as the full rows rank them.
+    #[test]
+    fn the_most_frequent_op_breaks_ties_by_id() {
+        assert_eq!(most_frequent(&mut [7, 3, 7, 3, 9]), Some((3, 2)));
+        assert_eq!(most_frequent(&mut [5, 5, 5, 1]), Some((5, 3)));
+        assert_eq!(most_frequent(&mut []), None);
     }
 
     #[test]

@@ -477,6 +477,18 @@ impl Dataset {
             .map_or(0, |w| w.from_ns.min(self.end_ns))
     }
 
+    /// The op running at `t` (the first by index where several are), as
+    /// the timeline's cursor line names it: from the timeline index once it
+    /// is built, else (the quick dataset) from the op columns.
+    pub fn op_at(&self, t: u64) -> Option<usize> {
+        if self.index.is_built() {
+            return self.index.op_at(t);
+        }
+        let ops = &self.trace.ops;
+        let (start, end) = (ops.start_col(), ops.end_col());
+        (0..ops.len()).find(|&i| start[i] <= t && t < end[i].max(start[i] + 1))
+    }
+
     /// Round trips of a tensor, if it has any.
     pub fn trips_of(&self, tensor: usize) -> Option<TensorTrips> {
         self.trips.of_tensor(&self.trace, tensor)

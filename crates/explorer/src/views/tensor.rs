@@ -32,10 +32,15 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
     let sel = app.tensors.tensor.and_then(|t| d.trips.position(t));
     let visible = left.height.saturating_sub(2) as usize;
     let offset = scroll_offset(sel.unwrap_or(0), d.trips.len(), visible);
+    // Briefs, not rows in full: a row's trips are not drawn in the list (a
+    // tensor out and back 100k times cost a frame 200 ms).
     let rows: Vec<_> = (offset..d.trips.len().min(offset + visible))
-        .filter_map(|i| d.trips.row(&d.trace, i))
+        .filter_map(|i| d.trips.brief(i))
         .collect();
-    let names: Vec<&str> = rows.iter().map(|t| t.name.as_str()).collect();
+    let names: Vec<&str> = rows
+        .iter()
+        .map(|t| d.trace.tensors.get(t.tensor).map_or("?", |x| x.name))
+        .collect();
     let name_w = inner_w.saturating_sub(6);
     let names = spillscope::names::elide_all(&names, name_w, app.ascii);
     let items: Vec<ListItem> = rows
@@ -43,7 +48,7 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
         .zip(names)
         .map(|(t, name)| {
             let flag = if t.oscillating { "*" } else { " " };
-            let n = format!("{:>3}x", t.trips.len());
+            let n = format!("{:>3}x", t.trips);
             let style = if t.oscillating {
                 theme.fg(theme.c.oscillation)
             } else {
@@ -81,7 +86,8 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
     let Some(t) = d.trace.tensors.get(tid) else {
         return;
     };
-    let trips = d.trips_of(tid);
+    let row = d.trips.position(tid);
+    let trips = row.and_then(|i| d.trips.brief(i));
     let trips = trips.as_ref();
     let outer = block(
         format!(
@@ -102,7 +108,7 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
         (Some(p), None) => format!("step {p} (unconsumed)"),
         (None, None) => "-".into(),
     };
-    let n = trips.map(|x| x.trips.len()).unwrap_or(0);
+    let n = trips.map(|x| x.trips).unwrap_or(0);
     let mut lines = vec![
         Line::from(vec![
             Span::styled("size      ", k),
@@ -134,20 +140,20 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
                     &[
                         format!(
                             "OSCILLATING: out and back {}; pinning it may pay",
-                            count(x.trips.len() as u64, "time")
+                            count(x.trips as u64, "time")
                         ),
                         format!(
                             "OSCILLATING: out and back {}",
-                            count(x.trips.len() as u64, "time")
+                            count(x.trips as u64, "time")
                         ),
-                        format!("OSCILLATING: {}", count(x.trips.len() as u64, "time")),
+                        format!("OSCILLATING: {}", count(x.trips as u64, "time")),
                     ],
                     inner.width as usize,
                 ),
                 theme.strong(theme.c.oscillation),
             ));
         }
-        if let Some(&(op, count)) = x.evicted_by.first() {
+        if let Some((op, count)) = x.pushed_by {
             let name = d.trace.ops.get(op).map(|o| o.name).unwrap_or("?");
             lines.push(Line::from(vec![
                 Span::styled("pushed by ", k),
@@ -195,9 +201,15 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
     lanes::label(buf, arrows.x, arrows.y + 1, "ops", k);
     lanes::ops_lane(buf, x0, arrows.y + 1, &cols, theme, g, None);
     // One row per trip: evict mark, arrow through the skipped ops, reload head.
-    let Some(x) = trips else { return };
+    let (Some(x), Some(row)) = (trips, row) else {
+        return;
+    };
     let mut y = arrows.y + 2;
-    for (i, rt) in x.trips.iter().enumerate() {
+    // Only the trips there is room for are read in full.
+    let room = (arrows.y + arrows.height).saturating_sub(y) as usize;
+    for (i, rt) in
+        (0..x.trips.min(room)).filter_map(|k| d.trips.trip(&d.trace, row, k).map(|t| (k, t)))
+    {
         if y >= arrows.y + arrows.height {
             break;
         }

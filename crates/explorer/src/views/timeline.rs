@@ -146,11 +146,7 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
         return;
     }
     // What is under the cursor.
-    let op = d
-        .trace
-        .ops
-        .iter()
-        .position(|o| o.start_ns <= app.cursor && app.cursor < o.end_ns.max(o.start_ns + 1));
+    let op = d.op_at(app.cursor);
     let w = inner.width as usize;
     let line1 = match op.map(|i| d.trace.ops.at(i)) {
         Some(o) => {
