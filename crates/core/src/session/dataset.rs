@@ -16,7 +16,9 @@ use std::sync::Arc;
 
 /// The end of a trace's time axis (as the timeline index computes it).
 fn trace_end(tr: &Trace) -> u64 {
-    let ops = tr.ops.iter().map(|o| o.end_ns);
+    // The column, not the rows: a row per op was 150 ms of a 10M-event
+    // trace's first frame.
+    let ops = tr.ops.end_col().iter().copied();
     ops.chain(std::iter::once(tr.events.max_end_ns()))
         .chain(std::iter::once(tr.summary.latency_ns))
         .max()

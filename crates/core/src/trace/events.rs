@@ -533,8 +533,10 @@ impl Events {
         if ends.vals.is_empty() {
             return self.t_ns.max().unwrap_or(0);
         }
-        (0..self.len())
-            .map(|i| ends.get(i).unwrap_or(self.t_ns.get(i)))
+        self.t_ns
+            .iter()
+            .zip(ends.rows(0, self.len()))
+            .map(|(t, e)| e.unwrap_or(t))
             .max()
             .unwrap_or(0)
     }
@@ -581,7 +583,14 @@ impl Events {
     }
     /// Whether event `i` has a DMA transfer (a start time).
     pub fn has_dma(&self, i: usize) -> bool {
-        self.dma_start_ns.get(i).is_some()
+        self.dma_start_ns.has(i)
+    }
+    /// Every event's DMA flag and written bytes, in order, in one pass (a
+    /// lookup per event cost a rank each).
+    pub(crate) fn dma_and_written(&self) -> impl Iterator<Item = (bool, Option<u64>)> + '_ {
+        let n = self.len();
+        let dma = (0..n).map(|i| self.dma_start_ns.has(i));
+        dma.zip(self.written_bytes.rows(0, n))
     }
     /// The id of event `i`'s pool name ([`Events::name_of`] spells it):
     /// the same id for the same name, for loops that tally per pool.

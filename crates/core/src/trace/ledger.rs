@@ -261,11 +261,11 @@ impl Ledger {
         }
         let mut next = derived.iter().peekable();
         let ev = &tr.events;
-        for (i, t) in ev.times().enumerate() {
+        for (i, (t, (dma, written))) in ev.times().zip(ev.dma_and_written()).enumerate() {
             while let Some(d) = next.next_if(|d| d.t_ns < t) {
                 replay.derived(d);
             }
-            replay.event(i, &Moved::at(ev, i), ev.pool_id(i));
+            replay.event(i, &Moved::with(ev, i, dma, written), ev.pool_id(i));
         }
         for d in next {
             replay.derived(d);
@@ -391,14 +391,15 @@ impl Moved {
         }
     }
 
-    /// Event `i` of `ev`: the optional columns read only where they count
-    /// (an eviction's write-back, a transfer's presence on an evict or an
-    /// alloc).
-    pub(crate) fn at(ev: &super::Events, i: usize) -> Moved {
+    /// Event `i` of `ev`, given its DMA flag and written bytes (read in one
+    /// pass by a loop over every event: a lookup each cost a rank); they
+    /// count only where they matter (an eviction's write-back, a transfer
+    /// on an evict or an alloc).
+    pub(crate) fn with(ev: &super::Events, i: usize, dma: bool, written: Option<u64>) -> Moved {
         let kind = ev.kind(i);
         let (written_bytes, has_dma) = match kind {
-            EventKind::Evict => (ev.written_bytes(i), ev.has_dma(i)),
-            EventKind::Alloc => (None, ev.has_dma(i)),
+            EventKind::Evict => (written, dma),
+            EventKind::Alloc => (None, dma),
             _ => (None, false),
         };
         Moved {
