@@ -320,7 +320,7 @@ impl TraceStore {
     fn check<'a>(
         map: &'a [u8],
         stamp: &Stamp,
-        release: &dyn Fn(std::ops::Range<usize>),
+        release: &columnar::Release<'_>,
     ) -> Option<&'a [u8]> {
         let (h, body) = (map.get(..HEAD_LEN)?, map.get(HEAD_LEN..)?);
         let expect = head(stamp, body.len() as u64, &[0u8; 32]);
