@@ -400,20 +400,35 @@ impl Dataset {
         depth: Depth,
     ) -> Dataset {
         let (ledger, profile) = match reuse {
-            Some((l, live, resident)) => (l, Some((live, resident))),
-            None => (Arc::new(Ledger::of(&trace)), None),
+            Some((l, live, resident)) => (Some(l), Some((live, resident))),
+            None => (None, None),
         };
-        let (live_by_step, live_is_resident) = profile.unwrap_or_else(|| live_by_step(&trace));
+        let quick = depth == Depth::Quick;
+        // The ledger (and, for the first frame, the classification it
+        // feeds) on one core, the step profile and the time axis's end on
+        // the other.
+        let ((ledger, class), ((live_by_step, live_is_resident), end)) = rayon::join(
+            || {
+                let l = ledger.unwrap_or_else(|| Arc::new(Ledger::of(&trace)));
+                let class = quick.then(|| classify(&trace, &l));
+                (l, class)
+            },
+            || {
+                let profile = profile.unwrap_or_else(|| live_by_step(&trace));
+                (profile, quick.then(|| trace_end(&trace)))
+            },
+        );
         let capacity = trace.pools.first().map(|p| p.capacity_bytes).unwrap_or(0);
-        let heavy = (depth == Depth::Complete).then(|| analyses(&trace, &ledger, capacity));
-        let end_ns = heavy
-            .as_ref()
-            .map_or_else(|| trace_end(&trace), |h| h.index.end_ns);
+        let heavy = (!quick).then(|| analyses(&trace, &ledger, capacity));
+        let end_ns = heavy.as_ref().map_or_else(
+            || end.unwrap_or_else(|| trace_end(&trace)),
+            |h| h.index.end_ns,
+        );
         let h = heavy.unwrap_or_else(|| Analyses {
             index: TimelineIndex::build_empty(end_ns),
             hotspots: Hotspots::default(),
             trips: Trips::default(),
-            class: classify(&trace, &ledger),
+            class: class.unwrap_or_else(|| classify(&trace, &ledger)),
             bus: None,
             placements: Placements::default(),
             shades: Vec::new(),
