@@ -498,6 +498,45 @@ fn suggestions_arrive_for_the_current_trace_only_and_pin_opens_the_tensor() {
         a.suggest.state,
         SuggestState::Unavailable("no graph".into())
     );
+    // Nothing listed: the footer offers no selecting or opening, and the
+    // keys do nothing; with a list they are back.
+    let lists = |a: &App| a.scopes().contains(&spillscope_explorer::keys::Scope::List);
+    a.view = View::Suggest;
+    assert!(!lists(&a), "unavailable");
+    let cur = a.data[0].trace.clone();
+    let none = spillscope::analysis::suggest::Suggestions {
+        baseline: s.baseline.clone(),
+        suggestions: Vec::new(),
+    };
+    update(
+        &mut a,
+        Msg::Suggested {
+            trace: cur.clone(),
+            result: Ok(Box::new(none)),
+        },
+    );
+    assert!(matches!(a.suggest.state, SuggestState::Ready(_)));
+    assert!(!lists(&a), "an empty list");
+    let footer = footer_fit(&a.scopes(), 200);
+    assert!(
+        !footer
+            .iter()
+            .any(|(k, _)| k.contains("j/k") || k.contains("Enter")),
+        "{footer:?}"
+    );
+    assert_eq!(key(&mut a, KeyCode::Enter), None);
+    assert_eq!(a.view, View::Suggest);
+    update(
+        &mut a,
+        Msg::Suggested {
+            trace: cur,
+            result: Ok(Box::new(s.clone())),
+        },
+    );
+    assert!(lists(&a), "a list");
+    assert!(footer_fit(&a.scopes(), 200)
+        .iter()
+        .any(|(k, _)| k.contains("j/k")));
 }
 
 /// A trace written before the ledger opens with its summary recomputed, and

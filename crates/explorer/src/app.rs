@@ -387,6 +387,11 @@ impl App {
     /// following files, applying suggestions when a config is watched.
     pub fn scopes(&self) -> Vec<Scope> {
         let mut v = self.view.scopes().to_vec();
+        if self.view == View::Suggest && self.suggest.selected().is_none() {
+            // Nothing listed (yet, or at all): j/k and Enter have nothing to
+            // act on, so neither the footer nor the keys offer them.
+            v.retain(|s| *s != Scope::List);
+        }
         if self.live {
             v.push(Scope::Live);
         }

@@ -139,8 +139,10 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
             " {n} saving over {fl}; baseline {lat} [{}], {traffic} traffic ",
             b.policy
         ),
+        // "N over X" read as the time they were found in: the floor keeps
+        // its verb and sign.
         format!(
-            " {n} over {fl}; baseline {lat} [{}], {traffic} traffic ",
+            " {n} saving > {fl}; baseline {lat} [{}], {traffic} ",
             b.policy
         ),
         format!(" {n}; baseline {lat}, {traffic} "),
