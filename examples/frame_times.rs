@@ -3,7 +3,8 @@
 //! zoomed, at 120x40 and 80x24, and panning at deep zoom (a new window each
 //! frame). Prints the median and the slowest frame of each, in ms.
 //! Usage: cargo run --release --example frame_times -- TRACE.json [CACHE_DIR] [FRAMES]
-//! (with CACHE_DIR the trace is opened through the binary trace cache).
+//! (with CACHE_DIR the trace is opened through the binary trace cache; a
+//! `.jsonl` stream is opened as the window a live view keeps of it).
 use spillscope_explorer::app::{App, View};
 use spillscope_explorer::{data::Dataset, theme, ui};
 use std::sync::Arc;
@@ -17,6 +18,16 @@ fn main() {
     let p = std::env::args().nth(1).expect("trace path");
     let path = std::path::Path::new(&p);
     let tr = match std::env::args().nth(2).filter(|d| d != "-") {
+        // A JSONL stream: the window a live view holds of it by default.
+        _ if p.ends_with(".jsonl") => {
+            let opts = spillscope::trace::import::ImportOptions {
+                keep: Some(spillscope::limits::LIVE_WINDOW_EVENTS),
+                ..Default::default()
+            };
+            spillscope::trace::import::import(path, None, &opts)
+                .unwrap()
+                .0
+        }
         Some(dir) => {
             spillscope::trace::store::TraceStore::at(dir)
                 .open(path)
