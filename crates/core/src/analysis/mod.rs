@@ -19,6 +19,7 @@ pub mod measured;
 pub mod memmap;
 mod op_figures;
 pub use crate::sim::optimum;
+pub mod range_max;
 pub mod report;
 pub mod residency;
 pub mod roundtrips;

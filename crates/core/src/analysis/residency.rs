@@ -14,7 +14,7 @@ pub fn resident_by_step(trace: &Trace, pool: &str) -> Vec<u64> {
     // Resident bytes after each of the pool's events, in time order.
     let events = resident_over_time(trace, pool);
     let after: Vec<u64> = events.iter().map(|s| s.1).collect();
-    let tree = MaxTree::new(&after);
+    let tree = super::range_max::RangeMax::build(&after);
     trace
         .ops
         .iter()
@@ -22,7 +22,7 @@ pub fn resident_by_step(trace: &Trace, pool: &str) -> Vec<u64> {
             let i0 = events.partition_point(|e| e.0 < op.start_ns);
             let i1 = events.partition_point(|e| e.0 <= op.end_ns.max(op.start_ns));
             let before = i0.checked_sub(1).map_or(0, |i| after[i]);
-            before.max(tree.max(i0, i1))
+            before.max(tree.max(&after, i0, i1).unwrap_or(0))
         })
         .collect()
 }
@@ -55,57 +55,4 @@ pub fn first_pool_resident_by_step(trace: &Trace) -> Option<Vec<u64>> {
         .pools
         .first()
         .map(|p| resident_by_step(trace, &p.name))
-}
-
-/// Range maximum over a fixed array (an iterative segment tree).
-struct MaxTree {
-    n: usize,
-    t: Vec<u64>,
-}
-
-impl MaxTree {
-    fn new(v: &[u64]) -> MaxTree {
-        let n = v.len();
-        let mut t = vec![0; 2 * n];
-        t[n..].copy_from_slice(v);
-        for i in (1..n).rev() {
-            t[i] = t[2 * i].max(t[2 * i + 1]);
-        }
-        MaxTree { n, t }
-    }
-
-    /// Max of `v[lo..hi]`, 0 when empty.
-    fn max(&self, lo: usize, hi: usize) -> u64 {
-        let (mut l, mut r, mut m) = (lo + self.n, hi + self.n, 0);
-        while l < r {
-            if l & 1 == 1 {
-                m = m.max(self.t[l]);
-                l += 1;
-            }
-            if r & 1 == 1 {
-                r -= 1;
-                m = m.max(self.t[r]);
-            }
-            l /= 2;
-            r /= 2;
-        }
-        m
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn range_max_matches_a_scan() {
-        let v: Vec<u64> = (0..37u64).map(|i| (i * 7919) % 101).collect();
-        let t = MaxTree::new(&v);
-        for lo in 0..=v.len() {
-            for hi in lo..=v.len() {
-                let want = v[lo..hi].iter().copied().max().unwrap_or(0);
-                assert_eq!(t.max(lo, hi), want, "{lo}..{hi}");
-            }
-        }
-    }
 }

@@ -126,6 +126,9 @@ pub struct Dataset {
     pub occupancy: Vec<OccupancyIndex>,
     /// Live bytes per op step (from the `live_bytes` counter).
     pub live_by_step: Vec<u64>,
+    /// Block maxima of `live_by_step`: a frame's chart columns and its peak
+    /// without reading every step.
+    pub live_max: crate::analysis::range_max::RangeMax,
     /// `live_by_step` is on-chip residency from the events (no
     /// `live_bytes` counter in the trace).
     pub live_is_resident: bool,
@@ -450,6 +453,7 @@ impl Dataset {
             placements: h.placements,
             shades: h.shades,
             occupancy: h.occupancy,
+            live_max: crate::analysis::range_max::RangeMax::build(&live_by_step),
             live_by_step,
             live_is_resident,
             capacity,

@@ -438,7 +438,7 @@ fn draw_live_chart(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Re
     if live.is_empty() || inner.width < 12 || inner.height < 2 {
         return;
     }
-    let peak = live.iter().copied().max().unwrap_or(0);
+    let peak = d.live_max.peak().unwrap_or(0);
     let cap = if with_cap { d.capacity } else { 0 };
     // The top row is the larger of the peak and the capacity, and its label
     // is that value (a headroom above it printed as a label read as a
@@ -498,7 +498,7 @@ fn draw_live_chart(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Re
     for c in 0..w {
         let a = (c as usize * n) / w as usize;
         let b = (((c as usize + 1) * n) / w as usize).max(a + 1).min(n);
-        let m = live[a..b].iter().copied().max().unwrap_or(0);
+        let m = d.live_max.max(live, a, b).unwrap_or(0);
         let over = with_cap && m > cap;
         let height = m as f64 / top * h as f64;
         for r in 0..h {
