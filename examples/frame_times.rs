@@ -14,6 +14,26 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
+/// `frames` frames drawn by `frame`, in ms, sorted.
+fn time(frames: usize, mut frame: impl FnMut()) -> Vec<f64> {
+    let mut t: Vec<f64> = (0..frames)
+        .map(|_| {
+            let s = Instant::now();
+            frame();
+            ms(s.elapsed())
+        })
+        .collect();
+    t.sort_by(f64::total_cmp);
+    t
+}
+
+/// Prints one row (median and slowest) and gives the slowest.
+fn report(w: u16, h: u16, name: &str, t: Vec<f64>) -> f64 {
+    let max = t[t.len() - 1];
+    println!("{w}x{h} {name:<14} {:>7.2} {:>7.2}", t[t.len() / 2], max);
+    max
+}
+
 fn main() {
     let p = std::env::args().nth(1).expect("trace path");
     let path = std::path::Path::new(&p);
@@ -64,39 +84,21 @@ fn main() {
             app.view = view;
             app.window = window;
             app.cursor = window.0;
-            let mut t: Vec<f64> = (0..frames)
-                .map(|_| {
-                    let s = Instant::now();
-                    term.draw(|f| ui::draw(f, &app, &th)).unwrap();
-                    ms(s.elapsed())
-                })
-                .collect();
-            t.sort_by(f64::total_cmp);
-            let max = t[t.len() - 1];
-            slowest = slowest.max(max);
-            println!("{w}x{h} {name:<14} {:>7.2} {:>7.2}", t[t.len() / 2], max);
+            let t = time(frames, || {
+                term.draw(|f| ui::draw(f, &app, &th)).unwrap();
+            });
+            slowest = slowest.max(report(w, h, name, t));
         }
         app.view = View::Timeline;
         let mut t0 = 0u64;
         let span = 50_000.min(end / 2).max(1);
-        let mut t: Vec<f64> = (0..frames)
-            .map(|_| {
-                t0 = (t0 + 7_919_113) % (end - span).max(1);
-                app.window = (t0, t0 + span);
-                let s = Instant::now();
-                term.draw(|f| ui::draw(f, &app, &th)).unwrap();
-                ms(s.elapsed())
-            })
-            .collect();
-        t.sort_by(f64::total_cmp);
-        let max = t[t.len() - 1];
-        slowest = slowest.max(max);
-        println!(
-            "{w}x{h} {:<14} {:>7.2} {:>7.2}",
-            "timeline pan",
-            t[t.len() / 2],
-            max
-        );
+        // Each frame a new window (the move itself is nothing beside a draw).
+        let t = time(frames, || {
+            t0 = (t0 + 7_919_113) % (end - span).max(1);
+            app.window = (t0, t0 + span);
+            term.draw(|f| ui::draw(f, &app, &th)).unwrap();
+        });
+        slowest = slowest.max(report(w, h, "timeline pan", t));
     }
     println!("slowest frame: {slowest:.2} ms");
 }

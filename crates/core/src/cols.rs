@@ -634,6 +634,15 @@ pub(crate) struct Lazy<T> {
     pub(crate) vals: Vec<T>,
 }
 
+impl Lazy<usize> {
+    /// A column read back whole (the cache): none, or one id per row.
+    pub(crate) fn of_u64s(vals: Vec<u64>) -> Lazy<usize> {
+        Lazy {
+            vals: vals.into_iter().map(|v| v as usize).collect(),
+        }
+    }
+}
+
 impl<T: Copy + PartialEq> Lazy<T> {
     pub(crate) fn get(&self, i: usize, dflt: impl Fn(usize) -> T) -> T {
         self.vals.get(i).copied().unwrap_or_else(|| dflt(i))

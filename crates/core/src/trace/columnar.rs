@@ -325,6 +325,19 @@ impl<'a> Reader<'a> {
         self.fixed::<1>(n, what)
     }
 
+    /// `n` one-byte tags, each read by `of` (an unknown tag is an error).
+    pub(crate) fn tags<T>(
+        &mut self,
+        n: usize,
+        what: &str,
+        of: impl Fn(u8) -> Option<T>,
+    ) -> Result<Vec<T>, Fail> {
+        self.u8s(n, what)?
+            .iter()
+            .map(|&t| of(t).ok_or_else(|| format!("{what}: unknown tag {t}")))
+            .collect()
+    }
+
     /// A column [`Writer::narrow`] wrote, of `n` values (any number when
     /// `None`).
     pub(crate) fn narrow(&mut self, n: Option<usize>, what: &str) -> Result<Narrow, Fail> {

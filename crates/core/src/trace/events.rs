@@ -740,11 +740,7 @@ impl Events {
     pub(super) fn decode(r: &mut super::columnar::Reader) -> Result<Events, String> {
         let n = r.count("events")?;
         let t_ns = r.narrow(Some(n), "event times")?;
-        let kind = r
-            .u8s(n, "event kinds")?
-            .iter()
-            .map(|&k| kind_of(k).ok_or_else(|| format!("event kinds: unknown tag {k}")))
-            .collect::<Result<Vec<_>, String>>()?;
+        let kind = r.tags(n, "event kinds", kind_of)?;
         let tensor = r.u32s(n, "event tensors")?;
         let bytes = r.narrow(Some(n), "event sizes")?;
         let pool = r.narrow(Some(n), "event pools")?;

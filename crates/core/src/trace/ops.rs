@@ -493,11 +493,7 @@ impl Ops {
         let inputs = r.id_lists(n, "op inputs")?;
         let outputs = r.id_lists(n, "op outputs")?;
         let streamed = r.id_lists(n, "op streamed operands")?;
-        let bound = r
-            .u8s(n, "op bounds")?
-            .iter()
-            .map(|&b| bound_of(b).ok_or_else(|| format!("op bounds: unknown tag {b}")))
-            .collect::<Result<Vec<_>, String>>()?;
+        let bound = r.tags(n, "op bounds", bound_of)?;
         let k = r.count("op units")?;
         let strs = r.strs(k, "op units")?;
         let mut units = Units::default();
@@ -520,9 +516,7 @@ impl Ops {
         }
         let [flops, parent, self_ns, contention_ns] = opt;
         Ok(Ops {
-            id: Lazy {
-                vals: id.into_iter().map(|v| v as usize).collect(),
-            },
+            id: Lazy::of_u64s(id),
             name,
             op_type,
             start_ns,

@@ -229,11 +229,7 @@ impl Tensors {
         let id = r.counted(n, "tensor ids")?;
         let name = r.names(n, "tensor names")?;
         let bytes = r.u64s(n, "tensor sizes")?;
-        let kind = r
-            .u8s(n, "tensor kinds")?
-            .iter()
-            .map(|&k| kind_of(k).ok_or_else(|| format!("tensor kinds: unknown tag {k}")))
-            .collect::<Result<Vec<_>, String>>()?;
+        let kind = r.tags(n, "tensor kinds", kind_of)?;
         let pools = r.dict("tensor pools")?;
         let pool = r.u32s(n, "tensor pool ids")?;
         if let Some(bad) = pool.iter().find(|&&p| p as usize >= pools.len()) {
@@ -242,9 +238,7 @@ impl Tensors {
         let producer = r.opt_col(n, "tensor producers")?;
         let consumers = r.id_lists(n, "tensor consumers")?;
         Ok(Tensors {
-            id: Lazy {
-                vals: id.into_iter().map(|v| v as usize).collect(),
-            },
+            id: Lazy::of_u64s(id),
             name,
             bytes,
             kind,
