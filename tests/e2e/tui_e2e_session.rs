@@ -42,9 +42,9 @@ fn live_densenet(name: &str) -> Option<(tempfile::TempDir, PathBuf, PathBuf, Tmu
 }
 
 /// Whether a line is the Suggest list's title (at 80 columns its middle
-/// form: "N suggestions over FLOOR; baseline ...").
+/// form: "N suggestions saving > FLOOR; baseline ...").
 fn suggest_title(l: &str) -> bool {
-    l.contains("suggestion") && l.contains(" over ") && l.contains("baseline ")
+    l.contains("suggestion") && l.contains(" saving ") && l.contains("baseline ")
 }
 
 /// The Suggest view's title for a run of `policy` with `latency`.
