@@ -1,7 +1,14 @@
+//! Times the parts of opening a large trace through the binary trace cache
+//! and of its first frame's analyses, one after another: the open (the
+//! cache's checksum and decode, or the JSON parse and the cache write), the
+//! reference and range checks, the ledger, the classification and the
+//! whole quick dataset. Prints each part's time.
+//! Usage: cargo run --release --example open_phases -- TRACE.json CACHE_DIR
+//! (run twice: the second run opens from the cache).
 use std::time::Instant;
 fn main() {
-    let p = std::env::args().nth(1).unwrap();
-    let dir = std::env::args().nth(2).unwrap();
+    let p = std::env::args().nth(1).expect("trace path");
+    let dir = std::env::args().nth(2).expect("cache directory");
     let t = Instant::now();
     let store = spillscope::trace::store::TraceStore::at(dir);
     let (tr, how) = store.open(std::path::Path::new(&p)).unwrap();

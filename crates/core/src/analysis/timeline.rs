@@ -163,6 +163,12 @@ impl<'a> OpSpans<'a> {
     }
 }
 
+/// Whether an op from `start` to `end` is running at `t` (one of no
+/// length runs at its start): what "the op at the cursor" means.
+pub fn runs_at(start: u64, end: u64, t: u64) -> bool {
+    start <= t && t < end.max(start + 1)
+}
+
 /// The index. Built once per trace (O(n + buckets)); queried per frame.
 #[derive(Debug, Clone)]
 pub struct TimelineIndex {
@@ -540,7 +546,7 @@ impl TimelineIndex {
             .rev()
             .map(|&k| k as usize)
             .take_while(|&k| start[k] >= from)
-            .filter(|&k| t < end[k].max(start[k] + 1))
+            .filter(|&k| runs_at(start[k], end[k], t))
             .min()
     }
 

@@ -507,7 +507,7 @@ impl Dataset {
         }
         let ops = &self.trace.ops;
         let (start, end) = (ops.start_col(), ops.end_col());
-        (0..ops.len()).find(|&i| start[i] <= t && t < end[i].max(start[i] + 1))
+        (0..ops.len()).find(|&i| crate::analysis::timeline::runs_at(start[i], end[i], t))
     }
 
     /// Round trips of a tensor, if it has any.

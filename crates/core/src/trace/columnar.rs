@@ -7,9 +7,10 @@
 //! assembled and no name interned again (assembling rows was two thirds of
 //! reading a 10M-event entry). A table of where the tensors, ops and events
 //! start ends the body, so the events are read on one core while the
-//! tensors and ops are read on another (a 10M-event entry 1.2 -> 0.75 s). The small parts (schema, source, meta, pools, the counters but
-//! for their samples, summary) are one JSON header: they are a few
-//! kilobytes and their JSON is the contract's. The counters' samples follow
+//! tensors and ops are read on another (a 10M-event entry 1.2 -> 0.75 s).
+//! The small parts (schema, source, meta, pools, the counters but for their
+//! samples, summary) are one JSON header: they are a few kilobytes and
+//! their JSON is the contract's. The counters' samples follow
 //! it as two columns each (times, values as `f64` bits): a simulation's
 //! `live_bytes` counter has a sample per op, and as JSON it was a sixth of
 //! reading a 10M-event entry back.
@@ -238,13 +239,13 @@ impl<'a> Reader<'a> {
 
     /// A reader of `range` of this reader's bytes, releasing as this one
     /// does (a section read on a thread of its own).
-    fn section(&self, range: std::ops::Range<usize>, every: usize) -> Reader<'a> {
+    fn section(&self, range: std::ops::Range<usize>) -> Reader<'a> {
         Reader {
             b: &self.b[range.clone()],
             at: 0,
             release: self.release,
             released: 0,
-            release_every: every,
+            release_every: self.release_every,
             base: self.base + range.start,
         }
     }
@@ -298,22 +299,6 @@ impl<'a> Reader<'a> {
         Ok(b.chunks_exact(8).map(le_u64).collect())
     }
 
-    /// A column of `u64`s of any length.
-    pub fn u64s_any(&mut self, what: &str) -> Result<Vec<u64>, Fail> {
-        let n = self.peek_len(what)? / 8;
-        self.u64s(n, what)
-    }
-
-    /// The byte length of the next array.
-    fn peek_len(&self, what: &str) -> Result<usize, Fail> {
-        let b = self
-            .b
-            .get(self.at..self.at + 8)
-            .ok_or_else(|| format!("{what}: runs past the end of the file"))?;
-        let len = u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]);
-        usize::try_from(len).map_err(|_| format!("{what}: length {len}"))
-    }
-
     pub fn u32s(&mut self, n: usize, what: &str) -> Result<Vec<u32>, Fail> {
         let b = self.fixed::<4>(n, what)?;
         Ok(b.chunks_exact(4)
@@ -323,6 +308,15 @@ impl<'a> Reader<'a> {
 
     pub fn u8s(&mut self, n: usize, what: &str) -> Result<&'a [u8], Fail> {
         self.fixed::<1>(n, what)
+    }
+
+    /// `n` ids into a dictionary of `k` names (an id past it is an error).
+    pub(crate) fn ids_below(&mut self, n: usize, k: usize, what: &str) -> Result<Vec<u32>, Fail> {
+        let ids = self.u32s(n, what)?;
+        match ids.iter().find(|&&i| i as usize >= k) {
+            Some(bad) => Err(format!("{what}: {bad} of {k}")),
+            None => Ok(ids),
+        }
     }
 
     /// `n` one-byte tags, each read by `of` (an unknown tag is an error).
@@ -458,15 +452,6 @@ pub struct Lists {
     vals: Vec<u64>,
 }
 
-impl Lists {
-    pub fn get(&self, i: usize) -> Vec<usize> {
-        self.vals[self.offsets[i] as usize..self.offsets[i + 1] as usize]
-            .iter()
-            .map(|&v| v as usize)
-            .collect()
-    }
-}
-
 /// The small parts of a trace, as one JSON document.
 #[derive(Serialize, Deserialize)]
 struct Header {
@@ -573,21 +558,20 @@ fn whole<T>(
 /// own, the events on this one (each about half of an entry's bytes).
 fn decode_from(r: Reader) -> Result<Trace, Fail> {
     let [head, tensors, ops, events] = sections(r.b)?;
-    let every = r.release_every;
     let (rest, events) = std::thread::scope(|s| {
         let rest = s.spawn(|| {
-            let tensors = whole(r.section(tensors, every), "tensors", Tensors::decode)?;
-            let ops = whole(r.section(ops, every), "ops", Ops::decode)?;
+            let tensors = whole(r.section(tensors), "tensors", Tensors::decode)?;
+            let ops = whole(r.section(ops), "ops", Ops::decode)?;
             Ok::<_, Fail>((tensors, ops))
         });
-        let events = whole(r.section(events, every), "events", Events::decode);
+        let events = whole(r.section(events), "events", Events::decode);
         // A panic there is one here (never taken for a damaged entry).
         let rest = rest.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
         (rest, events)
     });
     let (tensors, ops) = rest?;
     let events = events?;
-    let mut r = r.section(head, every);
+    let mut r = r.section(head);
     let header: Header =
         serde_json::from_slice(r.bytes("header")?).map_err(|e| format!("header: {e}"))?;
     let mut counters = header.counters;

@@ -187,12 +187,12 @@ impl Ops {
         self.name.len()
     }
 
-    /// Op `i` as a row. Panics when `i` is out of range, like indexing.
     /// Whether every op's id is its row (no id column kept).
     pub fn ids_are_rows(&self) -> bool {
         self.id.vals.is_empty()
     }
 
+    /// Op `i` as a row. Panics when `i` is out of range, like indexing.
     pub fn at(&self, i: usize) -> OpRef<'_> {
         OpRef {
             id: self.id.get(i, own_index),
@@ -277,7 +277,7 @@ impl Ops {
     }
 
     /// Appends op `i`'s interned and optional fields (what [`Ops::push`]
-    /// and the cache's [`Ops::from_cols`] both append one op at a time).
+    /// and [`Ops::push_ref`] append one op at a time).
     fn push_rest(&mut self, i: usize, r: OpRest<'_>) {
         let t = self.types.id(r.op_type);
         self.op_type.push(t);
@@ -483,10 +483,7 @@ impl Ops {
         let id = r.counted(n, "op ids")?;
         let name = r.names(n, "op names")?;
         let types = r.dict("op types")?;
-        let op_type = r.u32s(n, "op type ids")?;
-        if let Some(bad) = op_type.iter().find(|&&t| t as usize >= types.len()) {
-            return Err(format!("op type ids: {bad} of {}", types.len()));
-        }
+        let op_type = r.ids_below(n, types.len(), "op type ids")?;
         let start_ns = r.u64s(n, "op starts")?;
         let end_ns = r.u64s(n, "op ends")?;
         let stall_ns = r.u64s(n, "op stalls")?;

@@ -231,10 +231,7 @@ impl Tensors {
         let bytes = r.u64s(n, "tensor sizes")?;
         let kind = r.tags(n, "tensor kinds", kind_of)?;
         let pools = r.dict("tensor pools")?;
-        let pool = r.u32s(n, "tensor pool ids")?;
-        if let Some(bad) = pool.iter().find(|&&p| p as usize >= pools.len()) {
-            return Err(format!("tensor pool ids: {bad} of {}", pools.len()));
-        }
+        let pool = r.ids_below(n, pools.len(), "tensor pool ids")?;
         let producer = r.opt_col(n, "tensor producers")?;
         let consumers = r.id_lists(n, "tensor consumers")?;
         Ok(Tensors {

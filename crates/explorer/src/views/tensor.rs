@@ -210,9 +210,6 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme, g: &Glyphs, area: Rect) {
     for (i, rt) in
         (0..x.trips.min(room)).filter_map(|k| d.trips.trip(&d.trace, row, k).map(|t| (k, t)))
     {
-        if y >= arrows.y + arrows.height {
-            break;
-        }
         let mark = if app.tensors.trip == Some(i) {
             theme.selected()
         } else {
