@@ -7,7 +7,9 @@ use compact_str::CompactString;
 use std::collections::HashMap;
 
 mod narrow;
+mod slab;
 pub(crate) use narrow::Narrow;
+pub(crate) use slab::{Backing, Plain, Slab};
 
 /// An optional `u64` field as a column: empty until some row carries it,
 /// then one presence bit per row and a value only for the rows that have
@@ -21,7 +23,7 @@ pub(crate) struct OptCol {
     /// the largest allows.
     pub(crate) vals: Narrow,
     /// One bit per row (as far as the column is in use).
-    pub(crate) present: Vec<u64>,
+    pub(crate) present: Slab<u64>,
     /// Per word of `present`: how many values come before it.
     rank: Vec<u32>,
 }
@@ -173,10 +175,10 @@ impl OptCol {
 
     /// A column from its presence words and its values, as the cache
     /// stores them; `None` if they do not agree.
-    pub(crate) fn from_parts(present: Vec<u64>, vals: Narrow) -> Option<OptCol> {
+    pub(crate) fn from_parts(present: Slab<u64>, vals: Narrow) -> Option<OptCol> {
         let mut rank = Vec::with_capacity(present.len());
         let mut n = 0usize;
-        for w in &present {
+        for w in present.iter() {
             rank.push(u32::try_from(n).ok()?);
             n += w.count_ones() as usize;
         }
@@ -379,6 +381,9 @@ impl Dictionary {
 pub(crate) enum Ends {
     Narrow(Vec<u32>),
     Wide(Vec<usize>),
+    /// As the cache stores them: `n + 1` offsets from 0, read in place
+    /// (row `i` ends at offset `i + 1`); a push copies them to `Wide`.
+    Offsets(Slab<u64>),
 }
 
 impl Default for Ends {
@@ -393,6 +398,7 @@ impl Ends {
         match self {
             Ends::Narrow(v) => v[i] as usize,
             Ends::Wide(v) => v[i],
+            Ends::Offsets(v) => v[i + 1] as usize,
         }
     }
 
@@ -413,20 +419,28 @@ impl Ends {
                 }
             },
             Ends::Wide(v) => v.push(end),
+            Ends::Offsets(_) => {
+                self.widen();
+                self.push(end);
+            }
         }
     }
 
     /// Every end in 8 bytes (the push past `u32::MAX`; tests).
     fn widen(&mut self) {
-        if let Ends::Narrow(v) = self {
-            *self = Ends::Wide(v.iter().map(|&e| e as usize).collect());
-        }
+        let wide = match self {
+            Ends::Narrow(v) => v.iter().map(|&e| e as usize).collect(),
+            Ends::Offsets(v) => v.iter().skip(1).map(|&e| e as usize).collect(),
+            Ends::Wide(_) => return,
+        };
+        *self = Ends::Wide(wide);
     }
 
     pub(crate) fn len(&self) -> usize {
         match self {
             Ends::Narrow(v) => v.len(),
             Ends::Wide(v) => v.len(),
+            Ends::Offsets(v) => v.len().saturating_sub(1),
         }
     }
 
@@ -438,6 +452,7 @@ impl Ends {
         match self {
             Ends::Narrow(v) => v.truncate(n),
             Ends::Wide(v) => v.truncate(n),
+            Ends::Offsets(v) => v.truncate(n + 1),
         }
     }
 
@@ -445,6 +460,7 @@ impl Ends {
         match self {
             Ends::Narrow(v) => v.capacity() * 4,
             Ends::Wide(v) => v.capacity() * 8,
+            Ends::Offsets(v) => v.capacity() * 8,
         }
     }
 
@@ -452,6 +468,7 @@ impl Ends {
         match self {
             Ends::Narrow(v) => v.shrink_to_fit(),
             Ends::Wide(v) => v.shrink_to_fit(),
+            Ends::Offsets(v) => v.shrink_to_fit(),
         }
     }
 
@@ -468,24 +485,24 @@ impl Ends {
 /// `ends.at(i)` is where row `i`'s list ends in `ids` (it starts where row
 /// `i - 1`'s ends).
 #[derive(Debug, Clone)]
-pub(crate) struct Lists<T> {
+pub(crate) struct Lists<T: Plain> {
     pub(crate) ends: Ends,
-    pub(crate) ids: Vec<T>,
+    pub(crate) ids: Slab<T>,
 }
 
 /// Lists of ids.
 pub(crate) type IdLists = Lists<usize>;
 
-impl<T> Default for Lists<T> {
+impl<T: Plain> Default for Lists<T> {
     fn default() -> Self {
         Lists {
             ends: Ends::default(),
-            ids: Vec::new(),
+            ids: Slab::new(),
         }
     }
 }
 
-impl<T: Copy> Lists<T> {
+impl<T: Plain> Lists<T> {
     #[inline]
     pub(crate) fn get(&self, i: usize) -> &[T] {
         &self.ids[self.ends.range(i)]
@@ -552,17 +569,17 @@ impl Lists<usize> {
         drop(at);
         IdLists {
             ends: Ends::of(ends.into_iter(), total),
-            ids,
+            ids: ids.into(),
         }
     }
 
     /// The lists as read back from the cache: `offsets` (n + 1, from 0,
-    /// never decreasing, as the reader checked) into `vals`.
-    pub(crate) fn from_offsets(offsets: &[u64], vals: Vec<u64>) -> IdLists {
-        let total = offsets.last().map_or(0, |&o| o as usize);
+    /// never decreasing, the last at the end of `ids`, as the reader
+    /// checked) into `ids`, both kept as read (in place when mapped).
+    pub(crate) fn from_offsets(offsets: Slab<u64>, ids: Slab<usize>) -> IdLists {
         IdLists {
-            ends: Ends::of(offsets.iter().skip(1).map(|&o| o as usize), total),
-            ids: vals.into_iter().map(|v| v as usize).collect(),
+            ends: Ends::Offsets(offsets),
+            ids,
         }
     }
 }
@@ -571,18 +588,23 @@ impl Lists<usize> {
 /// heap allocation per string (a model's names often pass 24 bytes).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Names {
-    blob: String,
+    /// UTF-8, each end on a character boundary (every way in checks or
+    /// keeps it: pushed `str`s, or a blob the reader checked).
+    blob: Slab<u8>,
     ends: Ends,
 }
 
 impl Names {
     #[inline]
     pub(crate) fn get(&self, i: usize) -> &str {
-        &self.blob[self.ends.range(i)]
+        let b = &self.blob[self.ends.range(i)];
+        // SAFETY: the blob is UTF-8 and every end falls on a character
+        // boundary (the field's invariant), so each name's bytes are UTF-8.
+        unsafe { std::str::from_utf8_unchecked(b) }
     }
 
     pub(crate) fn push(&mut self, s: &str) {
-        self.blob.push_str(s);
+        self.blob.extend_from_slice(s.as_bytes());
         self.ends.push(self.blob.len());
     }
 
@@ -593,7 +615,7 @@ impl Names {
     /// Appends `other`'s names after these.
     pub(crate) fn append(&mut self, other: &Names) {
         let base = self.blob.len();
-        self.blob.push_str(&other.blob);
+        self.blob.extend_from_slice(&other.blob);
         for i in 0..other.len() {
             self.ends.push(base + other.ends.at(i));
         }
@@ -609,11 +631,17 @@ impl Names {
     }
 
     /// Names read back whole (the cache): `offsets` (one more than the
-    /// names, from 0, never decreasing, each on a character boundary and
-    /// the last at the blob's end, as the reader checked) into `blob`.
-    pub(crate) fn from_offsets(blob: String, offsets: &[u64]) -> Names {
-        let ends = Ends::of(offsets.iter().skip(1).map(|&o| o as usize), blob.len());
-        Names { blob, ends }
+    /// names, from 0, never decreasing, as the reader checked) into `blob`,
+    /// both kept as read (in place when mapped); `None` unless the blob is
+    /// UTF-8, the last offset its end and every offset between characters.
+    pub(crate) fn from_offsets(blob: Slab<u8>, offsets: Slab<u64>) -> Option<Names> {
+        let text = std::str::from_utf8(&blob).ok()?;
+        let fits = offsets.last().is_some_and(|&o| o as usize == text.len())
+            && offsets.iter().all(|&o| text.is_char_boundary(o as usize));
+        fits.then_some(Names {
+            blob,
+            ends: Ends::Offsets(offsets),
+        })
     }
 
     pub(crate) fn heap_bytes(&self) -> usize {
@@ -636,9 +664,9 @@ pub(crate) struct Lazy<T> {
 
 impl Lazy<usize> {
     /// A column read back whole (the cache): none, or one id per row.
-    pub(crate) fn of_u64s(vals: Vec<u64>) -> Lazy<usize> {
+    pub(crate) fn of_u64s(vals: Slab<u64>) -> Lazy<usize> {
         Lazy {
-            vals: vals.into_iter().map(|v| v as usize).collect(),
+            vals: vals.iter().map(|&v| v as usize).collect(),
         }
     }
 }
@@ -1029,8 +1057,8 @@ mod tests {
 
     #[test]
     fn parts_that_disagree_are_refused() {
-        assert!(OptCol::from_parts(vec![0b101], Narrow::from_vec(vec![1])).is_none());
-        assert!(OptCol::from_parts(vec![0b101], Narrow::from_vec(vec![1, 2])).is_some());
+        assert!(OptCol::from_parts(vec![0b101].into(), Narrow::from_vec(vec![1])).is_none());
+        assert!(OptCol::from_parts(vec![0b101].into(), Narrow::from_vec(vec![1, 2])).is_some());
     }
 
     #[test]

@@ -10,13 +10,15 @@
 // widening conversion is the identity.
 #![allow(clippy::useless_conversion)]
 
+use super::{Backing, Slab};
+
 /// Values of one column, as bytes, halves, words or double words.
 #[derive(Debug, Clone)]
 pub(crate) enum Narrow {
-    U8(Vec<u8>),
-    U16(Vec<u16>),
-    U32(Vec<u32>),
-    U64(Vec<u64>),
+    U8(Slab<u8>),
+    U16(Slab<u16>),
+    U32(Slab<u32>),
+    U64(Slab<u64>),
 }
 
 /// `$e` with `$v` bound to the column's vector, whatever its width.
@@ -33,7 +35,7 @@ macro_rules! each {
 
 impl Default for Narrow {
     fn default() -> Self {
-        Narrow::U8(Vec::new())
+        Narrow::U8(Slab::new())
     }
 }
 
@@ -61,23 +63,23 @@ impl Narrow {
     pub(crate) fn from_vec(vals: Vec<u64>) -> Narrow {
         let w = vals.iter().copied().max().map_or(1, width_of);
         match w {
-            8 => Narrow::U64(vals),
+            8 => Narrow::U64(vals.into()),
             _ => Narrow::of_width(w, vals.len(), vals.into_iter()),
         }
     }
 
     /// `n` zeros (in one byte each, until a value needs more).
     pub(crate) fn zeros(n: usize) -> Narrow {
-        Narrow::U8(vec![0; n])
+        Narrow::U8(vec![0; n].into())
     }
 
     /// An empty column with room for `n` values of width `w`.
     fn empty(w: usize, n: usize) -> Narrow {
         match w {
-            1 => Narrow::U8(Vec::with_capacity(n)),
-            2 => Narrow::U16(Vec::with_capacity(n)),
-            4 => Narrow::U32(Vec::with_capacity(n)),
-            _ => Narrow::U64(Vec::with_capacity(n)),
+            1 => Narrow::U8(Slab::with_capacity(n)),
+            2 => Narrow::U16(Slab::with_capacity(n)),
+            4 => Narrow::U32(Slab::with_capacity(n)),
+            _ => Narrow::U64(Slab::with_capacity(n)),
         }
     }
 
@@ -248,6 +250,22 @@ impl Narrow {
     /// A column of width `w` from its little-endian bytes; `None` when the
     /// width is not 1, 2, 4 or 8 or the bytes are not a whole number of
     /// values.
+    /// [`Narrow::from_le_bytes`] read in place from `map` (`b` lies in
+    /// it) when it can be, else copied.
+    pub(crate) fn from_mapped(w: usize, b: &[u8], map: Option<&Backing>) -> Option<Narrow> {
+        let Some(map) = map else {
+            return Narrow::from_le_bytes(w, b);
+        };
+        let mapped = match w {
+            1 => Slab::mapped(map, b).map(Narrow::U8),
+            2 => Slab::mapped(map, b).map(Narrow::U16),
+            4 => Slab::mapped(map, b).map(Narrow::U32),
+            8 => Slab::mapped(map, b).map(Narrow::U64),
+            _ => None,
+        };
+        mapped.or_else(|| Narrow::from_le_bytes(w, b))
+    }
+
     pub(crate) fn from_le_bytes(w: usize, b: &[u8]) -> Option<Narrow> {
         if !matches!(w, 1 | 2 | 4 | 8) || !b.len().is_multiple_of(w) {
             return None;
@@ -255,7 +273,7 @@ impl Narrow {
         // One typed loop per width (a copy the compiler vectorises: the
         // cache reads a 10M-event trace's columns this way).
         Some(match w {
-            1 => Narrow::U8(b.to_vec()),
+            1 => Narrow::U8(b.to_vec().into()),
             2 => Narrow::U16(
                 b.chunks_exact(2)
                     .map(|c| u16::from_le_bytes([c[0], c[1]]))

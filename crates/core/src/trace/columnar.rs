@@ -21,7 +21,7 @@
 //! checks run again after decoding, as for JSON).
 
 use super::{Bound, Counter, Events, Meta, Ops, Pool, Source, Summary, Tensors, Trace};
-use crate::cols::{Dictionary, IdLists, Names, Narrow, OptCol};
+use crate::cols::{Backing, Dictionary, IdLists, Names, Narrow, OptCol, Plain, Slab};
 use crate::graph::TensorKind;
 use serde::{Deserialize, Serialize};
 use std::io::{self, Write};
@@ -206,6 +206,8 @@ pub struct Reader<'a> {
     release_every: usize,
     /// Where `b` starts in the bytes `release` is told of.
     base: usize,
+    /// The mapping `b` lies in, when it does: columns are read in place.
+    map: Option<&'a Backing>,
 }
 
 /// What a reader tells of the bytes behind it (ranges of the whole body).
@@ -225,6 +227,17 @@ impl<'a> Reader<'a> {
             released: 0,
             release_every: RELEASE_BYTES,
             base: 0,
+            map: None,
+        }
+    }
+
+    /// A reader of `b`, which lies in `map`: its columns borrow the
+    /// mapping instead of being copied (releasing as [`Reader::releasing`];
+    /// a released page is read again from the page cache when touched).
+    pub fn mapped(b: &'a [u8], map: &'a Backing, release: &'a Release<'a>) -> Reader<'a> {
+        Reader {
+            map: Some(map),
+            ..Reader::releasing(b, release)
         }
     }
 
@@ -247,6 +260,7 @@ impl<'a> Reader<'a> {
             released: 0,
             release_every: self.release_every,
             base: self.base + range.start,
+            map: self.map,
         }
     }
 
@@ -294,16 +308,26 @@ impl<'a> Reader<'a> {
         Ok(b)
     }
 
-    pub fn u64s(&mut self, n: usize, what: &str) -> Result<Vec<u64>, Fail> {
-        let b = self.fixed::<8>(n, what)?;
-        Ok(b.chunks_exact(8).map(le_u64).collect())
+    /// `n` values of `T`, in place when the reader is over a mapping.
+    fn slab<T: Plain, const K: usize>(&mut self, n: usize, what: &str) -> Result<Slab<T>, Fail> {
+        let b = self.fixed::<K>(n, what)?;
+        Slab::of_le(b, self.map).ok_or_else(|| format!("{what}: {} bytes", b.len()))
     }
 
-    pub fn u32s(&mut self, n: usize, what: &str) -> Result<Vec<u32>, Fail> {
-        let b = self.fixed::<4>(n, what)?;
-        Ok(b.chunks_exact(4)
-            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect())
+    pub(crate) fn u64s(&mut self, n: usize, what: &str) -> Result<Slab<u64>, Fail> {
+        self.slab::<u64, 8>(n, what)
+    }
+
+    pub(crate) fn u32s(&mut self, n: usize, what: &str) -> Result<Slab<u32>, Fail> {
+        self.slab::<u32, 4>(n, what)
+    }
+
+    /// `n` ids stored in 8 bytes each.
+    fn usizes(&mut self, n: usize, what: &str) -> Result<Slab<usize>, Fail> {
+        #[cfg(target_pointer_width = "64")]
+        return self.slab::<usize, 8>(n, what);
+        #[cfg(not(target_pointer_width = "64"))]
+        return Ok(self.u64s(n, what)?.iter().map(|&v| v as usize).collect());
     }
 
     pub fn u8s(&mut self, n: usize, what: &str) -> Result<&'a [u8], Fail> {
@@ -311,7 +335,7 @@ impl<'a> Reader<'a> {
     }
 
     /// `n` ids into a dictionary of `k` names (an id past it is an error).
-    pub(crate) fn ids_below(&mut self, n: usize, k: usize, what: &str) -> Result<Vec<u32>, Fail> {
+    pub(crate) fn ids_below(&mut self, n: usize, k: usize, what: &str) -> Result<Slab<u32>, Fail> {
         let ids = self.u32s(n, what)?;
         match ids.iter().find(|&&i| i as usize >= k) {
             Some(bad) => Err(format!("{what}: {bad} of {k}")),
@@ -337,7 +361,7 @@ impl<'a> Reader<'a> {
     pub(crate) fn narrow(&mut self, n: Option<usize>, what: &str) -> Result<Narrow, Fail> {
         let w = self.count(what)?;
         let b = self.bytes(what)?;
-        let c = Narrow::from_le_bytes(w, b)
+        let c = Narrow::from_mapped(w, b, self.map)
             .ok_or_else(|| format!("{what}: {} bytes in values of {w}", b.len()))?;
         match n {
             Some(n) if c.len() != n => Err(format!("{what}: {} values, expected {n}", c.len())),
@@ -356,8 +380,12 @@ impl<'a> Reader<'a> {
 
     /// `n` names, as [`Writer::names`] wrote them.
     pub(crate) fn names(&mut self, n: usize, what: &str) -> Result<Names, Fail> {
-        let s = self.strs(n, what)?;
-        Ok(Names::from_offsets(s.blob.to_owned(), &s.offsets))
+        let offsets = self.offsets(n, what)?;
+        let blob = self.bytes(what)?;
+        let blob = Slab::of_le(blob, self.map).ok_or_else(|| what.to_string())?;
+        Names::from_offsets(blob, offsets).ok_or_else(|| {
+            format!("{what}: not UTF-8, or an offset off its end or inside a character")
+        })
     }
 
     /// A dictionary [`Writer::dict`] wrote.
@@ -368,7 +396,7 @@ impl<'a> Reader<'a> {
     }
 
     /// A column [`Writer::counted`] wrote: none, or one value per row.
-    pub(crate) fn counted(&mut self, rows: usize, what: &str) -> Result<Vec<u64>, Fail> {
+    pub(crate) fn counted(&mut self, rows: usize, what: &str) -> Result<Slab<u64>, Fail> {
         let n = self.count(what)?;
         if n != 0 && n != rows {
             return Err(format!("{what}: {n} values for {rows} rows"));
@@ -396,20 +424,14 @@ impl<'a> Reader<'a> {
 
     /// `n` lists of ids, as the ops and tensors hold them.
     pub(crate) fn id_lists(&mut self, n: usize, what: &str) -> Result<IdLists, Fail> {
-        let l = self.lists(n, what)?;
-        Ok(IdLists::from_offsets(&l.offsets, l.vals))
-    }
-
-    /// `n` lists of ids.
-    pub fn lists(&mut self, n: usize, what: &str) -> Result<Lists, Fail> {
         let offsets = self.offsets(n, what)?;
         let total = offsets.last().copied().unwrap_or(0) as usize;
-        let vals = self.u64s(total, what)?;
-        Ok(Lists { offsets, vals })
+        let ids = self.usizes(total, what)?;
+        Ok(IdLists::from_offsets(offsets, ids))
     }
 
     /// `n + 1` offsets from 0, never decreasing.
-    fn offsets(&mut self, n: usize, what: &str) -> Result<Vec<u64>, Fail> {
+    fn offsets(&mut self, n: usize, what: &str) -> Result<Slab<u64>, Fail> {
         let n1 = n
             .checked_add(1)
             .ok_or_else(|| format!("{what}: count {n}"))?;
@@ -436,7 +458,7 @@ fn le_u64(c: &[u8]) -> u64 {
 
 /// A string column as read.
 pub struct Strs<'a> {
-    offsets: Vec<u64>,
+    offsets: Slab<u64>,
     blob: &'a str,
 }
 
@@ -444,12 +466,6 @@ impl Strs<'_> {
     pub fn get(&self, i: usize) -> &str {
         &self.blob[self.offsets[i] as usize..self.offsets[i + 1] as usize]
     }
-}
-
-/// An id-list column as read.
-pub struct Lists {
-    offsets: Vec<u64>,
-    vals: Vec<u64>,
 }
 
 /// The small parts of a trace, as one JSON document.
@@ -505,12 +521,30 @@ const TABLE_BYTES: usize = 8 + 3 * 8;
 /// Reads a trace [`encode`] wrote; every reference and range is checked
 /// as a JSON trace's are.
 pub fn decode(b: &[u8]) -> Result<Trace, Fail> {
-    decode_from(Reader::new(b))
+    decode_from(Reader::new(b), Checks::Run)
 }
 
-/// [`decode`], telling `release` of the bytes read a stretch at a time.
-pub fn decode_releasing<'a>(b: &'a [u8], release: &'a Release<'a>) -> Result<Trace, Fail> {
-    decode_from(Reader::releasing(b, release))
+/// Whether a decoded trace's references and ranges are checked.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Checks {
+    Run,
+    /// The bytes are known to be what [`encode`] wrote of a trace that
+    /// passed them (a cache entry whose checksum held): checking again
+    /// would only cost time (a tenth of a 10M-event open).
+    Passed,
+}
+
+/// Reads a trace [`encode`] wrote, in `b`, which lies in `map`, and whose
+/// checksum the caller has verified: its columns borrow the mapping
+/// instead of being copied (a 10M-event entry's 1.2 GB: copying it, and
+/// the kernel zeroing the heap pages it went to, was most of a second
+/// open), and `release` is told of the bytes read a stretch at a time.
+pub(crate) fn decode_mapped<'a>(
+    b: &'a [u8],
+    map: &'a Backing,
+    release: &'a Release<'a>,
+) -> Result<Trace, Fail> {
+    decode_from(Reader::mapped(b, map, release), Checks::Passed)
 }
 
 /// [`decode_releasing`] in stretches of `every` bytes (tests).
@@ -522,7 +556,7 @@ fn decode_releasing_every<'a>(
 ) -> Result<Trace, Fail> {
     let mut r = Reader::releasing(b, release);
     r.release_every = every;
-    decode_from(r)
+    decode_from(r, Checks::Run)
 }
 
 /// The sections' byte ranges from the table at the end of `b`: header
@@ -555,26 +589,48 @@ fn whole<T>(
 }
 
 /// The sections decoded side by side: tensors and ops on a thread of their
-/// own, the events on this one (each about half of an entry's bytes).
-fn decode_from(r: Reader) -> Result<Trace, Fail> {
+/// own, the events and the header on this one (each about half of an
+/// entry's bytes).
+fn decode_from(r: Reader, checks: Checks) -> Result<Trace, Fail> {
     let [head, tensors, ops, events] = sections(r.b)?;
-    let (rest, events) = std::thread::scope(|s| {
+    let (rest, (events, head)) = std::thread::scope(|s| {
         let rest = s.spawn(|| {
             let tensors = whole(r.section(tensors), "tensors", Tensors::decode)?;
             let ops = whole(r.section(ops), "ops", Ops::decode)?;
             Ok::<_, Fail>((tensors, ops))
         });
         let events = whole(r.section(events), "events", Events::decode);
+        let head = whole(r.section(head), "the header and counters", decode_head);
         // A panic there is one here (never taken for a damaged entry).
         let rest = rest.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
-        (rest, events)
+        (rest, (events, head))
     });
     let (tensors, ops) = rest?;
-    let events = events?;
-    let mut r = r.section(head);
-    let header: Header =
+    let (header, counters) = head?;
+    let tr = Trace {
+        schema: header.schema,
+        source: header.source,
+        meta: header.meta,
+        pools: header.pools,
+        tensors,
+        ops,
+        events: events?,
+        counters,
+        summary: header.summary,
+        recomputed: Vec::new(),
+    };
+    if checks == Checks::Run {
+        tr.check_refs()?;
+        tr.check_ranges()?;
+    }
+    Ok(tr)
+}
+
+/// The header and the counters' samples.
+fn decode_head(r: &mut Reader) -> Result<(Header, Vec<Counter>), Fail> {
+    let mut header: Header =
         serde_json::from_slice(r.bytes("header")?).map_err(|e| format!("header: {e}"))?;
-    let mut counters = header.counters;
+    let mut counters = std::mem::take(&mut header.counters);
     for c in &mut counters {
         let n = r.count("counter samples")?;
         let t = r.fixed::<8>(n, "counter sample times")?;
@@ -585,24 +641,7 @@ fn decode_from(r: Reader) -> Result<Trace, Fail> {
             .map(|(t, v)| (le_u64(t), f64::from_bits(le_u64(v))))
             .collect();
     }
-    if !r.at_end() {
-        return Err("bytes after the counters".into());
-    }
-    let tr = Trace {
-        schema: header.schema,
-        source: header.source,
-        meta: header.meta,
-        pools: header.pools,
-        tensors,
-        ops,
-        events,
-        counters,
-        summary: header.summary,
-        recomputed: Vec::new(),
-    };
-    tr.check_refs()?;
-    tr.check_ranges()?;
-    Ok(tr)
+    Ok((header, counters))
 }
 
 pub(super) fn kind_tag(k: TensorKind) -> u8 {

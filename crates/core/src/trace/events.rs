@@ -24,7 +24,7 @@
 //! ever holds a vector of rows.
 
 use super::{Event, EventKind};
-use crate::cols::{Dictionary, Narrow, OptCol};
+use crate::cols::{Dictionary, Narrow, OptCol, Slab};
 use compact_str::CompactString;
 use serde::ser::SerializeSeq;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -168,6 +168,15 @@ impl<T: Copy> Dense for Vec<T> {
     }
 }
 
+impl<T: crate::cols::Plain> Dense for Slab<T> {
+    fn heap(&self) -> usize {
+        self.capacity() * std::mem::size_of::<T>()
+    }
+    fn gather(&self, order: &[u32]) -> Slab<T> {
+        order.iter().map(|&i| self[i as usize]).collect()
+    }
+}
+
 impl Dense for Narrow {
     fn heap(&self) -> usize {
         self.heap_bytes()
@@ -190,10 +199,10 @@ fn gather<C: Dense>(c: &C, order: &[u32]) -> C {
 pub struct Events {
     t_ns: Narrow,
     kind: Vec<EventKind>,
-    tensor: Vec<u32>,
+    tensor: Slab<u32>,
     bytes: Narrow,
     pool: Narrow,
-    op: Vec<u32>,
+    op: Slab<u32>,
     reason: Narrow,
     offset: OptCol,
     dma_start_ns: OptCol,
@@ -217,6 +226,12 @@ impl Events {
 
     pub fn len(&self) -> usize {
         self.t_ns.len()
+    }
+
+    /// Whether the dense id columns are read in place from a mapping.
+    #[cfg(test)]
+    pub(crate) fn is_mapped(&self) -> bool {
+        self.tensor.is_mapped() && self.op.is_mapped()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -393,7 +408,7 @@ impl Events {
     /// Changes every event's op (the one column rewritten in bulk: folding
     /// nested calls renumbers ops).
     pub fn map_ops(&mut self, mut f: impl FnMut(usize) -> Option<usize>) {
-        for o in &mut self.op {
+        for o in self.op.iter_mut() {
             let old = (*o != NO_OP).then_some(*o as usize);
             *o = op32(old.and_then(&mut f));
         }
@@ -402,7 +417,7 @@ impl Events {
     /// Changes every event's tensor (a stream window renumbers the tensors
     /// it keeps). `f` must map every tensor an event refers to.
     pub fn map_tensors(&mut self, mut f: impl FnMut(usize) -> usize) {
-        for t in &mut self.tensor {
+        for t in self.tensor.iter_mut() {
             *t = id32(f(*t as usize));
         }
     }

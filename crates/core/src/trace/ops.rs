@@ -22,7 +22,7 @@
 
 use super::columnar::{bound_of, bound_tag, Reader, Writer};
 use super::{Bound, CompactString, TraceOp, Unit};
-use crate::cols::{own_index, row_list, Dictionary, IdLists, Lazy, Names, OptCol};
+use crate::cols::{own_index, row_list, Dictionary, IdLists, Lazy, Names, OptCol, Slab};
 use serde::Serialize;
 use std::collections::HashMap;
 
@@ -158,10 +158,10 @@ pub struct Ops {
     /// Empty while every op's id is its index.
     id: Lazy<usize>,
     name: Names,
-    op_type: Vec<u32>,
-    start_ns: Vec<u64>,
-    end_ns: Vec<u64>,
-    stall_ns: Vec<u64>,
+    op_type: Slab<u32>,
+    start_ns: Slab<u64>,
+    end_ns: Slab<u64>,
+    stall_ns: Slab<u64>,
     inputs: IdLists,
     outputs: IdLists,
     streamed: IdLists,
@@ -524,7 +524,7 @@ impl Ops {
             streamed,
             bound,
             unit: Lazy {
-                vals: unit.into_iter().map(|u| u as u32).collect(),
+                vals: unit.iter().map(|&u| u as u32).collect(),
             },
             flops,
             parent,

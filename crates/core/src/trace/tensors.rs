@@ -20,7 +20,7 @@
 
 use super::columnar::{kind_of, kind_tag, Reader, Writer};
 use super::{TensorKind, TraceTensor};
-use crate::cols::{own_index, row_list, Dictionary, IdLists, Lazy, Names, OptCol};
+use crate::cols::{own_index, row_list, Dictionary, IdLists, Lazy, Names, OptCol, Slab};
 use serde::Serialize;
 
 /// One tensor, borrowed from the columns.
@@ -71,9 +71,9 @@ pub struct Tensors {
     /// Empty while every tensor's id is its index.
     id: Lazy<usize>,
     name: Names,
-    bytes: Vec<u64>,
+    bytes: Slab<u64>,
     kind: Vec<TensorKind>,
-    pool: Vec<u32>,
+    pool: Slab<u32>,
     producer: OptCol,
     consumers: IdLists,
     pools: Dictionary,
