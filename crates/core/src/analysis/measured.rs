@@ -159,7 +159,7 @@ pub fn summary(tr: &Trace, caps: &Capabilities) -> MeasuredSummary {
         importer,
         latency_ns: latency,
         ops: tr.ops.len(),
-        levels: crate::trace::nesting::Nesting::of(&tr.ops).levels(),
+        levels: crate::trace::nesting::Nesting::levels_of(&tr.ops),
         op_time_ns: op_time,
         op_time_share: op_time as f64 / latency.max(1) as f64,
         allocations,

@@ -53,20 +53,19 @@ impl Capabilities {
         spill_events: true,
     };
 
+    /// Read from the columns alone (no row is built: every open asks this
+    /// of millions of ops and events).
     pub fn of(tr: &Trace) -> Capabilities {
         let simulated =
             tr.source == Source::Simulator || matches!(tr.meta.producer, Producer::NpuCase(_));
-        let nested = tr
-            .ops
-            .iter()
-            .any(|o| o.parent.is_some() || o.self_ns.is_some());
+        let nested = tr.ops.has_parents() || tr.ops.has_self_times();
         if simulated {
             return Capabilities {
                 nested,
                 ..Self::ALL
             };
         }
-        let has = |k: EventKind| tr.events.iter().any(|e| e.kind == k);
+        let has = |k: EventKind| tr.events.kinds().contains(&k);
         let capacity = match &tr.meta.producer {
             Producer::Instrumented(i) => i.capacity_declared,
             // Another tool's or a hand-written trace: its pools are what it
@@ -82,9 +81,11 @@ impl Capabilities {
             // A probe stream reports frees as they happen: an allocation
             // not freed yet is live.
             frees: probe || has(EventKind::Free),
-            offsets: tr.events.iter().any(|e| e.offset.is_some()),
+            offsets: tr.events.has_offsets(),
             capacity,
-            op_times: tr.ops.iter().any(|o| o.end_ns > o.start_ns),
+            op_times: (tr.ops.start_col().iter())
+                .zip(tr.ops.end_col())
+                .any(|(s, e)| e > s),
             nested,
             spill_events: probe
                 || [

@@ -580,6 +580,15 @@ impl Events {
     pub fn kind(&self, i: usize) -> EventKind {
         self.kind[i]
     }
+    /// Every event's kind, in order (a column: no row built).
+    pub fn kinds(&self) -> &[EventKind] {
+        &self.kind
+    }
+    /// Whether some event says where it placed its tensor (the column is
+    /// kept only once one does).
+    pub fn has_offsets(&self) -> bool {
+        !self.offset.vals.is_empty()
+    }
     /// The size of event `i`.
     pub fn bytes(&self, i: usize) -> u64 {
         self.bytes.get(i)

@@ -398,10 +398,28 @@ impl Ops {
         lists.iter().flat_map(|l| l.ids.iter().copied().max()).max()
     }
 
+    /// Whether any op has a parent (the column is kept only once one does).
+    pub fn has_parents(&self) -> bool {
+        !self.parent.vals.is_empty()
+    }
+
+    /// Whether any op's own time is given apart from its children's.
+    pub fn has_self_times(&self) -> bool {
+        !self.self_ns.vals.is_empty()
+    }
+
     /// Whether every op's parent, where it has one, comes before it.
     pub fn parents_before(&self) -> bool {
         self.parent.vals.is_empty()
             || (0..self.len()).all(|i| self.parent.get(i).is_none_or(|p| (p as usize) < i))
+    }
+
+    /// Every op's parent, in op order, read from its column alone (no
+    /// row built: what a walk over millions of ops wants).
+    pub fn parents(&self) -> impl Iterator<Item = Option<usize>> + '_ {
+        self.parent
+            .rows(0, self.len())
+            .map(|p| p.map(|p| p as usize))
     }
 
     /// Every op's start (a column, for loops that need no whole row).
