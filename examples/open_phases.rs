@@ -2,7 +2,8 @@
 //! and of its first frame's analyses, one after another: the open (the
 //! cache's checksum and decode, or the JSON parse and the cache write), the
 //! reference and range checks, the ledger, the classification and the
-//! whole quick dataset. Prints each part's time.
+//! whole quick dataset, then the session's quick load the explorer's first
+//! frame waits for. Prints each part's time.
 //! Usage: cargo run --release --example open_phases -- TRACE.json CACHE_DIR
 //! (run twice: the second run opens from the cache).
 use std::time::Instant;
@@ -29,4 +30,11 @@ fn main() {
     let t = Instant::now();
     let _d = spillscope::session::dataset::Dataset::quick("x", tr.clone());
     println!("quick {:?}", t.elapsed());
+    // What the explorer's first frame waits for: the session's quick load.
+    let mut opts = spillscope::session::TraceOpts::default();
+    opts.import.store = Some(store);
+    let src = spillscope::session::Source::Traces(vec![p.into()], opts);
+    let t = Instant::now();
+    let (d, _) = src.load_quick().unwrap();
+    println!("load_quick {:?} ({} datasets)", t.elapsed(), d.len());
 }

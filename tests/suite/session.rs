@@ -410,6 +410,7 @@ fn a_trace_is_cached_after_its_first_frame_and_read_from_the_cache_next() {
         cache: None,
     };
     let mut shown = Vec::new();
+    let mut figures = Vec::new();
     let mut inodes = Vec::new();
     // A new session each time: one session keeps what it read in memory.
     for _ in 0..2 {
@@ -425,6 +426,7 @@ fn a_trace_is_cached_after_its_first_frame_and_read_from_the_cache_next() {
                         assert!(!entry.exists(), "kept before the first frame was posted");
                     }
                     shown.push(data.trace.clone());
+                    figures.push((data.ledger.clone(), data.class.clone()));
                 }
                 Update::Failed(e) => panic!("{e}"),
                 Update::Done => break,
@@ -443,4 +445,15 @@ fn a_trace_is_cached_after_its_first_frame_and_read_from_the_cache_next() {
     assert_eq!(shown.len(), 2);
     assert_eq!(*shown[0], *shown[1]);
     assert_eq!(*shown[1], spillscope::trace::Trace::load(&p).unwrap());
+    // The first frame's ledger and classification were kept beside the
+    // trace, and the second run's (read back) are the first's (computed).
+    let store = TraceStore::at(dir.path().join("traces")).with_min_bytes(0);
+    match store.lookup(&p).unwrap() {
+        spillscope::trace::store::Lookup::Hit(_, Some(extra)) => {
+            assert!(!extra.bytes().is_empty())
+        }
+        _ => panic!("the entry holds the first frame's analyses"),
+    }
+    assert_eq!(figures[0], figures[1]);
+    assert!(figures[1].1.capacity_count + figures[1].1.lifetime_count > 0);
 }

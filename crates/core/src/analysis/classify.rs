@@ -118,6 +118,66 @@ impl Spills {
     }
 }
 
+/// The classification kept beside a cached trace (a second open
+/// classifies nothing), as columns.
+impl Classification {
+    pub(crate) fn encode<W: std::io::Write>(
+        &self,
+        w: &mut crate::trace::columnar::Writer<W>,
+    ) -> std::io::Result<()> {
+        let counts = [self.capacity_count as u64, self.lifetime_count as u64];
+        w.u64s(
+            4,
+            counts
+                .into_iter()
+                .chain([self.capacity_bytes, self.lifetime_bytes]),
+        )?;
+        let s = &self.spills;
+        w.u64s(1, std::iter::once(s.len() as u64))?;
+        w.u32s(s.len(), s.event.iter().copied())?;
+        let tag = |c: &SpillClass| *c as u8;
+        w.u8s(s.len(), s.class.iter().map(tag))?;
+        w.u32s(s.len(), s.cause.iter().copied())?;
+        w.u64s(1, std::iter::once(s.causes.len() as u64))?;
+        w.strs(s.causes.len(), s.causes.iter().map(String::as_str))
+    }
+
+    /// A classification [`Classification::encode`] wrote of a trace of
+    /// `events` events (each spill's event and cause checked).
+    pub(crate) fn decode(
+        r: &mut crate::trace::columnar::Reader,
+        events: usize,
+    ) -> Result<Classification, String> {
+        let c = r.u64s(4, "classification counts")?;
+        let n = r.count("classified spills")?;
+        let event = r.u32s(n, "classified spill events")?.to_vec();
+        let class = r.tags(n, "spill classes", |t| match t {
+            0 => Some(SpillClass::Capacity),
+            1 => Some(SpillClass::Lifetime),
+            _ => None,
+        })?;
+        let cause = r.u32s(n, "spill causes")?.to_vec();
+        let k = r.count("spill causes")?;
+        let names = r.strs(k, "spill causes")?;
+        let causes: Vec<String> = (0..k).map(|i| names.get(i).to_string()).collect();
+        if event.iter().any(|&e| e as usize >= events) || cause.iter().any(|&c| c as usize >= k) {
+            return Err("classified spills: an event or cause out of range".into());
+        }
+        Ok(Classification {
+            spills: Spills {
+                event,
+                class,
+                cause,
+                causes,
+            },
+            capacity_count: c[0] as usize,
+            lifetime_count: c[1] as usize,
+            capacity_bytes: c[2],
+            lifetime_bytes: c[3],
+        })
+    }
+}
+
 /// Builds [`Spills`], keeping each distinct cause once.
 #[derive(Default)]
 struct SpillsBuilder {

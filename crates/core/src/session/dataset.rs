@@ -339,7 +339,7 @@ impl Completion {
     /// The complete dataset: every analysis the views use.
     pub fn complete(self) -> Dataset {
         let reuse = (self.ledger, self.live_by_step, self.live_is_resident);
-        Dataset::new(self.label, self.trace, Some(reuse), Depth::Complete)
+        Dataset::new(self.label, self.trace, Some(reuse), None, Depth::Complete)
             .with_warnings(self.warnings)
             .with_levels(self.levels.0, self.levels.1)
     }
@@ -353,12 +353,31 @@ impl Dataset {
     /// What the first frame needs, fast: summary, classification and the
     /// live-bytes profile. The rest is empty until [`Dataset::completed`].
     pub fn quick(label: impl Into<String>, trace: Arc<Trace>) -> Dataset {
-        Self::new(label.into(), trace, None, Depth::Quick)
+        Self::new(label.into(), trace, None, None, Depth::Quick)
+    }
+
+    /// [`Dataset::quick`] with the ledger and classification kept beside
+    /// a cached trace instead of computed again (they are of `trace` as
+    /// read: [`super::kept`]).
+    pub(crate) fn quick_from(
+        label: impl Into<String>,
+        trace: Arc<Trace>,
+        kept: super::kept::QuickParts,
+    ) -> Dataset {
+        Self::new(label.into(), trace, None, Some(kept), Depth::Quick)
+    }
+
+    /// What of this quick dataset is worth keeping beside its trace.
+    pub(crate) fn quick_parts(&self) -> super::kept::QuickParts {
+        super::kept::QuickParts {
+            ledger: self.ledger.clone(),
+            class: self.class.clone(),
+        }
     }
 
     /// Every analysis the views use, computed once.
     pub fn complete(label: impl Into<String>, trace: Arc<Trace>) -> Dataset {
-        Self::new(label.into(), trace, None, Depth::Complete)
+        Self::new(label.into(), trace, None, None, Depth::Complete)
     }
 
     /// The complete dataset of one opened with [`Dataset::quick`], reusing
@@ -390,21 +409,27 @@ impl Dataset {
         trace: Arc<Trace>,
         quick: Option<(Arc<Ledger>, Vec<u64>, bool)>,
     ) -> Dataset {
-        Self::new(label.into(), trace, quick, Depth::Complete)
+        Self::new(label.into(), trace, quick, None, Depth::Complete)
     }
 
     /// The one builder: every field from `trace`, the heavy analyses only
     /// at [`Depth::Complete`]; `reuse` is a quick dataset's ledger and step
-    /// profile.
+    /// profile, `kept` the ledger and classification kept with a cached
+    /// trace.
     fn new(
         label: String,
         trace: Arc<Trace>,
         reuse: Option<(Arc<Ledger>, Vec<u64>, bool)>,
+        kept: Option<super::kept::QuickParts>,
         depth: Depth,
     ) -> Dataset {
         let (ledger, profile) = match reuse {
             Some((l, live, resident)) => (Some(l), Some((live, resident))),
             None => (None, None),
+        };
+        let (ledger, kept_class) = match kept {
+            Some(k) => (Some(k.ledger), Some(k.class)),
+            None => (ledger, None),
         };
         let quick = depth == Depth::Quick;
         // The ledger (and, for the first frame, the classification it
@@ -413,7 +438,7 @@ impl Dataset {
         let ((ledger, class), ((live_by_step, live_is_resident), end)) = rayon::join(
             || {
                 let l = ledger.unwrap_or_else(|| Arc::new(Ledger::of(&trace)));
-                let class = quick.then(|| classify(&trace, &l));
+                let class = quick.then(|| kept_class.unwrap_or_else(|| classify(&trace, &l)));
                 (l, class)
             },
             || {

@@ -263,9 +263,15 @@ impl<'a> Job<'a> {
         if !self.views {
             return;
         }
-        let quick = Dataset::quick(l.label.clone(), l.trace.clone())
-            .with_warnings(l.warnings.clone())
-            .with_levels(l.level, l.levels);
+        // A cached trace's first-frame analyses come back with it; a trace
+        // read from its JSON keeps this one's beside it.
+        let quick = match self.tails.kept_parts(&l.trace) {
+            Some(k) => Dataset::quick_from(l.label.clone(), l.trace.clone(), k),
+            None => Dataset::quick(l.label.clone(), l.trace.clone()),
+        }
+        .with_warnings(l.warnings.clone())
+        .with_levels(l.level, l.levels);
+        self.tails.keep_parts(&l.trace, || quick.quick_parts());
         // The first frame draws from the quick dataset: it is posted before
         // the complete analyses start, which take longer than the load.
         let analyse = !self.quick_only && !self.cancel.is_cancelled();

@@ -27,6 +27,7 @@
 pub mod cache;
 pub mod dataset;
 mod job;
+mod kept;
 mod planner;
 pub mod source;
 mod worker;

@@ -5,6 +5,7 @@
 //! and whole traces by file stamp).
 
 use super::dataset::Dataset;
+use super::kept::QuickParts;
 use crate::graph::Graph;
 use crate::run::RunSpec;
 use crate::trace::import::{self, jsonl::JsonlTail};
@@ -158,7 +159,7 @@ impl Loaded {
         warnings: Vec<String>,
         level: u32,
     ) -> Loaded {
-        let levels = crate::trace::nesting::Nesting::of(&full.ops).levels();
+        let levels = crate::trace::nesting::Nesting::levels_of(&full.ops);
         let level = level.min(levels);
         // Only nested traces are rebuilt; the others are shared as read.
         let trace = if levels > 1 {
@@ -186,12 +187,23 @@ pub struct Tails {
     /// Whole traces as read, by path: read again only when the file changed
     /// (changing the level of nested calls shown does not re-read them).
     traces: HashMap<PathBuf, (FileStamp, Arc<Trace>, Vec<String>)>,
+    /// First-frame analyses the binary trace cache kept beside a trace it
+    /// gave back (by the trace: [`Tails::kept_parts`]).
+    kept: Vec<(Arc<Trace>, QuickParts)>,
     /// What recovering a dead recorder's ring file added to a stream, said
     /// with every later load of it.
     recovered: HashMap<PathBuf, String>,
     /// Traces read from their JSON, to be kept in the binary trace cache
     /// once their first frame is out ([`Tails::keep_traces`]).
-    to_keep: Vec<(crate::trace::store::Pending, Arc<Trace>)>,
+    to_keep: Vec<ToKeep>,
+}
+
+/// A trace read from its JSON, to be kept in the binary trace cache, with
+/// its first frame's analyses once they are done.
+struct ToKeep {
+    pending: crate::trace::store::Pending,
+    trace: Arc<Trace>,
+    parts: Option<QuickParts>,
 }
 
 impl Tails {
@@ -247,9 +259,13 @@ impl Tails {
         // from the JSON and kept after the first frame (writing it first
         // would hold the first frame back by about a sixth).
         let mut pending = None;
+        let mut extra = None;
         let cached = match (&opts.import.store, format) {
             (Some(store), import::Format::Spillscope) => match store.lookup(p)? {
-                Lookup::Hit(tr) => Some(*tr),
+                Lookup::Hit(tr, e) => {
+                    extra = e;
+                    Some(*tr)
+                }
                 Lookup::Miss(m) => {
                     pending = Some(m);
                     None
@@ -271,11 +287,22 @@ impl Tails {
         };
         let tr = Arc::new(tr);
         if let Some(pending) = pending {
-            self.to_keep.push((pending, tr.clone()));
+            self.to_keep.push(ToKeep {
+                pending,
+                trace: tr.clone(),
+                parts: None,
+            });
         }
         if let Some(st) = stamp {
             self.traces
                 .insert(p.to_path_buf(), (st, tr.clone(), w.clone()));
+        }
+        // Analyses kept for a trace no path holds any more go with it.
+        let traces = &self.traces;
+        self.kept
+            .retain(|(t, _)| traces.values().any(|v| Arc::ptr_eq(&v.1, t)));
+        if let Some(parts) = extra.and_then(|e| QuickParts::decode(e.bytes(), &tr)) {
+            self.kept.push((tr.clone(), parts));
         }
         Ok((tr, w))
     }
@@ -284,8 +311,24 @@ impl Tails {
     /// binary trace cache (the session calls it once their first frame is
     /// posted).
     pub(crate) fn keep_traces(&mut self) {
-        for (pending, tr) in self.to_keep.drain(..) {
-            pending.keep(&tr);
+        for k in self.to_keep.drain(..) {
+            let extra = k.parts.and_then(|p| p.encode().ok()).unwrap_or_default();
+            k.pending.keep_with(&k.trace, &extra);
+        }
+    }
+
+    /// The first-frame analyses the cache kept beside `tr`, if it came
+    /// from the cache with them.
+    pub(crate) fn kept_parts(&self, tr: &Arc<Trace>) -> Option<QuickParts> {
+        let kept = self.kept.iter().find(|(t, _)| Arc::ptr_eq(t, tr));
+        kept.map(|(_, p)| p.clone())
+    }
+
+    /// Holds `parts()` (of `tr`'s quick dataset) for when `tr` is kept in
+    /// the cache; nothing when it is not to be kept.
+    pub(crate) fn keep_parts(&mut self, tr: &Arc<Trace>, parts: impl FnOnce() -> QuickParts) {
+        if let Some(k) = self.to_keep.iter_mut().find(|k| Arc::ptr_eq(&k.trace, tr)) {
+            k.parts = Some(parts());
         }
     }
 

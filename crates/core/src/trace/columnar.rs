@@ -38,6 +38,11 @@ impl<W: Write> Writer<W> {
         Writer { w, written: 0 }
     }
 
+    /// Bytes written so far.
+    pub fn written(&self) -> u64 {
+        self.written
+    }
+
     pub fn into_inner(self) -> W {
         self.w
     }

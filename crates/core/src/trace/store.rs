@@ -41,7 +41,7 @@ use std::path::{Path, PathBuf};
 pub const DIR: &str = "traces";
 
 /// Bumped whenever the layout of an entry changes.
-const FORMAT: u32 = 6;
+const FORMAT: u32 = 7;
 
 const MAGIC: &[u8; 8] = b"SPLTRACE";
 
@@ -77,12 +77,33 @@ pub enum Opened {
 
 /// What [`TraceStore::lookup`] found.
 pub enum Lookup {
-    Hit(Box<Trace>),
+    /// The trace, and what its first reader kept beside it, if anything
+    /// ([`Pending::keep_with`]).
+    Hit(Box<Trace>, Option<Extra>),
     /// Not cached: read the JSON, then [`Pending::keep`] it.
     Miss(Pending),
     /// Too small to be worth a cache: read the JSON, keep nothing (no stamp
     /// is taken).
     Small,
+}
+
+/// Bytes a caller kept beside a cached trace (the session's first-frame
+/// analyses of it), read in place from the entry, covered by its checksum.
+pub struct Extra {
+    map: crate::cols::Backing,
+    range: std::ops::Range<usize>,
+}
+
+impl Extra {
+    pub fn bytes(&self) -> &[u8] {
+        &self.map[self.range.clone()]
+    }
+}
+
+impl std::fmt::Debug for Extra {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Extra({} bytes)", self.range.len())
+    }
 }
 
 /// A trace to keep once it has been read from its JSON.
@@ -99,11 +120,18 @@ impl Pending {
     /// true: its summary not recomputed on reading (its note must be said
     /// at every open), and the file unchanged since the stamp was taken.
     pub fn keep(self, tr: &Trace) -> Opened {
+        self.keep_with(tr, &[])
+    }
+
+    /// [`Pending::keep`], with `extra` kept beside the trace (given back
+    /// by the lookup that hits it; a whole number of 8-byte words, as a
+    /// [`columnar::Writer`] writes).
+    pub fn keep_with(self, tr: &Trace, extra: &[u8]) -> Opened {
         let unchanged = Stamp::of(&self.source).is_ok_and(|s| s == self.stamp);
         if !tr.recomputed.is_empty() || !unchanged {
             return Opened::Parsed;
         }
-        match self.store.put(&self.entry, &self.stamp, tr) {
+        match self.store.put(&self.entry, &self.stamp, tr, extra) {
             Ok(()) => {
                 self.store.trim(&self.entry);
                 Opened::Stored
@@ -220,6 +248,16 @@ fn sum(body: &[u8], release: &columnar::Release<'_>) -> [u8; 32] {
     out
 }
 
+/// A body's trace and what was kept beside it: the body ends with the
+/// trace's length.
+fn split(body: &[u8]) -> Option<(&[u8], &[u8])> {
+    let (rest, len) = body.split_at_checked(body.len().checked_sub(8)?)?;
+    let len = usize::try_from(u64::from_le_bytes(len.try_into().ok()?)).ok()?;
+    let (trace, extra) = rest.split_at_checked(len)?;
+    // What follows the trace starts on a word, as columns need.
+    (len % 8 == 0 && extra.len() % 8 == 0).then_some((trace, extra))
+}
+
 /// Drops `len` bytes of `map` at `at` from this process's resident pages:
 /// once read into columns, a mapped entry's bytes only added to the peak
 /// (a 10M-event entry is 1.2 GB beside its 1.1 GB of columns). They stay
@@ -274,7 +312,7 @@ impl TraceStore {
     /// ([`Trace::load`]) and cached for the next open.
     pub fn open(&self, path: &Path) -> Result<(Trace, Opened)> {
         match self.lookup(path)? {
-            Lookup::Hit(tr) => Ok((*tr, Opened::Cached)),
+            Lookup::Hit(tr, _) => Ok((*tr, Opened::Cached)),
             Lookup::Miss(pending) => {
                 let tr = Trace::load(path)?;
                 let how = pending.keep(&tr);
@@ -293,8 +331,8 @@ impl TraceStore {
         }
         let stamp = Stamp::of(path).map_err(|e| Error::io(path, e))?;
         let entry = self.entry_path(path);
-        if let Some(tr) = self.get(&entry, &stamp) {
-            return Ok(Lookup::Hit(Box::new(tr)));
+        if let Some((tr, extra)) = self.get(&entry, &stamp) {
+            return Ok(Lookup::Hit(Box::new(tr), extra));
         }
         Ok(Lookup::Miss(Pending {
             store: self.clone(),
@@ -306,7 +344,7 @@ impl TraceStore {
 
     /// The entry at `entry` if it is whole, of this format and version, and
     /// of the source as stamped; anything else is removed.
-    fn get(&self, entry: &Path, stamp: &Stamp) -> Option<Trace> {
+    fn get(&self, entry: &Path, stamp: &Stamp) -> Option<(Trace, Option<Extra>)> {
         let f = File::open(entry).ok()?;
         // SAFETY: the entry is this cache's own file, written once to a
         // temporary name and renamed into place, never written in place; a
@@ -314,8 +352,16 @@ impl TraceStore {
         // is why entries are only ever replaced by rename.
         let map = std::sync::Arc::new(unsafe { memmap2::Mmap::map(&f) }.ok()?);
         let release = |r: std::ops::Range<usize>| drop_pages(&map, HEAD_LEN + r.start, r.len());
-        let tr = Self::check(&map, stamp, &release)
-            .and_then(|body| columnar::decode_mapped(body, &map, &release).ok());
+        let tr = Self::check(&map, stamp, &release).and_then(|body| {
+            let (trace, extra) = split(body)?;
+            let tr = columnar::decode_mapped(trace, &map, &release).ok()?;
+            let at = HEAD_LEN + trace.len();
+            let extra = (!extra.is_empty()).then(|| Extra {
+                map: map.clone(),
+                range: at..at + extra.len(),
+            });
+            Some((tr, extra))
+        });
         match tr {
             // Touched: trimming removes what was used longest ago.
             Some(_) => drop(f.set_modified(std::time::SystemTime::now())),
@@ -342,7 +388,7 @@ impl TraceStore {
 
     /// Writes `tr` as the entry at `entry` (a temporary file renamed into
     /// place).
-    fn put(&self, entry: &Path, stamp: &Stamp, tr: &Trace) -> std::io::Result<()> {
+    fn put(&self, entry: &Path, stamp: &Stamp, tr: &Trace, extra: &[u8]) -> std::io::Result<()> {
         std::fs::create_dir_all(&self.dir)?;
         let mut tmp = tempfile::Builder::new()
             .prefix(".entry")
@@ -352,14 +398,22 @@ impl TraceStore {
         f.write_all(&head(stamp, 0, &[0u8; 32]))?;
         let mut w = columnar::Writer::new(std::io::BufWriter::with_capacity(1 << 20, &mut *f));
         columnar::encode(tr, &mut w)?;
-        w.into_inner().flush()?;
+        let trace_len = w.written();
+        let mut bw = w.into_inner();
+        bw.write_all(extra)?;
+        bw.write_all(&trace_len.to_le_bytes())?;
+        bw.flush()?;
+        drop(bw);
         // Summed as a reader sums it, from the bytes as written (in the
         // page cache by now).
         // SAFETY: the temporary file is this writer's own, not yet renamed
         // into place, and nothing writes it while it is mapped.
         let map = unsafe { memmap2::Mmap::map(&*f) }?;
         let body_len = map.len().saturating_sub(HEAD_LEN) as u64;
-        let sum = sum(map.get(HEAD_LEN..).unwrap_or_default(), &|_| ());
+        // Each stretch let go once summed: the file's pages are not the
+        // writer's to hold beside the trace (a 10M-event entry is 1.2 GB).
+        let release = |r: std::ops::Range<usize>| drop_pages(&map, HEAD_LEN + r.start, r.len());
+        let sum = sum(map.get(HEAD_LEN..).unwrap_or_default(), &release);
         drop(map);
         f.seek(SeekFrom::Start(0))?;
         f.write_all(&head(stamp, body_len, &sum))?;
@@ -610,6 +664,37 @@ mod tests {
             assert_eq!(t, Trace::load(&p).unwrap());
             assert_eq!(std::fs::read(&entry).unwrap().len(), good.len());
         }
+    }
+
+    #[test]
+    fn what_a_reader_kept_beside_a_trace_comes_back_with_it() {
+        let (_dir, p, s) = rich_in_store();
+        let tr = Trace::load(&p).unwrap();
+        let extra: Vec<u8> = (0..64u8).collect();
+        let Lookup::Miss(pending) = s.lookup(&p).unwrap() else {
+            panic!("nothing cached yet")
+        };
+        assert_eq!(pending.keep_with(&tr, &extra), Opened::Stored);
+        match s.lookup(&p).unwrap() {
+            Lookup::Hit(t, Some(e)) => {
+                assert_eq!(*t, tr);
+                assert_eq!(e.bytes(), &extra[..]);
+            }
+            _ => panic!("a hit with what was kept"),
+        }
+        // Kept without: none comes back.
+        std::fs::remove_file(s.entry_path(&p)).unwrap();
+        s.open(&p).unwrap();
+        assert!(matches!(s.lookup(&p).unwrap(), Lookup::Hit(_, None)));
+        // A trace length past the body (checksum made to hold): a miss.
+        let entry = s.entry_path(&p);
+        let mut b = std::fs::read(&entry).unwrap();
+        let n = b.len();
+        b[n - 8..].copy_from_slice(&(n as u64).to_le_bytes());
+        let sum = sum(&b[HEAD_LEN..], &|_| ());
+        b[HEAD_LEN - 32..HEAD_LEN].copy_from_slice(&sum);
+        std::fs::write(&entry, &b).unwrap();
+        assert!(matches!(s.lookup(&p).unwrap(), Lookup::Miss(_)));
     }
 
     #[test]
