@@ -524,3 +524,40 @@ fn hotspots_group_by_name_only_when_a_name_repeats() {
     assert_eq!(grouped[0].calls, 2);
     assert_eq!(grouped, hotspots::by_name(&twice));
 }
+
+/// The lifetime spills a view finds by search are exactly the spills
+/// classed lifetime, in order, from any event on (every bundled trace; some
+/// have both classes).
+#[test]
+fn the_lifetime_spills_found_by_search_are_the_ones_classed_lifetime() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sample-traces");
+    let mut both = 0;
+    for p in std::fs::read_dir(dir).unwrap() {
+        let p = p.unwrap().path();
+        if p.extension().is_none_or(|x| x != "json") {
+            continue;
+        }
+        let tr = spillscope::trace::Trace::load(&p).unwrap();
+        let c = classify::classify(&tr, &Ledger::of(&tr));
+        let sp = &c.spills;
+        let classed: Vec<usize> = (0..sp.len())
+            .filter(|&k| sp.class(k) == classify::SpillClass::Lifetime)
+            .collect();
+        both += usize::from(c.capacity_count > 0 && !classed.is_empty());
+        let found: Vec<usize> = (0..).map_while(|j| sp.lifetime_spill(j)).collect();
+        assert_eq!(found, classed, "{}", p.display());
+        let step = (tr.events.len() / 500).max(1);
+        for e in (0..=tr.events.len()).step_by(step) {
+            let want = (classed.iter())
+                .position(|&k| sp.event(k) >= e)
+                .unwrap_or(classed.len());
+            assert_eq!(
+                sp.lifetime_from_event(e),
+                want,
+                "{} from event {e}",
+                p.display()
+            );
+        }
+    }
+    assert!(both > 0, "no bundled trace has both classes of spill");
+}

@@ -22,6 +22,18 @@ pub fn col_of(t: u64, window: (u64, u64), width: u16) -> Option<u16> {
     Some((((t - window.0) as f64 / span) * width as f64) as u16).map(|c| c.min(width - 1))
 }
 
+/// A time at or just before the start of column `c` ([`col_of`]'s first
+/// time in it): never after it, so a search from it misses nothing drawn
+/// in that column; the window's end past the last column.
+pub fn col_start(c: u16, window: (u64, u64), width: u16) -> u64 {
+    if c >= width {
+        return window.1;
+    }
+    let span = (window.1 - window.0).max(1) as f64;
+    let at = (c as f64 * span / width as f64).floor() as u64;
+    (window.0 + at.saturating_sub(1)).min(window.1)
+}
+
 pub fn label(buf: &mut Buffer, x: u16, y: u16, text: &str, style: Style) {
     buf.set_stringn(x, y, text, LABEL_W as usize - 1, style);
 }
@@ -237,6 +249,39 @@ pub fn cursor_mark(
         if let Some(cell) = buf.cell_mut((area.x + c, area.y)) {
             cell.set_symbol(g.cursor)
                 .set_style(theme.strong(theme.c.highlight));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every time drawn in a column is at or after that column's start,
+    /// and the start is in the column or the one before it.
+    #[test]
+    fn a_column_starts_at_or_before_every_time_drawn_in_it() {
+        for (window, width) in [
+            ((0, 100), 7),
+            ((5, 6), 80),
+            ((1_000, 1_000_003), 80),
+            ((0, 1 << 40), 119),
+        ] {
+            let step = ((window.1 - window.0) / 5_000).max(1);
+            for t in (window.0..window.1).step_by(step as usize) {
+                let c = col_of(t, window, width).unwrap();
+                let s = col_start(c, window, width);
+                assert!(
+                    s <= t,
+                    "{window:?} {width}: column {c} starts at {s}, after {t}"
+                );
+                let sc = col_of(s, window, width).unwrap_or(0);
+                assert!(
+                    sc + 1 >= c,
+                    "{window:?} {width}: start {s} of column {c} is in {sc}"
+                );
+            }
+            assert_eq!(col_start(width, window, width), window.1);
         }
     }
 }

@@ -3,7 +3,7 @@
 //! Neighbouring tensors are drawn in different shades; a cursor (arrows:
 //! time and offset) names the tensor under it, its interval and bytes.
 
-use super::lanes::col_of;
+use super::lanes::{col_of, col_start};
 use crate::app::App;
 use crate::glyphs::Glyphs;
 use crate::theme::Theme;
@@ -295,26 +295,33 @@ fn frag_line(
     let pool = pool_of(app, d);
     buf.set_string(lx, fy, "frag", theme.fg(theme.c.fragmentation));
     let mut n = 0;
-    // Spills are in event (time) order: visit only those in the window.
+    // Lifetime spills are kept in event (time) order: one per column is
+    // all a cell shows, so after each mark the next column's first is
+    // found by search (bounded work at any zoom).
     let sp = &d.class.spills;
     let ev = &d.trace.events;
-    let first = ev.partition_time(|t| t < app.window.0);
-    for k in (sp.from_event(first)..sp.len()).take_while(|&k| ev.t_ns(sp.event(k)) < app.window.1) {
-        if sp.class(k) != spillscope::analysis::classify::SpillClass::Lifetime {
-            continue;
+    let from_time = |t: u64| sp.lifetime_from_event(ev.partition_time(|x| x < t));
+    let mut j = from_time(app.window.0);
+    while let Some(k) = sp.lifetime_spill(j) {
+        let i = sp.event(k);
+        let t = ev.t_ns(i);
+        if t >= app.window.1 {
+            break;
         }
+        j += 1;
         // Only the shown pool's fragmentation.
-        if pool.is_some_and(|x| d.trace.events.pool(sp.event(k)) != x.name) {
+        if pool.is_some_and(|x| ev.pool(i) != x.name) {
             continue;
         }
-        let t = ev.t_ns(sp.event(k));
-        if let Some(c) = col_of(t, app.window, lane_w) {
-            if let Some(cell) = buf.cell_mut((x0 + c, fy)) {
-                cell.set_symbol(g.evict)
-                    .set_style(theme.strong(theme.c.fragmentation));
-            }
-            n += 1;
+        let Some(c) = col_of(t, app.window, lane_w) else {
+            continue;
+        };
+        if let Some(cell) = buf.cell_mut((x0 + c, fy)) {
+            cell.set_symbol(g.evict)
+                .set_style(theme.strong(theme.c.fragmentation));
         }
+        n += 1;
+        j = j.max(from_time(col_start(c + 1, app.window, lane_w)));
     }
     if n == 0 {
         // A profile that records no evictions cannot tell that none
