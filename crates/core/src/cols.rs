@@ -81,6 +81,7 @@ impl OptCol {
     }
 
     /// Appends the value of row `i`, the rows before it already pushed.
+    #[inline]
     pub(crate) fn push(&mut self, i: usize, v: Option<u64>) {
         let Some(v) = v else {
             return;

@@ -126,6 +126,7 @@ impl Narrow {
     }
 
     #[inline]
+    #[inline]
     pub(crate) fn push(&mut self, x: u64) {
         self.widen(width_of(x));
         match self {
