@@ -126,7 +126,6 @@ impl Narrow {
     }
 
     #[inline]
-    #[inline]
     pub(crate) fn push(&mut self, x: u64) {
         self.widen(width_of(x));
         match self {

@@ -111,7 +111,7 @@ impl<T: Plain> Slab<T> {
     #[inline]
     pub(crate) fn vec(&mut self) -> &mut Vec<T> {
         if let Slab::Mapped(_) = self {
-            self.to_heap();
+            self.unmap();
         }
         match self {
             Slab::Owned(v) => v,
@@ -121,7 +121,7 @@ impl<T: Plain> Slab<T> {
 
     /// Copies mapped values to the heap (once per column written to).
     #[cold]
-    fn to_heap(&mut self) {
+    fn unmap(&mut self) {
         if let Slab::Mapped(m) = self {
             *self = Slab::Owned(m.vals.to_vec());
         }
