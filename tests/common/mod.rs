@@ -21,6 +21,17 @@ pub fn sample_trace(name: &str) -> spillscope::trace::Trace {
     .unwrap()
 }
 
+/// Every bundled trace's path (`sample-traces/*.json`), in name order.
+pub fn sample_trace_paths() -> Vec<PathBuf> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("sample-traces");
+    let mut paths: Vec<PathBuf> = (std::fs::read_dir(dir).unwrap())
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    paths.sort();
+    paths
+}
+
 /// `../shared/data/<sub>` if present; otherwise prints why the test is skipped.
 pub fn shared_data(sub: &str) -> Option<PathBuf> {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -530,13 +530,8 @@ fn hotspots_group_by_name_only_when_a_name_repeats() {
 /// have both classes).
 #[test]
 fn the_lifetime_spills_found_by_search_are_the_ones_classed_lifetime() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sample-traces");
     let mut both = 0;
-    for p in std::fs::read_dir(dir).unwrap() {
-        let p = p.unwrap().path();
-        if p.extension().is_none_or(|x| x != "json") {
-            continue;
-        }
+    for p in crate::common::sample_trace_paths() {
         let tr = spillscope::trace::Trace::load(&p).unwrap();
         let c = classify::classify(&tr, &Ledger::of(&tr));
         let sp = &c.spills;

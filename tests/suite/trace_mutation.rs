@@ -94,13 +94,8 @@ proptest! {
 
 #[test]
 fn streamed_and_whole_loads_agree_on_every_sample() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sample-traces");
     let mut n = 0;
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let p = entry.unwrap().path();
-        if p.extension().and_then(|e| e.to_str()) != Some("json") {
-            continue;
-        }
+    for p in crate::common::sample_trace_paths() {
         let Ok(whole) = Trace::load(&p) else { continue };
         let streamed = Trace::load_streamed(&p).unwrap();
         assert!(whole == streamed, "{}", p.display());

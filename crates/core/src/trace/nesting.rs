@@ -19,19 +19,24 @@ pub struct Nesting {
     pub children: Vec<Vec<usize>>,
 }
 
+/// Every op's depth (0 at the top level), telling `child(parent, op)` of
+/// each op inside another. Parents come first; a parent at or after its
+/// child (a broken file) is ignored rather than looped on.
+fn depths(ops: &Ops, mut child: impl FnMut(usize, usize)) -> Vec<u32> {
+    let mut depth = vec![0u32; ops.len()];
+    for (i, p) in ops.parents().enumerate() {
+        if let Some(p) = p.filter(|&p| p < i) {
+            depth[i] = depth[p] + 1;
+            child(p, i);
+        }
+    }
+    depth
+}
+
 impl Nesting {
     pub fn of(ops: &Ops) -> Nesting {
-        let n = ops.len();
-        let mut depth = vec![0u32; n];
-        let mut children = vec![Vec::new(); n];
-        for (i, p) in ops.parents().enumerate() {
-            // Parents come first; a parent at or after its child (a broken
-            // file) is ignored rather than looped on.
-            if let Some(p) = p.filter(|&p| p < i) {
-                depth[i] = depth[p] + 1;
-                children[p].push(i);
-            }
-        }
+        let mut children = vec![Vec::new(); ops.len()];
+        let depth = depths(ops, |p, i| children[p].push(i));
         Nesting { depth, children }
     }
 
@@ -44,15 +49,10 @@ impl Nesting {
         if !ops.has_parents() {
             return 1;
         }
-        let mut depth = vec![0u32; ops.len()];
-        let mut deepest = 0;
-        for (i, p) in ops.parents().enumerate() {
-            if let Some(p) = p.filter(|&p| p < i) {
-                depth[i] = depth[p] + 1;
-                deepest = deepest.max(depth[i]);
-            }
-        }
-        deepest + 1
+        depths(ops, |_, _| {})
+            .into_iter()
+            .max()
+            .map_or(1, |d| d + 1)
     }
 
     /// Any op inside another?
